@@ -1,0 +1,1 @@
+"""Facts computed once per parsed file and shared by every check."""

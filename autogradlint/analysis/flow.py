@@ -1,0 +1,250 @@
+"""One ordered pass over a method body: grad-mode regions, local definitions, calls, returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from .names import ImportTable, dotted
+
+# Grad mode in effect at a point of a backward body. "default" is the engine's own setting:
+# off in ordinary training, on under create_graph=True (semantics A1.1).
+DEFAULT, ENABLE, DISABLE, UNKNOWN = "default", "enable", "disable", "unknown"
+
+
+def grad_mode_of(expr: cst.BaseExpression, imports: ImportTable) -> str | None:
+    """The grad mode a context manager or decorator sets, or None if it is not a grad-mode one."""
+    call_args: tuple[cst.Arg, ...] = ()
+    if isinstance(expr, cst.Call):
+        call_args = tuple(expr.args)
+        expr = expr.func
+    name = imports.resolve(expr) or ""
+    if not name.startswith("torch."):
+        return None
+    last = name.rsplit(".", 1)[-1]
+    if last == "enable_grad":
+        return ENABLE
+    if last in ("no_grad", "inference_mode"):
+        if last == "inference_mode" and call_args and _is_false(call_args[0].value):
+            return None
+        return DISABLE
+    if last == "set_grad_enabled" and call_args:
+        value = call_args[0].value
+        if isinstance(value, cst.Name) and value.value in ("True", "False"):
+            return ENABLE if value.value == "True" else DISABLE
+        return UNKNOWN
+    return None
+
+
+def _is_false(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "False"
+
+
+@dataclass(frozen=True)
+class Definition:
+    """`name = value` (or one element of an unpacking, or a loop target) at a point of the body."""
+
+    name: str
+    value: cst.BaseExpression | None  # None for parameters
+    order: int
+    mode: str
+    index: int | None = None  # position in a tuple unpacking; -1 for a starred target
+    kind: str = "assign"  # assign | unpack | loop | param | augassign | with
+    node: cst.CSTNode | None = None
+    guards: tuple[str, ...] = ()  # names tested by enclosing `if`s (conditional rebinding)
+
+
+@dataclass(frozen=True)
+class CallSite:
+    node: cst.Call
+    order: int
+    mode: str
+    discarded: bool  # the call is a whole expression statement: its result is dropped
+    in_nested_def: bool
+    enclosing_withs: tuple[cst.With, ...] = ()
+
+
+@dataclass
+class MethodFlow:
+    """What happened in one method body, in source order."""
+
+    function: cst.FunctionDef
+    params: list[str]
+    vararg: str | None
+    defs: dict[str, list[Definition]] = field(default_factory=dict)
+    calls: list[CallSite] = field(default_factory=list)
+    returns: list[tuple[cst.Return, int]] = field(default_factory=list)
+    base_mode: str = DEFAULT
+
+    def definition_before(self, name: str, order: int) -> Definition | None:
+        """The last definition of `name` lexically before `order` (None if there is none)."""
+        best: Definition | None = None
+        for definition in self.defs.get(name, ()):
+            if definition.order < order and (best is None or definition.order > best.order):
+                best = definition
+        return best
+
+    def all_definitions_before(self, name: str, order: int) -> list[Definition]:
+        return [d for d in self.defs.get(name, ()) if d.order < order]
+
+
+class _FlowVisitor(cst.CSTVisitor):
+    def __init__(self, flow: MethodFlow, imports: ImportTable) -> None:
+        self.flow = flow
+        self.imports = imports
+        self.order = 0
+        self.modes: list[str] = [flow.base_mode]
+        self.withs: list[cst.With] = []
+        self.nested = 0
+        self.discarded: set[int] = set()
+        self.if_tests: list[tuple[str, ...]] = []
+
+    def _tick(self) -> int:
+        self.order += 1
+        return self.order
+
+    def _define(self, target: cst.BaseExpression, value: cst.BaseExpression | None, kind: str,
+                node: cst.CSTNode, index: int | None = None) -> None:
+        if self.nested:
+            return
+        mode = self.modes[-1]
+        guards = tuple(name for test in self.if_tests for name in test)
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for position, element in enumerate(target.elements):
+                inner = element.value
+                if isinstance(element, cst.StarredElement):
+                    self._define(inner, value, "unpack", node, -1)
+                else:
+                    self._define(inner, value, "unpack", node, position)
+            return
+        name = dotted(target)
+        if name is None:
+            return
+        definition = Definition(name, value, self._tick(), mode, index, kind, node, guards)
+        self.flow.defs.setdefault(name, []).append(definition)
+
+    # grad-mode regions -------------------------------------------------------------------
+    def visit_With(self, node: cst.With) -> None:
+        mode = self.modes[-1]
+        for item in node.items:
+            found = grad_mode_of(item.item, self.imports)
+            if found is not None:
+                mode = found
+        self.modes.append(mode if not self.nested else UNKNOWN)
+        self.withs.append(node)
+
+    def leave_With(self, original_node: cst.With) -> None:
+        self.modes.pop()
+        self.withs.pop()
+        for item in original_node.items:
+            if item.asname is not None:
+                self._define(item.asname.name, item.item, "with", original_node)
+
+    def visit_If(self, node: cst.If) -> None:
+        names = tuple(
+            sorted({n.value for n in _names_in(node.test)})
+        )
+        self.if_tests.append(names)
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self.if_tests.pop()
+
+    # nested scopes run at an unknown time and grad mode --------------------------------------
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if node is not self.flow.function:
+            self.nested += 1
+            self.modes.append(UNKNOWN)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        if original_node is not self.flow.function:
+            self.nested -= 1
+            self.modes.pop()
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        self.nested += 1
+        self.modes.append(UNKNOWN)
+
+    def leave_Lambda(self, original_node: cst.Lambda) -> None:
+        self.nested -= 1
+        self.modes.pop()
+
+    # definitions ---------------------------------------------------------------------------
+    def leave_Assign(self, original_node: cst.Assign) -> None:
+        for target in original_node.targets:
+            self._define(target.target, original_node.value, "assign", original_node)
+
+    def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
+        if original_node.value is not None:
+            self._define(original_node.target, original_node.value, "assign", original_node)
+
+    def leave_AugAssign(self, original_node: cst.AugAssign) -> None:
+        self._define(original_node.target, original_node, "augassign", original_node)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._define(node.target, node.iter, "loop", node)
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        if isinstance(node.value, cst.Call):
+            self.discarded.add(id(node.value))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.flow.calls.append(
+            CallSite(
+                node=node,
+                order=self._tick(),
+                mode=self.modes[-1],
+                discarded=id(node) in self.discarded,
+                in_nested_def=self.nested > 0,
+                enclosing_withs=tuple(self.withs),
+            )
+        )
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if not self.nested:
+            self.flow.returns.append((node, self._tick()))
+
+
+def _names_in(expr: cst.CSTNode) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            found.append(node)
+
+    expr.visit(_Collect())
+    return found
+
+
+def names_in(expr: cst.CSTNode) -> list[cst.Name]:
+    """Every Name node inside an expression (attribute names excluded)."""
+    return _names_in(expr)
+
+
+def analyse_method(function: cst.FunctionDef, imports: ImportTable) -> MethodFlow:
+    """Run the single ordered pass over `function` and return what it found."""
+    params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    vararg = None
+    star = function.params.star_arg
+    if isinstance(star, cst.Param):
+        vararg = star.name.value
+    base = DEFAULT
+    for decorator in function.decorators:
+        expr = decorator.decorator
+        name = imports.resolve(expr.func if isinstance(expr, cst.Call) else expr) or ""
+        if name.rsplit(".", 1)[-1] == "once_differentiable":
+            base = DISABLE  # the wrapper runs the body under no_grad (semantics A1.3)
+        mode = grad_mode_of(expr, imports)
+        if mode is not None:
+            base = mode
+    flow = MethodFlow(function=function, params=params, vararg=vararg, base_mode=base)
+    for position, name in enumerate(params):
+        flow.defs.setdefault(name, []).append(
+            Definition(name, None, 0, base, position, "param", function)
+        )
+    if vararg:
+        flow.defs.setdefault(vararg, []).append(
+            Definition(vararg, None, 0, base, -1, "param", function)
+        )
+    function.visit(_FlowVisitor(flow, imports))
+    return flow

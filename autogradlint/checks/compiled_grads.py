@@ -1,0 +1,201 @@
+"""Family B (AGL2xx): gradient tensors handed to compiled code without a layout or copy guard."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+import libcst as cst
+
+from ..analysis.flow import CallSite, MethodFlow
+from ..analysis.names import dotted
+from .base import Check
+from .common import backward_methods, keyword, source_of
+
+# Methods that return the same storage (a view, or self when nothing changes): still the grad.
+ALIASING_METHODS = frozenset(
+    {
+        "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "squeeze", "unsqueeze",
+        "expand", "expand_as", "t", "transpose", "permute", "narrow", "select", "as_strided",
+        "movedim", "moveaxis", "swapaxes", "swapdims", "diagonal", "unfold", "detach", "to",
+        "float", "half", "bfloat16", "double", "type", "cuda", "cpu", "type_as", "requires_grad_",
+    }
+)
+ALIASING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data"})
+DISPATCHER_NAMESPACES = frozenset({"aten", "prims", "prim", "higher_order", "_c10d_functional"})
+
+
+@dataclass(frozen=True)
+class GradState:
+    """A value derived from a gradient, and which guards it went through."""
+
+    name: str
+    read_safe: bool  # dense row-major: `.contiguous()` or clone(memory_format=contiguous_format)
+    write_safe: bool  # a private copy: any `.clone()`
+
+
+class CompiledGradients(Check):
+    """AGL201 (raw read) and AGL202 (write into a shared grad buffer)."""
+
+    IDS = ("AGL201", "AGL202")
+    PREFILTER = re.compile(rb"def\s+backward")
+
+    def run(self) -> None:
+        facts = self.ctx.facts
+        for info, method in backward_methods(facts):
+            if self._guarded_by_decorator(method):
+                continue
+            flow = self.ctx.flow(method)
+            grads = set(flow.params[1:])
+            if flow.vararg:
+                grads.add(flow.vararg)
+            if not grads:
+                continue
+            for site in flow.calls:
+                callee = self._compiled_callee(site.node)
+                if callee is not None:
+                    self._check_call(site, callee, flow, grads, info.name)
+
+    # --- what counts as compiled code --------------------------------------------------
+    def _compiled_callee(self, call: cst.Call) -> tuple[str, str] | None:
+        """(kind, display name) for calls into compiled code; kind is `triton` or `extension`."""
+        facts = self.ctx.facts
+        func = call.func
+        if isinstance(func, cst.Subscript):
+            kernel = dotted(func.value)
+            if kernel is not None and self._is_triton_launch(kernel, func):
+                return "triton", kernel
+            return None
+        name = facts.imports.resolve(func)
+        if name is None:
+            return None
+        parts = name.split(".")
+        if parts[:2] == ["torch", "ops"] and len(parts) >= 4:
+            namespace, op = parts[2], parts[3]
+            if namespace in DISPATCHER_NAMESPACES or f"{namespace}.{op}" in facts.python_custom_ops:
+                return None
+            return "extension", name
+        if len(parts) < 2:
+            return None
+        if parts[0] in facts.compiled_names:
+            return "extension", name
+        patterns = self.ctx.settings.extension_modules
+        for component in parts[:-1]:
+            component = component.lstrip(".")
+            if component and any(fnmatchcase(component, p) for p in patterns):
+                return "extension", name
+        return None
+
+    def _is_triton_launch(self, kernel: str, func: cst.Subscript) -> bool:
+        if kernel.rsplit(".", 1)[-1] in self.ctx.facts.triton_kernels:
+            return True
+        # `table[device](...)` and `OPS[dim](...)` are dict lookups; a launch grid looks like one.
+        if len(func.slice) != 1 or not isinstance(func.slice[0].slice, cst.Index):
+            return False
+        index = func.slice[0].slice.value
+        if isinstance(index, (cst.Tuple, cst.Lambda)):
+            return True
+        text = dotted(index) or ""
+        return "grid" in text.lower()
+
+    def _guarded_by_decorator(self, method: cst.FunctionDef) -> bool:
+        """`@input_guard` (fla) and friends make every tensor argument contiguous."""
+        for decorator in method.decorators:
+            expr = decorator.decorator
+            call = expr if isinstance(expr, cst.Call) else None
+            name = (dotted(call.func if call else expr) or "").rsplit(".", 1)[-1]
+            if name in self.ctx.settings.guard_decorators:
+                opt_out = call is not None and keyword(call, "no_guard_contiguous")
+                if not (isinstance(opt_out, cst.Name) and opt_out.value == "True"):
+                    return True
+        return False
+
+    # --- gradient aliases ----------------------------------------------------------------
+    def _state(
+        self, expr: cst.BaseExpression, flow: MethodFlow, grads: set[str], order: int, depth: int = 0
+    ) -> GradState | None:
+        if depth > 20:
+            return None
+        if isinstance(expr, cst.Name):
+            definition = flow.definition_before(expr.value, order)
+            if definition is None:
+                return None
+            if definition.kind == "param":
+                return GradState(expr.value, False, False) if expr.value in grads else None
+            if definition.value is None or definition.kind in ("augassign", "with"):
+                return None
+            inner = self._state(definition.value, flow, grads, definition.order, depth + 1)
+            return None if inner is None else GradState(expr.value, inner.read_safe, inner.write_safe)
+        if isinstance(expr, cst.StarredElement):
+            return self._state(expr.value, flow, grads, order, depth + 1)
+        if isinstance(expr, cst.Subscript):
+            return self._state(expr.value, flow, grads, order, depth + 1)
+        if isinstance(expr, cst.Attribute):
+            if expr.attr.value in ALIASING_ATTRIBUTES:
+                return self._state(expr.value, flow, grads, order, depth + 1)
+            return None
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            for element in expr.elements:
+                found = self._state(element.value, flow, grads, order, depth + 1)
+                if found is not None and not (found.read_safe and found.write_safe):
+                    return found
+            return None
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            method = expr.func.attr.value
+            inner = self._state(expr.func.value, flow, grads, order, depth + 1)
+            if inner is None:
+                return None
+            if method == "contiguous":
+                return GradState(inner.name, True, inner.write_safe)
+            if method == "clone":
+                fmt = dotted(keyword(expr, "memory_format") or cst.Name("x")) or ""
+                dense = fmt.endswith("contiguous_format")
+                return GradState(inner.name, inner.read_safe or dense, True)
+            if method in ALIASING_METHODS:
+                return inner
+        return None
+
+    # --- findings --------------------------------------------------------------------------
+    def _check_call(
+        self, site: CallSite, callee: tuple[str, str], flow: MethodFlow, grads: set[str], cls: str
+    ) -> None:
+        kind, name = callee
+        call = site.node
+        writes = kind == "extension" and self._writes(name, site)
+        stride_safe = any(fnmatchcase(name, p) for p in self.ctx.settings.stride_safe)
+        stride_names = self._stride_arguments(call) if kind == "triton" else set()
+        for arg in call.args:
+            state = self._state(arg.value, flow, grads, site.order)
+            if state is None:
+                continue
+            shown = source_of(self.ctx.facts.module, arg.value)
+            if writes and not state.write_safe:
+                self.report("AGL202", arg.value, grad=shown, callee=name, cls=cls)
+            elif not state.read_safe and not stride_safe and state.name not in stride_names:
+                self.report("AGL201", arg.value, grad=shown, callee=name, cls=cls)
+
+    def _writes(self, name: str, site: CallSite) -> bool:
+        last = name.rsplit(".", 1)[-1]
+        if any(fnmatchcase(name, p) for p in self.ctx.settings.writing_extensions):
+            return True
+        if last.endswith("_") and not last.endswith("__"):
+            return True
+        return site.discarded  # called for its effect: it can only act through its arguments
+
+    @staticmethod
+    def _stride_arguments(call: cst.Call) -> set[str]:
+        """Names whose `.stride(...)` is handed to the kernel: it indexes them stride-aware."""
+        names: set[str] = set()
+
+        class _Strides(cst.CSTVisitor):
+            def visit_Call(self, node: cst.Call) -> None:
+                func = node.func
+                if isinstance(func, cst.Attribute) and func.attr.value == "stride":
+                    base = dotted(func.value)
+                    if base is not None:
+                        names.add(base)
+
+        for arg in call.args:
+            arg.value.visit(_Strides())
+        return names

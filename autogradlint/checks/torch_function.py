@@ -1,0 +1,314 @@
+"""Family C (AGL3xx): __torch_function__ / __torch_dispatch__ changing dtype or device."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ..analysis.facts import ClassInfo
+from ..analysis.names import ImportTable, dotted
+from .base import Check
+from .common import keyword, positional, source_of, string_value
+
+HOOKS = ("__torch_function__", "__torch_dispatch__")
+DTYPE_METHODS = frozenset({"float", "half", "bfloat16", "double", "int", "long", "short"})
+DEVICE_METHODS = frozenset({"cuda", "cpu"})
+TREE_MAPS = frozenset({"tree_map", "tree_map_only", "tree_map_"})
+REDISPATCH_FUNCTIONS = ("_disabled_torch_function_impl",)
+
+
+@dataclass(frozen=True)
+class Conversion:
+    node: cst.CSTNode
+    kind: str  # dtype | device
+    target: str | None  # the name the converted value is bound to, if any
+    inline_in: cst.Call | None = None
+
+
+class _HookVisitor(cst.CSTVisitor):
+    """Collects conversions of args/kwargs and redispatch calls in one hook body, in order."""
+
+    def __init__(self, hook: cst.FunctionDef, params: list[str], imports: ImportTable) -> None:
+        self.hook = hook
+        self.imports = imports
+        self.func = params[0] if params else "func"
+        self.derived: set[str] = set(params[2:4])  # args, kwargs
+        self.local_converters: dict[str, cst.FunctionDef | cst.Lambda] = {}
+        self.conversions: list[Conversion] = []
+        self.redispatches: list[cst.Call] = []
+        self.if_tests: list[cst.BaseExpression] = []
+        self.depth = 0
+
+    # nested helpers (`def unwrap(x): return x.to(...)`) are inspected when they are used
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        if node is self.hook:
+            return True
+        self.local_converters[node.name.value] = node
+        return False
+
+    def visit_If(self, node: cst.If) -> None:
+        self.if_tests.append(node.test)
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self.if_tests.pop()
+
+    def visit_For(self, node: cst.For) -> None:
+        if self._is_derived(node.iter):
+            for name in _target_names(node.target):
+                self.derived.add(name)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target.target, cst.Subscript):
+                self._kwargs_store(target.target, node.value, node)
+        derived = self._is_derived(node.value)
+        conversions = self._conversions_in(node.value)
+        for target in node.targets:
+            for name in _target_names(target.target):
+                if derived:
+                    self.derived.add(name)
+                for kind, conv_node in conversions:
+                    self.conversions.append(Conversion(conv_node, kind, name))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self._is_redispatch(node):
+            self.redispatches.append(node)
+            for kind, conv_node in self._conversions_in_args(node):
+                self.conversions.append(Conversion(conv_node, kind, None, inline_in=node))
+
+    # --- helpers ---------------------------------------------------------------------------
+    def _is_redispatch(self, call: cst.Call) -> bool:
+        func = call.func
+        if isinstance(func, cst.Name) and func.value == self.func:
+            return True
+        if isinstance(func, cst.Attribute):
+            if func.attr.value in HOOKS and isinstance(func.value, cst.Call):
+                inner = func.value.func
+                return isinstance(inner, cst.Name) and inner.value == "super"
+            if func.attr.value in REDISPATCH_FUNCTIONS:
+                return True
+            # `func._op(...)`, `func.overloadpacket(...)` still call the same operator
+            if dotted(func.value) == self.func:
+                return True
+        return False
+
+    def _is_derived(self, expr: cst.BaseExpression) -> bool:
+        for name in _names(expr):
+            if name in self.derived:
+                return True
+        return False
+
+    def _kwargs_store(self, target: cst.Subscript, value: cst.BaseExpression, node: cst.CSTNode) -> None:
+        base = dotted(target.value)
+        if base is None or base not in self.derived or len(target.slice) != 1:
+            return
+        index = target.slice[0].slice
+        key = string_value(index.value) if isinstance(index, cst.Index) else None
+        if key == "dtype":
+            self.conversions.append(Conversion(node, "dtype", base))
+        elif key == "device" and not _is_meta(value) and not self._fills_missing("device"):
+            self.conversions.append(Conversion(node, "device", base))
+
+    def _fills_missing(self, key: str) -> bool:
+        """Inside `if kwargs.get("device") is None:` / `if "device" not in kwargs:`."""
+        for test in self.if_tests:
+            code = cst.Module([]).code_for_node(test).replace("'", '"')
+            if f'get("{key}") is None' in code or f'"{key}" not in' in code:
+                return True
+            if f'get("{key}")' in code and code.lstrip().startswith("not"):
+                return True
+        return False
+
+    def _conversions_in_args(self, call: cst.Call) -> list[tuple[str, cst.CSTNode]]:
+        found: list[tuple[str, cst.CSTNode]] = []
+        for arg in call.args:
+            found.extend(self._conversions_in(arg.value))
+        return found
+
+    def _conversions_in(self, expr: cst.BaseExpression) -> list[tuple[str, cst.CSTNode]]:
+        """Conversions applied to args/kwargs-derived values inside an expression."""
+        found: list[tuple[str, cst.CSTNode]] = []
+        visitor = self
+
+        class _Find(cst.CSTVisitor):
+            def __init__(self) -> None:
+                self.bound: set[str] = set()  # comprehension / lambda variables over derived values
+
+            def _bind(self, comp: cst.CompFor | None) -> None:
+                # The element is visited before its `for` clauses: bind their targets first.
+                while comp is not None:
+                    if visitor._is_derived(comp.iter) or set(_names(comp.iter)) & self.bound:
+                        self.bound |= set(_target_names(comp.target))
+                    comp = comp.inner_for_in
+
+            def visit_ListComp(self, node: cst.ListComp) -> None:
+                self._bind(node.for_in)
+
+            def visit_SetComp(self, node: cst.SetComp) -> None:
+                self._bind(node.for_in)
+
+            def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+                self._bind(node.for_in)
+
+            def visit_DictComp(self, node: cst.DictComp) -> None:
+                self._bind(node.for_in)
+
+            def visit_Call(self, node: cst.Call) -> None:
+                func = node.func
+                name = dotted(func) or ""
+                if name.rsplit(".", 1)[-1] in TREE_MAPS and len(node.args) >= 2:
+                    if visitor._is_derived(node.args[1].value):
+                        kind = visitor._converter_kind(node.args[0].value)
+                        if kind is not None:
+                            found.append((kind, node))
+                    return
+                if isinstance(func, cst.Attribute):
+                    receiver = set(_names(func.value))
+                    if receiver & (visitor.derived | self.bound):
+                        kind = conversion_kind(node)
+                        if kind is not None:
+                            found.append((kind, node))
+
+        expr.visit(_Find())
+        return found
+
+    def _converter_kind(self, fn: cst.BaseExpression) -> str | None:
+        """The conversion a function passed to tree_map applies to its argument, if any."""
+        body: cst.CSTNode | None = None
+        if isinstance(fn, cst.Lambda):
+            body = fn.body
+        elif isinstance(fn, cst.Name) and fn.value in self.local_converters:
+            body = self.local_converters[fn.value]
+        if body is None:
+            return None
+        kinds: list[str] = []
+
+        class _Find(cst.CSTVisitor):
+            def visit_Call(self, node: cst.Call) -> None:
+                kind = conversion_kind(node)
+                if kind is not None:
+                    kinds.append(kind)
+
+        body.visit(_Find())
+        return kinds[0] if kinds else None
+
+
+def conversion_kind(call: cst.Call) -> str | None:
+    """`dtype` or `device` for a tensor conversion method call; None otherwise (or for meta)."""
+    func = call.func
+    if not isinstance(func, cst.Attribute):
+        return None
+    method = func.attr.value
+    if method in DTYPE_METHODS and not call.args:
+        return "dtype"
+    if method in DEVICE_METHODS:
+        return "device"
+    if method == "type":
+        return "dtype" if call.args else None
+    if method != "to":
+        return None
+    if keyword(call, "dtype") is not None:
+        return "dtype"
+    device = keyword(call, "device")
+    first = positional(call, 0)
+    if device is not None:
+        return None if _is_meta(device) else "device"
+    if first is None:
+        return None
+    if _is_meta(first):
+        return None
+    if string_value(first) is not None or _is_device_call(first):
+        return "device"
+    text = (dotted(first) or "").lower()
+    if "device" in text:
+        return "device"
+    return "dtype"
+
+
+def _is_device_call(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and (dotted(expr.func) or "").endswith("device")
+
+
+def _is_meta(expr: cst.BaseExpression) -> bool:
+    """Redirecting to the meta device is how tracing subclasses work, not a numerics change."""
+    if string_value(expr) == "meta":
+        return True
+    if isinstance(expr, cst.Call) and _is_device_call(expr):
+        first = positional(expr, 0)
+        return first is not None and string_value(first) == "meta"
+    return False
+
+
+def _names(expr: cst.CSTNode) -> list[str]:
+    found: list[str] = []
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            found.append(node.value)
+
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            node.value.visit(self)
+            return False
+
+    expr.visit(_Collect())
+    return found
+
+
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        names: list[str] = []
+        for element in target.elements:
+            names.extend(_target_names(element.value))
+        return names
+    return []
+
+
+class TorchFunctionConversions(Check):
+    """AGL301 (dtype) and AGL302 (device) changed in an override before redispatch."""
+
+    IDS = ("AGL301", "AGL302")
+    PREFILTER = re.compile(rb"__torch_(function|dispatch)__")
+
+    def run(self) -> None:
+        facts = self.ctx.facts
+        for info in facts.classes:
+            for hook_name in HOOKS:
+                hook = info.methods.get(hook_name)
+                if hook is not None:
+                    self._check_hook(info, hook)
+
+    def _check_hook(self, info: ClassInfo, hook: cst.FunctionDef) -> None:
+        params = [p.name.value for p in (*hook.params.posonly_params, *hook.params.params)]
+        is_static = any(dotted(d.decorator) == "staticmethod" for d in hook.decorators)
+        params = params if is_static else params[1:]
+        if len(params) < 3:
+            return
+        visitor = _HookVisitor(hook, params, self.ctx.facts.imports)
+        hook.visit(visitor)
+        if not visitor.redispatches:
+            return
+        redispatch_names: set[str] = set()
+        for call in visitor.redispatches:
+            for arg in call.args:
+                redispatch_names.update(_names(arg.value))
+        module = self.ctx.facts.module
+        seen: set[int] = set()
+        for conversion in visitor.conversions:
+            flows = conversion.inline_in is not None or (
+                conversion.target is not None and conversion.target in redispatch_names
+            )
+            if not flows or id(conversion.node) in seen:
+                continue
+            seen.add(id(conversion.node))
+            rule = "AGL301" if conversion.kind == "dtype" else "AGL302"
+            self.report(
+                rule,
+                conversion.node,
+                cls=info.name,
+                hook=hook.name.value,
+                code=source_of(module, conversion.node),
+            )

@@ -1,0 +1,228 @@
+"""Configuration: [tool.autogradlint] in pyproject.toml or .autogradlint.yaml, validated strictly."""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+
+from .checks.base import Settings
+from .meta import all_rules
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+KNOWN_KEYS = {
+    "select",
+    "ignore",
+    "extend-select",
+    "per-file-ignores",
+    "exclude",
+    "extend-exclude",
+    "extension-modules",
+    "extend-extension-modules",
+    "stride-safe-extensions",
+    "writing-extensions",
+    "guard-decorators",
+    "extension-loaders",
+}
+DEFAULT_EXCLUDE = (
+    ".bzr", ".direnv", ".eggs", ".git", ".hg", ".mypy_cache", ".nox", ".pytype", ".ruff_cache",
+    ".svn", ".tox", ".venv", "__pypackages__", "_build", "buck-out", "build", "dist",
+    "node_modules", "venv", ".autogradlint_cache", "__pycache__",
+)
+
+
+class ConfigError(ValueError):
+    """A configuration problem, always naming the file (and key) at fault."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """The effective configuration for one run."""
+
+    root: Path = field(default_factory=Path.cwd)
+    source: Path | None = None  # the file it came from, if any
+    select: tuple[str, ...] = ("ALL",)
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: tuple[str, ...] = ()
+    settings: Settings = field(default_factory=Settings)
+
+    def enabled_rules(self) -> frozenset[str]:
+        return expand_selectors(self.select + self.extend_select) - expand_selectors(self.ignore)
+
+    def enabled_for(self, path: Path) -> frozenset[str]:
+        """Enabled rules for one file, after per-file-ignores (patterns relative to root)."""
+        enabled = self.enabled_rules()
+        if not self.per_file_ignores:
+            return enabled
+        rel = _relative(path, self.root)
+        for pattern, codes in self.per_file_ignores:
+            if _glob(rel, pattern):
+                enabled = enabled - expand_selectors(codes)
+        return enabled
+
+    def is_excluded(self, path: Path) -> bool:
+        rel = _relative(path, self.root)
+        parts = PurePosixPath(rel).parts
+        for pattern in self.exclude + self.extend_exclude:
+            if any(fnmatch.fnmatchcase(part, pattern) for part in parts):
+                return True
+            if _glob(rel, pattern):
+                return True
+        return False
+
+    def fingerprint(self) -> str:
+        """A stable text of everything that can change findings (for the cache key)."""
+        return repr((sorted(self.enabled_rules()), self.per_file_ignores,
+                     self.settings))
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _glob(rel: str, pattern: str) -> bool:
+    pattern = pattern.rstrip("/")
+    if fnmatch.fnmatchcase(rel, pattern) or fnmatch.fnmatchcase(rel, f"{pattern}/*"):
+        return True
+    return "/" not in pattern and fnmatch.fnmatchcase(PurePosixPath(rel).name, pattern)
+
+
+def expand_selectors(selectors: Iterable[str]) -> frozenset[str]:
+    """Rule ids for selectors: ALL, an id, an id prefix (AGL1), or a rule name."""
+    rules = all_rules()
+    out: set[str] = set()
+    for selector in selectors:
+        out |= set(match_selector(selector, rules))
+    return frozenset(out)
+
+
+def match_selector(selector: str, rules: Any = None) -> list[str]:
+    rules = rules or all_rules()
+    sel = selector.strip()
+    if sel.upper() == "ALL":
+        return list(rules)
+    by_name = [rid for rid, meta in rules.items() if meta.name == sel]
+    if by_name:
+        return by_name
+    prefixed = [rid for rid in rules if rid.startswith(sel.upper())] if sel.upper().startswith(
+        "AGL"
+    ) else []
+    if prefixed:
+        return prefixed
+    raise ConfigError(f"unknown rule selector {selector!r} (expected ALL, AGL101, AGL1, or a rule name)")
+
+
+def _str_list(value: Any, key: str, origin: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{origin}: `{key}` must be a list of strings")
+    return tuple(value)
+
+
+def from_mapping(data: Any, origin: str, root: Path) -> Config:
+    """Build a Config from a [tool.autogradlint] table or YAML mapping; strict about keys."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{origin}: expected a table of settings")
+    unknown = sorted(set(data) - KNOWN_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{origin}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(KNOWN_KEYS))})"
+        )
+    config = Config(root=root, source=Path(origin))
+    lists = {key: _str_list(data[key], key, origin) for key in data if key != "per-file-ignores"}
+    for key in ("select", "extend-select", "ignore"):
+        if key in lists:
+            try:
+                expand_selectors(lists[key])
+            except ConfigError as exc:
+                raise ConfigError(f"{origin}: `{key}`: {exc}") from None
+    pfi: list[tuple[str, tuple[str, ...]]] = []
+    raw_pfi = data.get("per-file-ignores", {})
+    if not isinstance(raw_pfi, dict):
+        raise ConfigError(f"{origin}: `per-file-ignores` must map glob patterns to lists of codes")
+    for pattern, codes in raw_pfi.items():
+        codes_t = _str_list(codes, f"per-file-ignores.{pattern}", origin)
+        try:
+            expand_selectors(codes_t)
+        except ConfigError as exc:
+            raise ConfigError(f"{origin}: `per-file-ignores.{pattern}`: {exc}") from None
+        pfi.append((str(pattern), codes_t))
+    settings = config.settings
+    if "extension-modules" in lists:
+        settings = replace(settings, extension_modules=lists["extension-modules"])
+    if "extend-extension-modules" in lists:
+        settings = replace(
+            settings, extension_modules=settings.extension_modules + lists["extend-extension-modules"]
+        )
+    if "stride-safe-extensions" in lists:
+        settings = replace(settings, stride_safe=settings.stride_safe + lists["stride-safe-extensions"])
+    if "writing-extensions" in lists:
+        settings = replace(settings, writing_extensions=lists["writing-extensions"])
+    if "guard-decorators" in lists:
+        settings = replace(settings, guard_decorators=lists["guard-decorators"])
+    if "extension-loaders" in lists:
+        settings = replace(settings, loaders=settings.loaders + lists["extension-loaders"])
+    return replace(
+        config,
+        select=lists.get("select", config.select),
+        extend_select=lists.get("extend-select", ()),
+        ignore=lists.get("ignore", ()),
+        per_file_ignores=tuple(pfi),
+        exclude=lists.get("exclude", config.exclude),
+        extend_exclude=lists.get("extend-exclude", ()),
+        settings=settings,
+    )
+
+
+def load_file(path: Path) -> Config | None:
+    """Read one config file; None if it is a pyproject.toml without [tool.autogradlint]."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    if path.suffix == ".toml":
+        try:
+            doc = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+        table = doc.get("tool", {}).get("autogradlint")
+        if table is None and path.name == "pyproject.toml":
+            return None
+        return from_mapping(table, str(path), path.parent)
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+    return from_mapping(doc, str(path), path.parent)
+
+
+def discover(start: Path) -> Config:
+    """The nearest .autogradlint.yaml or pyproject.toml with [tool.autogradlint] above `start`."""
+    start = start.resolve()
+    directory = start if start.is_dir() else start.parent
+    for candidate_dir in (directory, *directory.parents):
+        for name in (".autogradlint.yaml", ".autogradlint.yml", "pyproject.toml"):
+            candidate = candidate_dir / name
+            if candidate.is_file():
+                found = load_file(candidate)
+                if found is not None:
+                    return found
+    return Config(root=Path.cwd())

@@ -1,0 +1,130 @@
+"""Rule metadata: one YAML file per rule (rules/AGLxxx.yaml), the single source of truth."""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+FAMILIES = {
+    "A": "graph building inside Function.backward",
+    "B": "gradients passed to compiled code",
+    "C": "__torch_function__ overrides and modes",
+    "D": "the autograd.Function contract",
+}
+SEVERITIES = ("error", "warning")
+FIX_SAFETIES = ("safe", "unsafe", "none")
+_ID_RE = re.compile(r"^AGL\d{3}$")
+_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+_REQUIRED = ("id", "name", "family", "severity", "message", "summary", "docs", "fix", "examples")
+
+
+@dataclass(frozen=True)
+class InvalidExample:
+    code: str
+    fixed: str | None = None
+
+
+@dataclass(frozen=True)
+class RuleMeta:
+    id: str
+    name: str
+    family: str
+    severity: str
+    message: str
+    summary: str
+    docs: str
+    fix: str
+    valid: tuple[str, ...] = field(default_factory=tuple)
+    invalid: tuple[InvalidExample, ...] = field(default_factory=tuple)
+
+    def format(self, **fields: object) -> str:
+        return self.message.format(**fields)
+
+    @property
+    def url(self) -> str:
+        return f"https://github.com/autogradlint/autogradlint/blob/main/rules/{self.id}.yaml"
+
+
+class RuleFileError(ValueError):
+    """A rules/*.yaml file that does not describe a rule properly."""
+
+
+def rules_dir() -> Path:
+    """Where the YAML files are: inside the wheel (`_rules`), else the source checkout's `rules/`."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "_rules"
+    if packaged.is_dir():
+        return packaged
+    return here.parent / "rules"
+
+
+def parse_rule(data: Any, origin: str) -> RuleMeta:
+    """Validate one rule document; every problem names the file it came from."""
+    if not isinstance(data, dict):
+        raise RuleFileError(f"{origin}: expected a mapping")
+    missing = [key for key in _REQUIRED if key not in data]
+    if missing:
+        raise RuleFileError(f"{origin}: missing keys {', '.join(missing)}")
+    if not _ID_RE.match(str(data["id"])):
+        raise RuleFileError(f"{origin}: id {data['id']!r} is not of the form AGL123")
+    if not _NAME_RE.match(str(data["name"])):
+        raise RuleFileError(f"{origin}: name {data['name']!r} is not kebab-case")
+    if data["family"] not in FAMILIES:
+        raise RuleFileError(f"{origin}: family must be one of {', '.join(FAMILIES)}")
+    if data["severity"] not in SEVERITIES:
+        raise RuleFileError(f"{origin}: severity must be one of {', '.join(SEVERITIES)}")
+    if data["fix"] not in FIX_SAFETIES:
+        raise RuleFileError(f"{origin}: fix must be one of {', '.join(FIX_SAFETIES)}")
+    examples = data["examples"] or {}
+    invalid = []
+    for item in examples.get("invalid", []) or []:
+        if isinstance(item, str):
+            invalid.append(InvalidExample(code=item))
+        else:
+            invalid.append(InvalidExample(code=item["code"], fixed=item.get("fixed")))
+    if not invalid or not examples.get("valid"):
+        raise RuleFileError(f"{origin}: needs at least one valid and one invalid example")
+    return RuleMeta(
+        id=data["id"],
+        name=data["name"],
+        family=data["family"],
+        severity=data["severity"],
+        message=data["message"].strip(),
+        summary=data["summary"].strip(),
+        docs=data["docs"].strip(),
+        fix=data["fix"],
+        valid=tuple(examples.get("valid", [])),
+        invalid=tuple(invalid),
+    )
+
+
+@functools.cache
+def all_rules() -> dict[str, RuleMeta]:
+    """Every rule, by id, in id order."""
+    directory = rules_dir()
+    rules: dict[str, RuleMeta] = {}
+    for path in sorted(directory.glob("AGL*.yaml")):
+        with path.open(encoding="utf-8") as handle:
+            meta = parse_rule(yaml.safe_load(handle), str(path))
+        if meta.id != path.stem:
+            raise RuleFileError(f"{path}: id {meta.id} does not match the file name")
+        rules[meta.id] = meta
+    if not rules:
+        raise RuleFileError(f"no rule files found in {directory}")
+    return rules
+
+
+def get_rule(key: str) -> RuleMeta | None:
+    """Look a rule up by id (`AGL101`) or by name (`autograd-grad-without-enable-grad`)."""
+    rules = all_rules()
+    if key.upper() in rules:
+        return rules[key.upper()]
+    for meta in rules.values():
+        if meta.name == key:
+            return meta
+    return None

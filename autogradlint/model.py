@@ -1,0 +1,63 @@
+"""Plain result types that cross the engine, runner, reporters and process boundaries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A finding inside one engine call: still points at its CST node (never pickled)."""
+
+    rule_id: str
+    message: str
+    node: cst.CSTNode
+    # Where a finding should be placed when the node spans many lines (e.g. a call's `func`).
+    anchor: cst.CSTNode | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A located finding: picklable, JSON-able; what the CLI, LSP and cache exchange."""
+
+    path: str
+    rule_id: str
+    name: str
+    family: str
+    severity: str
+    message: str
+    line: int  # 1-based
+    col: int  # 0-based, code points
+    end_line: int
+    end_col: int
+    fix_safety: str = "none"  # safe | unsafe | none: what the rule offers
+
+    @property
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.path, self.line, self.col, self.rule_id)
+
+
+@dataclass(frozen=True)
+class FileError:
+    """A file that could not be analysed: unreadable, undecodable or unparsable."""
+
+    path: str
+    message: str
+    line: int | None = None
+    col: int | None = None
+
+    def describe(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}:{(self.col or 0) + 1}"
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class FileResult:
+    """Everything the engine learned about one file."""
+
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    error: FileError | None = None
+    parsed: bool = False  # False when the byte prefilter proved the file cannot hold a finding

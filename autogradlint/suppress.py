@@ -1,0 +1,69 @@
+"""Suppression comments: `# noqa: AGL201`, `# autogradlint: ignore[...]`, file-level ignores."""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+
+_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[\w\-]+(?:[\s,]+[\w\-]+)*))?", re.IGNORECASE)
+_IGNORE = re.compile(r"#\s*autogradlint:\s*ignore(?:\[(?P<codes>[^\]]*)\])?")
+_FILE_IGNORE = re.compile(r"#\s*autogradlint:\s*file-ignore(?:\[(?P<codes>[^\]]*)\])?")
+ALL = "*"
+
+
+@dataclass
+class Suppressions:
+    """Which codes are silenced on which line (1-based), and for the whole file."""
+
+    by_line: dict[int, set[str]] = field(default_factory=dict)
+    file_wide: set[str] = field(default_factory=set)
+
+    def silences(self, rule_id: str, name: str, line: int) -> bool:
+        if _matches(self.file_wide, rule_id, name):
+            return True
+        return _matches(self.by_line.get(line, set()), rule_id, name)
+
+
+def _matches(selectors: set[str], rule_id: str, name: str) -> bool:
+    if ALL in selectors:
+        return True
+    return any(rule_id.startswith(sel.upper()) or sel == name for sel in selectors)
+
+
+def _codes(text: str | None) -> set[str]:
+    if not text:
+        return {ALL}
+    return {code for code in re.split(r"[\s,]+", text.strip()) if code}
+
+
+def parse_suppressions(source: str) -> Suppressions:
+    """Read suppression comments with tokenize, so `# noqa` inside a string never counts."""
+    result = Suppressions()
+    lines = source.splitlines()
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return result
+    for token in tokens:
+        if token.type != tokenize.COMMENT:
+            continue
+        line = token.start[0]
+        comment = token.string
+        own_line = lines[line - 1][: token.start[1]].strip() == "" if line <= len(lines) else False
+        file_match = _FILE_IGNORE.search(comment)
+        if file_match:
+            result.file_wide |= _codes(file_match.group("codes"))
+            continue
+        ignore = _IGNORE.search(comment)
+        if ignore:
+            codes = _codes(ignore.group("codes"))
+            result.by_line.setdefault(line, set()).update(codes)
+            if own_line:  # alone on its line: it covers the next line
+                result.by_line.setdefault(line + 1, set()).update(codes)
+            continue
+        noqa = _NOQA.search(comment)
+        if noqa:
+            result.by_line.setdefault(line, set()).update(_codes(noqa.group("codes")))
+    return result
