@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
+import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -34,9 +36,27 @@ KNOWN_KEYS = {
     "extension-loaders",
 }
 DEFAULT_EXCLUDE = (
-    ".bzr", ".direnv", ".eggs", ".git", ".hg", ".mypy_cache", ".nox", ".pytype", ".ruff_cache",
-    ".svn", ".tox", ".venv", "__pypackages__", "_build", "buck-out", "build", "dist",
-    "node_modules", "venv", ".autogradlint_cache", "__pycache__",
+    ".bzr",
+    ".direnv",
+    ".eggs",
+    ".git",
+    ".hg",
+    ".mypy_cache",
+    ".nox",
+    ".pytype",
+    ".ruff_cache",
+    ".svn",
+    ".tox",
+    ".venv",
+    "__pypackages__",
+    "_build",
+    "buck-out",
+    "build",
+    "dist",
+    "node_modules",
+    "venv",
+    ".autogradlint_cache",
+    "__pycache__",
 )
 
 
@@ -73,19 +93,33 @@ class Config:
         return enabled
 
     def is_excluded(self, path: Path) -> bool:
+        """Whether any component of `path` (relative to root) matches an exclude pattern."""
         rel = _relative(path, self.root)
-        parts = PurePosixPath(rel).parts
-        for pattern in self.exclude + self.extend_exclude:
-            if any(fnmatch.fnmatchcase(part, pattern) for part in parts):
-                return True
-            if _glob(rel, pattern):
-                return True
-        return False
+        if any(self.excludes_name(part) for part in PurePosixPath(rel).parts):
+            return True
+        return self._path_regex().match(rel) is not None
+
+    def excludes_name(self, name: str) -> bool:
+        """The cheap test the directory walk uses: one entry name against the name patterns."""
+        return self._name_regex().match(name) is not None
+
+    def _name_regex(self) -> re.Pattern[str]:
+        return _compiled(tuple(p for p in self.exclude + self.extend_exclude if "/" not in p))
+
+    def _path_regex(self) -> re.Pattern[str]:
+        patterns = tuple(p.rstrip("/") for p in self.exclude + self.extend_exclude if "/" in p)
+        return _compiled(patterns + tuple(f"{p}/*" for p in patterns))
 
     def fingerprint(self) -> str:
         """A stable text of everything that can change findings (for the cache key)."""
-        return repr((sorted(self.enabled_rules()), self.per_file_ignores,
-                     self.settings))
+        return repr((sorted(self.enabled_rules()), self.per_file_ignores, self.settings))
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    if not patterns:
+        return re.compile(r"(?!)")
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns))
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -119,12 +153,16 @@ def match_selector(selector: str, rules: Any = None) -> list[str]:
     by_name = [rid for rid, meta in rules.items() if meta.name == sel]
     if by_name:
         return by_name
-    prefixed = [rid for rid in rules if rid.startswith(sel.upper())] if sel.upper().startswith(
-        "AGL"
-    ) else []
+    prefixed = (
+        [rid for rid in rules if rid.startswith(sel.upper())]
+        if sel.upper().startswith("AGL")
+        else []
+    )
     if prefixed:
         return prefixed
-    raise ConfigError(f"unknown rule selector {selector!r} (expected ALL, AGL101, AGL1, or a rule name)")
+    raise ConfigError(
+        f"unknown rule selector {selector!r} (expected ALL, AGL101, AGL1, or a rule name)"
+    )
 
 
 def _str_list(value: Any, key: str, origin: str) -> tuple[str, ...]:
@@ -170,10 +208,13 @@ def from_mapping(data: Any, origin: str, root: Path) -> Config:
         settings = replace(settings, extension_modules=lists["extension-modules"])
     if "extend-extension-modules" in lists:
         settings = replace(
-            settings, extension_modules=settings.extension_modules + lists["extend-extension-modules"]
+            settings,
+            extension_modules=settings.extension_modules + lists["extend-extension-modules"],
         )
     if "stride-safe-extensions" in lists:
-        settings = replace(settings, stride_safe=settings.stride_safe + lists["stride-safe-extensions"])
+        settings = replace(
+            settings, stride_safe=settings.stride_safe + lists["stride-safe-extensions"]
+        )
     if "writing-extensions" in lists:
         settings = replace(settings, writing_extensions=lists["writing-extensions"])
     if "guard-decorators" in lists:

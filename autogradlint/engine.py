@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from collections.abc import Iterable
 
 import libcst as cst
@@ -12,6 +14,7 @@ from .analysis.facts import collect_facts
 from .checks import ALL_CHECKS, Check, CheckContext, Settings
 from .meta import all_rules
 from .model import FileError, FileResult, Finding, Violation
+from .slicing import slice_source
 from .suppress import parse_suppressions
 
 
@@ -48,11 +51,25 @@ def lint_source(
     checks = [c for c in checks_for(enabled) if c.PREFILTER.search(raw)]
     if not checks and not known_function_bases:
         return FileResult(path=path)
+    text = source if isinstance(source, str) else _decode(raw)
+    if isinstance(text, FileError):
+        return FileResult(path, error=FileError(path, text.message))
+    parse_input: str | bytes = source
+    extra_triton: set[str] = set()
     try:
-        module = cst.parse_module(source)
+        sliced = slice_source(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        sliced = None  # let libcst parse the whole file: it reports the error, or copes
+    else:
+        if sliced is None:
+            return FileResult(path, parsed=False)
+        parse_input, extra_triton = sliced.source, sliced.triton_kernels
+    try:
+        module = cst.parse_module(parse_input)
     except cst.ParserSyntaxError as exc:
         return FileResult(
-            path, error=FileError(path, f"syntax error: {exc.message}", exc.raw_line, exc.raw_column)
+            path,
+            error=FileError(path, f"syntax error: {exc.message}", exc.raw_line, exc.raw_column),
         )
     except (UnicodeDecodeError, LookupError) as exc:
         return FileResult(path, error=FileError(path, f"cannot decode: {exc}"))
@@ -60,30 +77,39 @@ def lint_source(
         return FileResult(path, error=FileError(path, "too deeply nested to parse"))
     except Exception as exc:  # noqa: BLE001 - libcst raises bare exceptions for some encodings
         return FileResult(path, error=FileError(path, f"cannot parse: {exc}"))
-    text = source if isinstance(source, str) else None
     try:
         facts = collect_facts(
-            module,
-            text if text is not None else raw.decode(module.encoding, errors="replace"),
-            loaders=settings.loaders,
-            known_function_bases=known_function_bases,
+            module, text, loaders=settings.loaders, known_function_bases=known_function_bases
         )
+        facts.triton_kernels |= extra_triton
         ctx = CheckContext(facts=facts, enabled=enabled, settings=settings)
         for check in checks:
             check(ctx).run()
     except RecursionError:
         return FileResult(path, error=FileError(path, "too deeply nested to analyse"), parsed=True)
+    except Exception as exc:  # noqa: BLE001 - a bug of ours must not stop the run
+        message = f"internal error (please report): {type(exc).__name__}: {exc}"
+        return FileResult(path, error=FileError(path, message), parsed=True)
     if not ctx.violations:
         return FileResult(path, parsed=True)
-    return FileResult(path, findings=_locate(module, ctx.violations, path), parsed=True)
+    return FileResult(path, findings=_locate(module, text, ctx.violations, path), parsed=True)
 
 
-def _locate(module: cst.Module, violations: list[Violation], path: str) -> list[Finding]:
+def _decode(raw: bytes) -> str | FileError:
+    """Decode like Python does: BOM, then a PEP 263 coding cookie, else UTF-8."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        return raw.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
+        return FileError("", f"cannot decode: {exc}")
+
+
+def _locate(module: cst.Module, text: str, violations: list[Violation], path: str) -> list[Finding]:
     """Positions are computed only for files with findings (PositionProvider is ~2x a parse)."""
     rules = all_rules()
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
-    suppressions = parse_suppressions(module.code)
+    suppressions = parse_suppressions(text)
     findings: dict[tuple[str, int, int], Finding] = {}
     for violation in violations:
         node = violation.anchor or violation.node

@@ -46,7 +46,9 @@ class ClassInfo:
 
     node: cst.ClassDef
     name: str
-    kinds: set[str] = field(default_factory=set)  # function | tensor | function_mode | dispatch_mode
+    kinds: set[str] = field(
+        default_factory=set
+    )  # function | tensor | function_mode | dispatch_mode
     methods: dict[str, cst.FunctionDef] = field(default_factory=dict)
     base_names: list[str] = field(default_factory=list)
 
@@ -166,5 +168,7 @@ def _classify(
     return [
         info
         for info in infos.values()
-        if info.kinds or "__torch_function__" in info.methods or "__torch_dispatch__" in info.methods
+        if info.kinds
+        or "__torch_function__" in info.methods
+        or "__torch_dispatch__" in info.methods
     ]

@@ -104,8 +104,14 @@ class _FlowVisitor(cst.CSTVisitor):
         self.order += 1
         return self.order
 
-    def _define(self, target: cst.BaseExpression, value: cst.BaseExpression | None, kind: str,
-                node: cst.CSTNode, index: int | None = None) -> None:
+    def _define(
+        self,
+        target: cst.BaseExpression,
+        value: cst.BaseExpression | None,
+        kind: str,
+        node: cst.CSTNode,
+        index: int | None = None,
+    ) -> None:
         if self.nested:
             return
         mode = self.modes[-1]
@@ -142,9 +148,7 @@ class _FlowVisitor(cst.CSTVisitor):
                 self._define(item.asname.name, item.item, "with", original_node)
 
     def visit_If(self, node: cst.If) -> None:
-        names = tuple(
-            sorted({n.value for n in _names_in(node.test)})
-        )
+        names = tuple(sorted({n.value for n in _names_in(node.test)}))
         self.if_tests.append(names)
 
     def leave_If(self, original_node: cst.If) -> None:

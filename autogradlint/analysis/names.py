@@ -105,7 +105,9 @@ def iter_statements(body: cst.CSTNode) -> Iterator[cst.CSTNode]:
         if isinstance(node, (cst.Module, cst.IndentedBlock)):
             children.extend(node.body)
         elif isinstance(node, cst.BaseCompoundStatement):
-            children.append(node.body)
+            body = getattr(node, "body", None)  # `match` has cases, not a body
+            if body is not None:
+                children.append(body)
             for attr in ("orelse", "finalbody"):
                 extra = getattr(node, attr, None)
                 if extra is not None:
@@ -114,7 +116,8 @@ def iter_statements(body: cst.CSTNode) -> Iterator[cst.CSTNode]:
                 children.append(handler)
             for case in getattr(node, "cases", ()):
                 children.append(case)
-        elif isinstance(node, (cst.Else, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally,
-                               cst.MatchCase)):
+        elif isinstance(
+            node, (cst.Else, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally, cst.MatchCase)
+        ):
             children.append(node.body)
         stack.extend(reversed(children))

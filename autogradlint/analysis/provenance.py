@@ -14,6 +14,10 @@ SELECTION_METHODS = frozenset(
 DETACHING_METHODS = frozenset({"detach", "detach_"})
 PASSTHROUGH_METHODS = frozenset({"requires_grad_", "retain_grad"})
 DETACHING_FUNCTIONS = frozenset({"detach_variable"})
+# Builtins that repackage their arguments: the values inside keep their graph.
+CONTAINER_BUILTINS = frozenset(
+    {"tuple", "list", "sorted", "reversed", "filter", "iter", "next", "zip", "enumerate", "set"}
+)
 EXTERNAL = "external"  # a graph built outside this body (held on ctx, a parameter, a global)
 
 # Source tags
@@ -39,7 +43,9 @@ class Provenance:
             self.grad_names.add(flow.vararg)
 
     # --- which grad mode ran the operation that finally produced a value -----------------
-    def producers(self, expr: cst.BaseExpression, order: int, mode: str, depth: int = 0) -> set[str]:
+    def producers(
+        self, expr: cst.BaseExpression, order: int, mode: str, depth: int = 0
+    ) -> set[str]:
         if depth > 25:
             return {UNKNOWN}
         recurse = self.producers
@@ -71,6 +77,8 @@ class Provenance:
             )
         if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation)):
             return {mode}
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+            return recurse(expr.for_in.iter, order, mode, depth + 1)  # a selection
         if isinstance(expr, cst.Call):
             func = expr.func
             if isinstance(func, cst.Attribute):
@@ -87,6 +95,11 @@ class Provenance:
                 return {DETACHED}
             if resolved.startswith("torch."):
                 return {mode}
+            if resolved in CONTAINER_BUILTINS:
+                out = set()
+                for arg in expr.args:
+                    out |= recurse(arg.value, order, mode, depth + 1)
+                return out or {EXTERNAL}
             # An unknown helper: if it is handed a graph built under enable_grad it most likely
             # selects from it (`filter_out(out, ...)`); otherwise it computes in this mode.
             inner: set[str] = set()

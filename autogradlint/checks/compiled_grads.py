@@ -16,10 +16,39 @@ from .common import backward_methods, keyword, source_of
 # Methods that return the same storage (a view, or self when nothing changes): still the grad.
 ALIASING_METHODS = frozenset(
     {
-        "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "squeeze", "unsqueeze",
-        "expand", "expand_as", "t", "transpose", "permute", "narrow", "select", "as_strided",
-        "movedim", "moveaxis", "swapaxes", "swapdims", "diagonal", "unfold", "detach", "to",
-        "float", "half", "bfloat16", "double", "type", "cuda", "cpu", "type_as", "requires_grad_",
+        "view",
+        "view_as",
+        "reshape",
+        "reshape_as",
+        "flatten",
+        "unflatten",
+        "squeeze",
+        "unsqueeze",
+        "expand",
+        "expand_as",
+        "t",
+        "transpose",
+        "permute",
+        "narrow",
+        "select",
+        "as_strided",
+        "movedim",
+        "moveaxis",
+        "swapaxes",
+        "swapdims",
+        "diagonal",
+        "unfold",
+        "detach",
+        "to",
+        "float",
+        "half",
+        "bfloat16",
+        "double",
+        "type",
+        "cuda",
+        "cpu",
+        "type_as",
+        "requires_grad_",
     }
 )
 ALIASING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data"})
@@ -76,8 +105,8 @@ class CompiledGradients(Check):
             if namespace in DISPATCHER_NAMESPACES or f"{namespace}.{op}" in facts.python_custom_ops:
                 return None
             return "extension", name
-        if len(parts) < 2:
-            return None
+        if len(parts) < 2 or parts[0] == "torch":
+            return None  # torch's own bindings (torch._C...) go through ATen and honour strides
         if parts[0] in facts.compiled_names:
             return "extension", name
         patterns = self.ctx.settings.extension_modules
@@ -113,7 +142,12 @@ class CompiledGradients(Check):
 
     # --- gradient aliases ----------------------------------------------------------------
     def _state(
-        self, expr: cst.BaseExpression, flow: MethodFlow, grads: set[str], order: int, depth: int = 0
+        self,
+        expr: cst.BaseExpression,
+        flow: MethodFlow,
+        grads: set[str],
+        order: int,
+        depth: int = 0,
     ) -> GradState | None:
         if depth > 20:
             return None
@@ -126,7 +160,9 @@ class CompiledGradients(Check):
             if definition.value is None or definition.kind in ("augassign", "with"):
                 return None
             inner = self._state(definition.value, flow, grads, definition.order, depth + 1)
-            return None if inner is None else GradState(expr.value, inner.read_safe, inner.write_safe)
+            return (
+                None if inner is None else GradState(expr.value, inner.read_safe, inner.write_safe)
+            )
         if isinstance(expr, cst.StarredElement):
             return self._state(expr.value, flow, grads, order, depth + 1)
         if isinstance(expr, cst.Subscript):
@@ -162,7 +198,7 @@ class CompiledGradients(Check):
     ) -> None:
         kind, name = callee
         call = site.node
-        writes = kind == "extension" and self._writes(name, site)
+        writes = kind == "extension" and self._writes(name, site, flow, grads)
         stride_safe = any(fnmatchcase(name, p) for p in self.ctx.settings.stride_safe)
         stride_names = self._stride_arguments(call) if kind == "triton" else set()
         for arg in call.args:
@@ -175,13 +211,36 @@ class CompiledGradients(Check):
             elif not state.read_safe and not stride_safe and state.name not in stride_names:
                 self.report("AGL201", arg.value, grad=shown, callee=name, cls=cls)
 
-    def _writes(self, name: str, site: CallSite) -> bool:
+    def _writes(self, name: str, site: CallSite, flow: MethodFlow, grads: set[str]) -> bool:
         last = name.rsplit(".", 1)[-1]
         if any(fnmatchcase(name, p) for p in self.ctx.settings.writing_extensions):
             return True
         if last.endswith("_") and not last.endswith("__"):
             return True
-        return site.discarded  # called for its effect: it can only act through its arguments
+        if not site.discarded:
+            return False
+        # Called for its effect, it can only act through its arguments. When another argument
+        # is plainly the output (a `.grad`/`.main_grad` buffer, a fresh `torch.empty*`), the
+        # gradient is an input: check it as a read instead.
+        for arg in site.node.args:
+            if self._state(arg.value, flow, grads, site.order) is None and self._is_output(
+                arg.value, flow, site.order
+            ):
+                return False
+        return True
+
+    def _is_output(self, expr: cst.BaseExpression, flow: MethodFlow, order: int) -> bool:
+        if isinstance(expr, cst.Name):
+            definition = flow.definition_before(expr.value, order)
+            if definition is None or definition.value is None:
+                return False
+            return self._is_output(definition.value, flow, definition.order)
+        if isinstance(expr, cst.Attribute):
+            return expr.attr.value.endswith("grad")
+        if isinstance(expr, cst.Call):
+            name = dotted(expr.func) or ""
+            return name.rsplit(".", 1)[-1] in ("empty", "empty_like", "zeros", "zeros_like")
+        return False
 
     @staticmethod
     def _stride_arguments(call: cst.Call) -> set[str]:

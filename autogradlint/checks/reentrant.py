@@ -36,7 +36,7 @@ class ReentrantAutograd(Check):
                 if kind == "grad" and root is not None:
                     self._grad_call(site, root, provenance, flow, info.name, private)
                 elif kind == "backward" and root is not None:
-                    self._backward_call(site, root, provenance, info.name, guarded)
+                    self._backward_call(site, root, provenance, info.name, guarded, private)
 
     # ------------------------------------------------------------------------------------
     def _classify(
@@ -134,12 +134,15 @@ class ReentrantAutograd(Check):
         provenance: Provenance,
         cls: str,
         guarded: bool,
+        private: bool,
     ) -> None:
         producers = provenance.producers(root, site.order, site.mode)
         if producers <= {EXTERNAL}:
             return  # the graph was built elsewhere (e.g. by a recompute step) and is replayed
         shown = source_of(self.ctx.facts.module, root)
-        if SAVED in provenance.sources(root, site.order):
+        # A body that makes private leaves (detach / requires_grad_) is a checkpoint-style
+        # recompute: saved tensors still feeding it are usually targets or indices, not leaves.
+        if SAVED in provenance.sources(root, site.order) and not private:
             self.report("AGL103", site.node, anchor=site.node.func, cls=cls, root=shown)
         elif not guarded:
             self.report("AGL104", site.node, anchor=site.node.func, cls=cls, root=shown)

@@ -100,7 +100,9 @@ class _HookVisitor(cst.CSTVisitor):
                 return True
         return False
 
-    def _kwargs_store(self, target: cst.Subscript, value: cst.BaseExpression, node: cst.CSTNode) -> None:
+    def _kwargs_store(
+        self, target: cst.Subscript, value: cst.BaseExpression, node: cst.CSTNode
+    ) -> None:
         base = dotted(target.value)
         if base is None or base not in self.derived or len(target.slice) != 1:
             return

@@ -1,0 +1,5 @@
+"""`python -m autogradlint`."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,213 @@
+"""Command line: `autogradlint check`, `autogradlint rule`. Thin: all analysis is in the engine."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from . import __version__
+from .config import Config, ConfigError, discover, expand_selectors, load_file
+from .engine import lint_source
+from .meta import FAMILIES, all_rules, get_rule
+from .model import FileError
+from .runner import discover as discover_files
+from .runner import lint_paths
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _split(values: tuple[str, ...]) -> tuple[str, ...]:
+    out: list[str] = []
+    for value in values:
+        out.extend(part.strip() for part in value.split(",") if part.strip())
+    return tuple(out)
+
+
+def _load_config(config_file: str | None, paths: tuple[str, ...]) -> Config:
+    if config_file:
+        loaded = load_file(Path(config_file))
+        if loaded is None:
+            raise ConfigError(f"{config_file}: no [tool.autogradlint] table")
+        return loaded
+    start = Path(paths[0]) if paths and paths[0] != "-" else Path.cwd()
+    return discover(start if start.exists() else Path.cwd())
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="autogradlint")
+def main() -> None:
+    """A static linter for custom PyTorch autograd code.
+
+    `check` and `rule` only read source: they never import or execute the code they analyse.
+    """
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--select", multiple=True, help="Rules to enable: ALL, AGL101, AGL1, or a name.")
+@click.option("--extend-select", multiple=True, help="Rules to enable on top of the selection.")
+@click.option("--ignore", multiple=True, help="Rules to disable: code, prefix or name.")
+@click.option(
+    "--output-format",
+    type=click.Choice(["text", "concise", "json"]),
+    default="text",
+    show_default=True,
+)
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="Config file.")
+@click.option("--stdin-filename", help="The path to report for source read from `-`.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: CPUs).")
+@click.option("--no-respect-gitignore", is_flag=True, help="Also check files .gitignore lists.")
+@click.option("--statistics", is_flag=True, help="Print the number of findings per rule.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+def check(
+    paths: tuple[str, ...],
+    select: tuple[str, ...],
+    extend_select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    output_format: str,
+    config_file: str | None,
+    stdin_filename: str | None,
+    jobs: int | None,
+    no_respect_gitignore: bool,
+    statistics: bool,
+    exit_zero: bool,
+) -> None:
+    """Check PATHS (files or directories, default `.`; `-` reads stdin) for autograd bugs."""
+    out = Console(highlight=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    paths = paths or (".",)
+    try:
+        config = _load_config(config_file, paths)
+        if select:
+            config = replace(config, select=_split(select))
+        if extend_select:
+            config = replace(config, extend_select=config.extend_select + _split(extend_select))
+        if ignore:
+            config = replace(config, ignore=config.ignore + _split(ignore))
+        expand_selectors(config.select + config.extend_select + config.ignore)
+    except ConfigError as exc:
+        err.print(f"[bold red]error[/]: {exc}")
+        sys.exit(EXIT_ERROR)
+
+    errors: list[FileError] = []
+    sources: dict[str, list[str]] = {}
+    if paths == ("-",):
+        name = stdin_filename or "<stdin>"
+        data = sys.stdin.buffer.read()
+        results = [
+            lint_source(
+                data, name, enabled=config.enabled_for(Path(name)), settings=config.settings
+            )
+        ]
+    else:
+        found = discover_files(paths, config, respect_gitignore=not no_respect_gitignore)
+        errors.extend(found.errors)
+        results = lint_paths(found.files, config, jobs=jobs)
+    errors.extend(r.error for r in results if r.error is not None)
+
+    if output_format == "json":
+        from .report.json_format import render_json
+
+        click.echo(render_json(results))
+    elif output_format == "concise":
+        from .report.text import render_concise
+
+        render_concise(out, results)
+    else:
+        from .report.text import render_text
+
+        for result in results:
+            if result.findings:
+                sources[result.path] = _read_lines(result.path, data if paths == ("-",) else None)
+        render_text(out, results, errors, sources, statistics=statistics)
+    for error in errors:
+        err.print(f"[bold red]error[/]: {error.describe()}", soft_wrap=True)
+    if errors:
+        sys.exit(EXIT_ERROR)
+    if any(r.findings for r in results) and not exit_zero:
+        sys.exit(EXIT_FINDINGS)
+    sys.exit(EXIT_CLEAN)
+
+
+def _read_lines(path: str, data: bytes | None) -> list[str]:
+    try:
+        raw = data if data is not None else Path(path).read_bytes()
+    except OSError:
+        return []
+    return raw.decode("utf-8", errors="replace").splitlines()
+
+
+@main.command()
+@click.argument("rule_id", required=False)
+@click.option("--all", "show_all", is_flag=True, help="List every rule.")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
+def rule(rule_id: str | None, show_all: bool, output_format: str) -> None:
+    """Show a rule's documentation (by code or name), or list all rules."""
+    out = Console(highlight=False, soft_wrap=True)
+    rules = all_rules()
+    if show_all or rule_id is None:
+        if output_format == "json":
+            import json
+
+            click.echo(
+                json.dumps(
+                    [
+                        {
+                            "code": m.id,
+                            "name": m.name,
+                            "family": m.family,
+                            "severity": m.severity,
+                            "fix": m.fix,
+                            "summary": m.summary,
+                        }
+                        for m in rules.values()
+                    ],
+                    indent=2,
+                )
+            )
+            return
+        for family, title in FAMILIES.items():
+            members = [m for m in rules.values() if m.family == family]
+            if not members:
+                continue
+            out.print(f"[bold]{family}: {title}[/bold]")
+            for m in members:
+                out.print(f"  {m.id}  {m.name:<42} {m.severity:<8} fix:{m.fix:<7} {m.summary}")
+        return
+    meta = get_rule(rule_id)
+    if meta is None:
+        Console(stderr=True).print(f"[bold red]error[/]: unknown rule {rule_id!r}")
+        sys.exit(EXIT_ERROR)
+    if output_format == "json":
+        import json
+
+        click.echo(
+            json.dumps(
+                {
+                    "code": meta.id,
+                    "name": meta.name,
+                    "family": meta.family,
+                    "severity": meta.severity,
+                    "fix": meta.fix,
+                    "summary": meta.summary,
+                    "docs": meta.docs,
+                },
+                indent=2,
+            )
+        )
+        return
+    click.echo(f"# {meta.name} ({meta.id})\n")
+    click.echo(
+        f"Family {meta.family} ({FAMILIES[meta.family]}); severity: {meta.severity}; "
+        f"fix: {meta.fix}.\n"
+    )
+    click.echo(meta.summary + "\n")
+    click.echo(meta.docs + "\n")
+    click.echo("## Example\n")
+    click.echo("```python\n" + meta.invalid[0].code.rstrip() + "\n```")
+    if meta.invalid[0].fixed:
+        click.echo("\nUse instead:\n\n```python\n" + meta.invalid[0].fixed.rstrip() + "\n```")

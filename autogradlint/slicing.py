@@ -1,0 +1,177 @@
+"""Parse only what can hold a finding: locate classes of interest with the C `ast` parser.
+
+libcst costs ~50 ms per file; CPython's `ast` is an order of magnitude cheaper. We use `ast` to
+find the top-level statements that matter (imports, classes with autograd/override methods,
+extension loaders) and blank every other line, so libcst parses a much smaller text with the same
+line and column numbers. A file with no class of interest is never handed to libcst at all.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from dataclasses import dataclass, field
+
+# Every current check starts from one of these methods; a class without them cannot hold a finding.
+INTEREST_METHODS = frozenset({"backward", "__torch_function__", "__torch_dispatch__"})
+_LOADER_HINTS = ("load",)
+
+
+@dataclass
+class Slice:
+    source: str
+    triton_kernels: set[str] = field(default_factory=set)
+
+
+HOOKS = frozenset({"__torch_function__", "__torch_dispatch__"})
+
+
+def _function_like_names(tree: ast.Module) -> set[str]:
+    """Classes that may be autograd Functions: a base named *Function, or such a local class."""
+    classes = [n for n in _statements(tree) if isinstance(n, ast.ClassDef)]
+    names: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for node in classes:
+            if node.name in names:
+                continue
+            for base in node.bases:
+                text = _decorator_text(base)
+                last = text.rsplit(".", 1)[-1]
+                if "Function" in last or last in names:
+                    names.add(node.name)
+                    changed = True
+                    break
+    return names
+
+
+def _class_of_interest(node: ast.ClassDef, function_like: set[str] | None = None) -> bool:
+    for stmt in node.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if stmt.name in HOOKS:
+                return True
+            if stmt.name == "backward" and (function_like is None or node.name in function_like):
+                return True
+        elif isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name) and target.id == "__torch_function__":
+                    return True
+    return False
+
+
+def _decorator_text(node: ast.expr) -> str:
+    if isinstance(node, ast.Call):
+        node = node.func
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _statements(node: ast.AST) -> list[ast.stmt]:
+    """`node` and every statement nested in it; expressions are never entered (cheap)."""
+    out: list[ast.stmt] = []
+    stack: list[ast.AST] = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, ast.stmt):
+            out.append(current)
+        for attr in ("body", "orelse", "finalbody", "handlers", "cases"):
+            children = getattr(current, attr, None)
+            if isinstance(children, list):
+                stack.extend(children)
+    return out
+
+
+def _span(stmt: ast.stmt) -> tuple[int, int]:
+    start = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
+    return start, stmt.end_lineno or stmt.lineno
+
+
+def _select(stmt: ast.stmt, function_like: set[str], keep: list[tuple[int, int]]) -> bool:
+    """Add the line ranges of `stmt` that a check may read to `keep`; True if any.
+
+    Imports, classes of interest (minus methods no check reads) and extension loads are kept.
+    A def or class that merely contains them keeps only its header, so a Function defined inside
+    a 3,000-line test class costs its own lines, not the class's.
+    """
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        keep.append(_span(stmt))
+        return True
+    if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+        func = _decorator_text(stmt.value.func)
+        if any(hint in func.rsplit(".", 1)[-1] for hint in _LOADER_HINTS):
+            keep.append(_span(stmt))
+            return True
+        return False
+    if isinstance(stmt, ast.ClassDef) and _class_of_interest(stmt, function_like):
+        start, end = _span(stmt)
+        cursor = start
+        for member in stmt.body:
+            if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+                member.name not in INTEREST_METHODS
+            ):
+                m_start, m_end = _span(member)
+                if m_start > cursor:
+                    keep.append((cursor, m_start - 1))
+                cursor = m_end + 1
+        if cursor <= end:
+            keep.append((cursor, end))
+        return True
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        inner: list[tuple[int, int]] = []
+        if not any([_select(child, function_like, inner) for child in stmt.body]):
+            return False
+        start, end = _span(stmt)
+        body_start = stmt.body[0].lineno
+        keep.append((start, max(start, body_start - 1)))
+        keep.extend(inner)
+        return True
+    nested = [n for n in _statements(stmt) if n is not stmt]
+    probe: list[tuple[int, int]] = []
+    if any([_select(n, function_like, probe) for n in nested]):
+        keep.append(_span(stmt))  # if/try/with/for: keep whole, its clauses must stay valid
+        return True
+    return False
+
+
+def slice_source(text: str) -> Slice | None:
+    """The text with irrelevant top-level statements blanked; None when nothing can be found.
+
+    Raises SyntaxError/ValueError when `ast` cannot parse the text (the caller then lets libcst
+    parse the whole file, which gives the user-facing error or handles newer syntax).
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # invalid escape sequences etc. are not our findings
+        tree = ast.parse(text)
+    function_like = _function_like_names(tree)
+    if not any(
+        isinstance(n, ast.ClassDef) and _class_of_interest(n, function_like)
+        for n in _statements(tree)
+    ):
+        return None
+    lines = text.splitlines(keepends=True)
+    keep = [False] * (len(lines) + 1)
+    triton: set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for decorator in stmt.decorator_list:
+                if _decorator_text(decorator).startswith("triton."):
+                    triton.add(stmt.name)
+        ranges: list[tuple[int, int]] = []
+        if _select(stmt, function_like, ranges):
+            for start, end in ranges:
+                for number in range(start, end + 1):
+                    keep[number] = True
+    out: list[str] = []
+    for number, line in enumerate(lines, start=1):
+        if keep[number]:
+            out.append(line)
+        else:
+            stripped = line.rstrip("\r\n")
+            out.append(line[len(stripped) :] or "\n")
+    return Slice("".join(out), triton)
