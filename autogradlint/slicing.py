@@ -28,8 +28,14 @@ HOOKS = frozenset({"__torch_function__", "__torch_dispatch__"})
 
 def _function_like_names(tree: ast.Module) -> set[str]:
     """Classes that may be autograd Functions: a base named *Function, or such a local class."""
-    classes = [n for n in _statements(tree) if isinstance(n, ast.ClassDef)]
+    statements = _statements(tree)
+    classes = [n for n in statements if isinstance(n, ast.ClassDef)]
     names: set[str] = set()
+    for node in statements:  # `from torch.autograd import Function as F` makes `F` one too
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if "Function" in alias.name and alias.asname:
+                    names.add(alias.asname)
     changed = True
     while changed:
         changed = False
