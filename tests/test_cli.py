@@ -1,0 +1,166 @@
+"""The command line, through click's runner and through a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from autogradlint.cli import main
+
+BUG = """\
+import torch
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        y = x * x
+        return torch.autograd.grad(y, x, g)[0]
+"""
+CLEAN = "import torch\n\nx = torch.ones(3)\n"
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "bug.py").write_text(BUG)
+    (tmp_path / "pkg" / "clean.py").write_text(CLEAN)
+    return tmp_path
+
+
+def run(*args: str, cwd: Path | None = None, input: str | None = None):
+    runner = CliRunner()
+    if cwd is None:
+        return runner.invoke(main, list(args), input=input)
+    with runner.isolated_filesystem(temp_dir=cwd):
+        return runner.invoke(main, list(args), input=input)
+
+
+def test_text_output_has_location_code_frame_and_summary(tree: Path) -> None:
+    result = run("check", str(tree / "pkg"))
+    assert result.exit_code == 1
+    assert f"{tree / 'pkg' / 'bug.py'}:13:16: AGL101" in result.output
+    assert "^^^^^^^^^^^^^^^^^^^ AGL101" in result.output
+    assert "Found 1 problem (1 error, 0 warnings) in 1 file; 2 files checked." in result.output
+
+
+def test_clean_tree_exits_zero(tree: Path) -> None:
+    result = run("check", str(tree / "pkg" / "clean.py"))
+    assert result.exit_code == 0
+    assert "All checks passed!" in result.output
+
+
+def test_json_uses_ruffs_keys(tree: Path) -> None:
+    result = run("check", "--output-format", "json", str(tree / "pkg"))
+    assert result.exit_code == 1
+    (item,) = json.loads(result.output)
+    assert {"code", "message", "filename", "location", "end_location", "fix", "url"} <= set(item)
+    assert item["code"] == "AGL101" and item["severity"] == "error"
+    assert item["location"] == {"row": 13, "column": 16}
+    assert item["end_location"] == {"row": 13, "column": 35}
+
+
+@pytest.mark.parametrize("selector", ["AGL101", "AGL1", "autograd-grad-without-enable-grad"])
+def test_ignore_by_code_prefix_or_name(tree: Path, selector: str) -> None:
+    assert run("check", "--ignore", selector, str(tree / "pkg")).exit_code == 0
+
+
+def test_select_other_family_silences(tree: Path) -> None:
+    assert run("check", "--select", "AGL2,AGL3", str(tree / "pkg")).exit_code == 0
+
+
+def test_unknown_selector_is_a_usage_error(tree: Path) -> None:
+    result = run("check", "--select", "AGL999", str(tree / "pkg"))
+    assert result.exit_code == 2
+    assert "unknown rule selector 'AGL999'" in result.output
+
+
+def test_unparsable_file_is_reported_and_others_still_checked(tree: Path) -> None:
+    (tree / "pkg" / "broken.py").write_text(
+        "class F(torch.autograd.Function):\n    def backward(:\n"
+    )
+    result = run("check", str(tree / "pkg"))
+    assert result.exit_code == 2
+    assert "broken.py:2:" in result.output and "syntax error" in result.output
+    assert "AGL101" in result.output
+
+
+def test_missing_path_is_an_error(tree: Path) -> None:
+    result = run("check", str(tree / "nope.py"), str(tree / "pkg"))
+    assert result.exit_code == 2
+    assert "nope.py: no such file or directory" in result.output
+    assert "AGL101" in result.output
+
+
+def test_config_select_ignore_per_file_and_exclude(tree: Path) -> None:
+    (tree / "pyproject.toml").write_text(
+        '[tool.autogradlint]\nper-file-ignores = { "pkg/bug.py" = ["AGL101"] }\n'
+    )
+    assert run("check", str(tree / "pkg")).exit_code == 0
+    (tree / "pyproject.toml").write_text('[tool.autogradlint]\nexclude = ["bug.py"]\n')
+    assert run("check", str(tree / "pkg")).exit_code == 0
+    (tree / "pyproject.toml").write_text('[tool.autogradlint]\nignore = ["AGL1"]\n')
+    assert run("check", str(tree / "pkg")).exit_code == 0
+
+
+def test_unknown_config_key_is_a_clear_error(tree: Path) -> None:
+    (tree / "pyproject.toml").write_text('[tool.autogradlint]\nselct = ["AGL1"]\n')
+    result = run("check", str(tree / "pkg"))
+    assert result.exit_code == 2
+    assert "pyproject.toml: unknown key(s) selct" in result.output
+
+
+def test_yaml_config(tree: Path) -> None:
+    (tree / ".autogradlint.yaml").write_text("ignore: [AGL101]\n")
+    assert run("check", str(tree / "pkg")).exit_code == 0
+
+
+def test_gitignored_files_are_skipped(tree: Path) -> None:
+    (tree / ".git").mkdir()
+    (tree / ".gitignore").write_text("bug.py\n")
+    assert run("check", str(tree / "pkg")).exit_code == 0
+    assert run("check", "--no-respect-gitignore", str(tree / "pkg")).exit_code == 1
+
+
+def test_stdin_with_filename() -> None:
+    result = run("check", "-", "--stdin-filename", "mod.py", input=BUG)
+    assert result.exit_code == 1
+    assert "mod.py:13:16: AGL101" in result.output
+
+
+def test_rule_docs_and_listing() -> None:
+    result = run("rule", "AGL201")
+    assert result.exit_code == 0
+    assert "# raw-grad-to-compiled-code (AGL201)" in result.output
+    assert "output_grad.contiguous()" in result.output
+    listing = run("rule", "--all")
+    assert all(code in listing.output for code in ("AGL101", "AGL202", "AGL302"))
+    assert run("rule", "AGL999").exit_code == 2
+
+
+def test_real_subprocess_and_statistics(tree: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "autogradlint", "check", "--statistics", str(tree / "pkg")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "1  AGL101  autograd-grad-without-enable-grad" in proc.stdout
+
+
+def test_many_files_go_through_the_process_pool(tree: Path) -> None:
+    for i in range(20):
+        (tree / "pkg" / f"bug{i}.py").write_text(BUG)
+    result = run("check", "-j", "2", "--output-format", "json", str(tree / "pkg"))
+    assert len(json.loads(result.output)) == 21

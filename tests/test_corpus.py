@@ -1,0 +1,81 @@
+"""The public corpus (../shared/corpus): no internal error, every labelled A/B/C site right.
+
+The corpus is downloaded once by shared/corpus/fetch.sh into $AGL_CORPUS or
+~/.cache/autogradlint-corpus (outside the repo: the code is never committed).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from autogradlint.config import Config
+from autogradlint.runner import discover, lint_paths
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("AGL_SHARED", ROOT.parent / "shared"))
+CACHE = Path(os.environ.get("AGL_CORPUS", Path.home() / ".cache" / "autogradlint-corpus"))
+FAMILY = {"AGL1": "A", "AGL2": "B", "AGL3": "C", "AGL4": "D"}
+WINDOW = 12  # B/C findings sit on an argument or statement inside the labelled call/def
+
+pytestmark = pytest.mark.corpus
+
+
+@pytest.fixture(scope="module")
+def corpus() -> Path:
+    labels = SHARED / "corpus" / "labels.tsv"
+    if not labels.is_file():
+        pytest.skip(f"no corpus labels at {labels}")
+    src = CACHE / "src"
+    if not (src.is_dir() and len(list(src.iterdir())) >= 27):
+        pytest.importorskip("torch", reason="fetch.sh copies the torch row from installed torch")
+        subprocess.run(
+            ["bash", str(SHARED / "corpus" / "fetch.sh"), "--keep-going"],
+            check=False,
+            env={**os.environ, "AGL_CORPUS": str(CACHE)},
+            timeout=1800,
+        )
+    if not src.is_dir():
+        pytest.skip("the corpus could not be fetched")
+    return src
+
+
+@pytest.fixture(scope="module")
+def findings(corpus: Path) -> dict[str, list[tuple[str, int]]]:
+    config = Config(root=corpus)
+    found = discover([str(corpus)], config, respect_gitignore=False)
+    results = lint_paths(found.files, config)
+    internal = [r.error.describe() for r in results if r.error and "internal" in r.error.message]
+    assert internal == [], internal
+    by_file: dict[str, list[tuple[str, int]]] = {}
+    for result in results:
+        rel = Path(result.path).resolve().relative_to(corpus.resolve()).as_posix()
+        by_file[rel] = [(FAMILY[f.rule_id[:4]], f.line) for f in result.findings]
+    counts = Counter(f.rule_id for r in results for f in r.findings)
+    print(f"\ncorpus: {len(results)} files; findings per rule: {dict(sorted(counts.items()))}")
+    return by_file
+
+
+def _labels(corpus: Path) -> list[dict[str, str]]:
+    with (SHARED / "corpus" / "labels.tsv").open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t"))
+    return [row for row in rows if row["pattern"] in ("A", "B", "C")]
+
+
+def test_every_labelled_site(corpus: Path, findings: dict[str, list[tuple[str, int]]]) -> None:
+    problems = []
+    for row in _labels(corpus):
+        rel = f"{row['package']}/{row['relpath']}"
+        line, family = int(row["line"]), row["pattern"]
+        hits = [ln for fam, ln in findings.get(rel, []) if fam == family]
+        if row["verdict"] in ("bug", "risk"):
+            if not any(line <= ln <= line + WINDOW for ln in hits):
+                problems.append(f"missed {row['verdict']} {family} {rel}:{line}: {row['reason']}")
+        elif any(line <= ln <= line + 3 for ln in hits):
+            problems.append(f"false positive on ok {family} {rel}:{line}: {row['reason']}")
+    assert problems == []
