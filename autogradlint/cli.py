@@ -37,6 +37,24 @@ def _load_config(config_file: str | None, paths: tuple[str, ...]) -> Config:
     return discover(start if start.exists() else Path.cwd())
 
 
+def _config_from_options(
+    config_file: str | None,
+    paths: tuple[str, ...],
+    select: tuple[str, ...],
+    extend_select: tuple[str, ...],
+    ignore: tuple[str, ...],
+) -> Config:
+    config = _load_config(config_file, paths)
+    if select:
+        config = replace(config, select=_split(select))
+    if extend_select:
+        config = replace(config, extend_select=config.extend_select + _split(extend_select))
+    if ignore:
+        config = replace(config, ignore=config.ignore + _split(ignore))
+    expand_selectors(config.select + config.extend_select + config.ignore)
+    return config
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="autogradlint")
 def main() -> None:
@@ -63,6 +81,8 @@ def main() -> None:
 @click.option("--no-respect-gitignore", is_flag=True, help="Also check files .gitignore lists.")
 @click.option("--statistics", is_flag=True, help="Print the number of findings per rule.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option("--fix", is_flag=True, help="Apply fixes first (same as `autogradlint fix --apply`).")
+@click.option("--unsafe-fixes", is_flag=True, help="With --fix: also apply unsafe fixes.")
 def check(
     paths: tuple[str, ...],
     select: tuple[str, ...],
@@ -75,23 +95,29 @@ def check(
     no_respect_gitignore: bool,
     statistics: bool,
     exit_zero: bool,
+    fix: bool,
+    unsafe_fixes: bool,
 ) -> None:
     """Check PATHS (files or directories, default `.`; `-` reads stdin) for autograd bugs."""
     out = Console(highlight=False, soft_wrap=True)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     paths = paths or (".",)
     try:
-        config = _load_config(config_file, paths)
-        if select:
-            config = replace(config, select=_split(select))
-        if extend_select:
-            config = replace(config, extend_select=config.extend_select + _split(extend_select))
-        if ignore:
-            config = replace(config, ignore=config.ignore + _split(ignore))
-        expand_selectors(config.select + config.extend_select + config.ignore)
+        config = _config_from_options(config_file, paths, select, extend_select, ignore)
     except ConfigError as exc:
         err.print(f"[bold red]error[/]: {exc}")
         sys.exit(EXIT_ERROR)
+    if fix and paths != ("-",):
+        fix_errors, _ = _fix_paths(
+            paths,
+            config,
+            apply=True,
+            unsafe=unsafe_fixes,
+            err=err,
+            respect_gitignore=not no_respect_gitignore,
+        )
+        if fix_errors:
+            sys.exit(EXIT_ERROR)
 
     errors: list[FileError] = []
     sources: dict[str, list[str]] = {}
@@ -211,3 +237,156 @@ def rule(rule_id: str | None, show_all: bool, output_format: str) -> None:
     click.echo("```python\n" + meta.invalid[0].code.rstrip() + "\n```")
     if meta.invalid[0].fixed:
         click.echo("\nUse instead:\n\n```python\n" + meta.invalid[0].fixed.rstrip() + "\n```")
+
+
+def _fix_paths(
+    paths: tuple[str, ...],
+    config: Config,
+    *,
+    apply: bool,
+    unsafe: bool,
+    err: Console,
+    respect_gitignore: bool = True,
+    show_diff: bool = False,
+) -> tuple[list[FileError], int]:
+    """Fix every file under `paths`; print diffs or write. Returns (errors, findings left)."""
+    import difflib
+    from collections import Counter
+
+    from .engine import can_hold_findings
+    from .fixer import fix_text
+    from .runner import WriteRefused, detect_encoding, read_source, write_atomic
+
+    found = discover_files(paths, config, respect_gitignore=respect_gitignore)
+    errors = list(found.errors)
+    fixed: Counter[str] = Counter()
+    files_changed = 0
+    remaining = 0
+    for path in found.files:
+        data = read_source(path)
+        if isinstance(data, FileError):
+            errors.append(data)
+            continue
+        enabled = config.enabled_for(path)
+        if not can_hold_findings(data, enabled):
+            continue
+        try:
+            text = data.decode(detect_encoding(data))
+        except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
+            errors.append(FileError(str(path), f"cannot decode: {exc}"))
+            continue
+        outcome = fix_text(
+            text, str(path), unsafe=unsafe, enabled=enabled, settings=config.settings
+        )
+        if outcome.error is not None:
+            errors.append(FileError(str(path), outcome.error.removeprefix(f"{path}: ")))
+            continue
+        remaining += len(outcome.remaining)
+        if not outcome.changed:
+            continue
+        if apply:
+            try:
+                write_atomic(path, data, outcome.source)
+            except WriteRefused as exc:
+                errors.append(FileError(str(path), str(exc).removeprefix(f"{path}: ")))
+                continue
+        elif show_diff:
+            diff = difflib.unified_diff(
+                text.splitlines(keepends=True),
+                outcome.source.splitlines(keepends=True),
+                fromfile=str(path) if path.is_absolute() else f"a/{path}",
+                tofile=str(path) if path.is_absolute() else f"b/{path}",
+            )
+            click.echo("".join(diff), nl=False)
+        files_changed += 1
+        fixed.update(outcome.applied)
+    total = sum(fixed.values())
+    if total:
+        verb = "Fixed" if apply else "Would fix"
+        detail = ", ".join(f"{code} x{count}" for code, count in sorted(fixed.items()))
+        err.print(
+            f"{verb} {total} finding{'s' * (total != 1)} in {files_changed} "
+            f"file{'s' * (files_changed != 1)} ({detail}).",
+            highlight=False,
+        )
+    if remaining:
+        err.print(
+            f"{remaining} finding{' remains' if remaining == 1 else 's remain'} after fixing.",
+            highlight=False,
+        )
+    return errors, remaining
+
+
+@main.command("fix")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--apply", "apply_", is_flag=True, help="Write the fixes (default: show a diff).")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that change behaviour.")
+@click.option("--select", multiple=True, help="Rules to fix: ALL, AGL101, AGL1, or a name.")
+@click.option("--extend-select", multiple=True)
+@click.option("--ignore", multiple=True, help="Rules not to fix.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="Config file.")
+@click.option("--stdin-filename", help="The path to report for source read from `-`.")
+@click.option("--no-respect-gitignore", is_flag=True)
+def fix_command(
+    paths: tuple[str, ...],
+    apply_: bool,
+    unsafe_fixes: bool,
+    select: tuple[str, ...],
+    extend_select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    config_file: str | None,
+    stdin_filename: str | None,
+    no_respect_gitignore: bool,
+) -> None:
+    """Show (or with --apply, write) the fixes for PATHS; `-` fixes stdin to stdout.
+
+    Safe fixes never change what correct code computes; --unsafe-fixes adds the rewrites that
+    fix the bug itself and so change values. Every fix is re-parsed and re-linted before it is
+    written, writes are atomic, and a file changed since it was read is never overwritten.
+    """
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    paths = paths or (".",)
+    try:
+        config = _config_from_options(config_file, paths, select, extend_select, ignore)
+    except ConfigError as exc:
+        err.print(f"[bold red]error[/]: {exc}")
+        sys.exit(EXIT_ERROR)
+    if paths == ("-",):
+        from .fixer import fix_text
+        from .runner import detect_encoding
+
+        name = stdin_filename or "<stdin>"
+        data = sys.stdin.buffer.read()
+        try:
+            encoding = detect_encoding(data)
+            text = data.decode(encoding)
+        except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
+            err.print(f"[bold red]error[/]: {name}: cannot decode: {exc}")
+            sys.exit(EXIT_ERROR)
+        outcome = fix_text(
+            text,
+            name,
+            unsafe=unsafe_fixes,
+            enabled=config.enabled_for(Path(name)),
+            settings=config.settings,
+        )
+        sys.stdout.buffer.write(outcome.source.encode(encoding))
+        sys.stdout.flush()
+        if outcome.error is not None:
+            err.print(f"[bold red]error[/]: {outcome.error}")
+            sys.exit(EXIT_ERROR)
+        sys.exit(EXIT_FINDINGS if outcome.remaining else EXIT_CLEAN)
+    errors, remaining = _fix_paths(
+        paths,
+        config,
+        apply=apply_,
+        unsafe=unsafe_fixes,
+        err=err,
+        respect_gitignore=not no_respect_gitignore,
+        show_diff=not apply_,
+    )
+    for error in errors:
+        err.print(f"[bold red]error[/]: {error.describe()}", soft_wrap=True)
+    if errors:
+        sys.exit(EXIT_ERROR)
+    sys.exit(EXIT_FINDINGS if remaining else EXIT_CLEAN)

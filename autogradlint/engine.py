@@ -6,6 +6,7 @@ import io
 import re
 import tokenize
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -35,26 +36,39 @@ def can_hold_findings(source: bytes, enabled: Iterable[str]) -> bool:
     return pattern is not None and pattern.search(source) is not None
 
 
-def lint_source(
+@dataclass
+class Analysis:
+    """One file analysed: the parsed module and what the checks reported (in-process only)."""
+
+    path: str
+    text: str | None = None
+    module: cst.Module | None = None
+    violations: list[Violation] = field(default_factory=list)
+    error: FileError | None = None
+    parsed: bool = False
+
+
+def analyse(
     source: bytes | str,
     path: str = "<stdin>",
     *,
     enabled: frozenset[str] | None = None,
     settings: Settings | None = None,
     known_function_bases: frozenset[str] = frozenset(),
-) -> FileResult:
-    """Lint one file's contents. Parse errors become FileResult.error, never exceptions."""
+    full: bool = False,
+) -> Analysis:
+    """Parse and run the checks. `full=True` parses the whole file (fixes rewrite it)."""
     rules = all_rules()
     enabled = frozenset(rules) if enabled is None else enabled
     settings = settings or Settings()
     raw = source.encode("utf-8") if isinstance(source, str) else source
     checks = [c for c in checks_for(enabled) if c.PREFILTER.search(raw)]
     if not checks and not known_function_bases:
-        return FileResult(path=path)
+        return Analysis(path)
     text = source if isinstance(source, str) else _decode(raw)
     if isinstance(text, FileError):
-        return FileResult(path, error=FileError(path, text.message))
-    parse_input: str | bytes = source
+        return Analysis(path, error=FileError(path, text.message))
+    parse_input = text
     extra_triton: set[str] = set()
     try:
         sliced = slice_source(text)
@@ -62,21 +76,22 @@ def lint_source(
         sliced = None  # let libcst parse the whole file: it reports the error, or copes
     else:
         if sliced is None:
-            return FileResult(path, parsed=False)
-        parse_input, extra_triton = sliced.source, sliced.triton_kernels
+            return Analysis(path, text=text)
+        extra_triton = sliced.triton_kernels
+        if not full:
+            parse_input = sliced.source
     try:
         module = cst.parse_module(parse_input)
     except cst.ParserSyntaxError as exc:
-        return FileResult(
+        return Analysis(
             path,
+            text=text,
             error=FileError(path, f"syntax error: {exc.message}", exc.raw_line, exc.raw_column),
         )
-    except (UnicodeDecodeError, LookupError) as exc:
-        return FileResult(path, error=FileError(path, f"cannot decode: {exc}"))
     except RecursionError:
-        return FileResult(path, error=FileError(path, "too deeply nested to parse"))
-    except Exception as exc:  # noqa: BLE001 - libcst raises bare exceptions for some encodings
-        return FileResult(path, error=FileError(path, f"cannot parse: {exc}"))
+        return Analysis(path, text=text, error=FileError(path, "too deeply nested to parse"))
+    except Exception as exc:  # noqa: BLE001 - libcst raises bare exceptions on odd input
+        return Analysis(path, text=text, error=FileError(path, f"cannot parse: {exc}"))
     try:
         facts = collect_facts(
             module, text, loaders=settings.loaders, known_function_bases=known_function_bases
@@ -86,13 +101,36 @@ def lint_source(
         for check in checks:
             check(ctx).run()
     except RecursionError:
-        return FileResult(path, error=FileError(path, "too deeply nested to analyse"), parsed=True)
+        error = FileError(path, "too deeply nested to analyse")
+        return Analysis(path, text=text, module=module, error=error, parsed=True)
     except Exception as exc:  # noqa: BLE001 - a bug of ours must not stop the run
         message = f"internal error (please report): {type(exc).__name__}: {exc}"
-        return FileResult(path, error=FileError(path, message), parsed=True)
-    if not ctx.violations:
-        return FileResult(path, parsed=True)
-    return FileResult(path, findings=_locate(module, text, ctx.violations, path), parsed=True)
+        return Analysis(path, text=text, module=module, error=FileError(path, message), parsed=True)
+    return Analysis(path, text=text, module=module, violations=ctx.violations, parsed=True)
+
+
+def lint_source(
+    source: bytes | str,
+    path: str = "<stdin>",
+    *,
+    enabled: frozenset[str] | None = None,
+    settings: Settings | None = None,
+    known_function_bases: frozenset[str] = frozenset(),
+) -> FileResult:
+    """Lint one file's contents. Parse errors become FileResult.error, never exceptions."""
+    result = analyse(
+        source,
+        path,
+        enabled=enabled,
+        settings=settings,
+        known_function_bases=known_function_bases,
+    )
+    if result.error is not None:
+        return FileResult(path, error=result.error, parsed=result.parsed)
+    if not result.violations or result.module is None or result.text is None:
+        return FileResult(path, parsed=result.parsed)
+    located = locate(result.module, result.text, result.violations, path)
+    return FileResult(path, findings=[finding for finding, _ in located], parsed=True)
 
 
 def _decode(raw: bytes) -> str | FileError:
@@ -104,13 +142,15 @@ def _decode(raw: bytes) -> str | FileError:
         return FileError("", f"cannot decode: {exc}")
 
 
-def _locate(module: cst.Module, text: str, violations: list[Violation], path: str) -> list[Finding]:
-    """Positions are computed only for files with findings (PositionProvider is ~2x a parse)."""
+def locate(
+    module: cst.Module, text: str, violations: list[Violation], path: str
+) -> list[tuple[Finding, Violation]]:
+    """Positions for unsuppressed violations; only files with findings pay for PositionProvider."""
     rules = all_rules()
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
     suppressions = parse_suppressions(text)
-    findings: dict[tuple[str, int, int], Finding] = {}
+    findings: dict[tuple[str, int, int], tuple[Finding, Violation]] = {}
     for violation in violations:
         node = violation.anchor or violation.node
         where = positions[node]
@@ -129,6 +169,7 @@ def _locate(module: cst.Module, text: str, violations: list[Violation], path: st
             end_line=where.end.line,
             end_col=where.end.column,
             fix_safety=meta.fix,
+            fixable=violation.fix.safety if violation.fix is not None else None,
         )
-        findings.setdefault((meta.id, finding.line, finding.col), finding)
-    return sorted(findings.values(), key=lambda f: f.sort_key)
+        findings.setdefault((meta.id, finding.line, finding.col), (finding, violation))
+    return sorted(findings.values(), key=lambda pair: pair[0].sort_key)

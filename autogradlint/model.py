@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import libcst as cst
+
+if TYPE_CHECKING:
+    from .fixes import Fix
 
 
 @dataclass(frozen=True)
@@ -16,6 +20,7 @@ class Violation:
     node: cst.CSTNode
     # Where a finding should be placed when the node spans many lines (e.g. a call's `func`).
     anchor: cst.CSTNode | None = None
+    fix: Fix | None = None
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,7 @@ class Finding:
     end_line: int
     end_col: int
     fix_safety: str = "none"  # safe | unsafe | none: what the rule offers
+    fixable: str | None = None  # safe | unsafe when this very finding has a fix
 
     @property
     def sort_key(self) -> tuple[str, int, int, str]:

@@ -173,3 +173,54 @@ def lint_paths(files: Sequence[Path], config: Config, jobs: int | None = None) -
         results.extend(_lint_job(job) for job in pending)
     results.sort(key=lambda r: r.path)
     return results
+
+
+class WriteRefused(Exception):
+    """A fixed file could not be written safely; the original is untouched."""
+
+
+def detect_encoding(data: bytes) -> str:
+    """The encoding Python would read the file with (BOM, then coding cookie, else UTF-8)."""
+    import io
+    import tokenize
+
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return encoding
+
+
+def write_atomic(path: Path, original: bytes, text: str) -> None:
+    """Write `text` in the file's own encoding (BOM kept), atomically, keeping permissions.
+
+    Refuses when the file changed since `original` was read, so a concurrent edit is never lost.
+    """
+    import tempfile
+
+    encoding = detect_encoding(original)
+    try:
+        data = text.encode(encoding)
+    except UnicodeEncodeError as exc:
+        raise WriteRefused(
+            f"{path}: the fixed text cannot be encoded as {encoding}: {exc}"
+        ) from None
+    try:
+        current = path.read_bytes()
+        mode = path.stat().st_mode
+    except OSError as exc:
+        raise WriteRefused(f"{path}: cannot re-read before writing: {exc.strerror}") from None
+    if current != original:
+        raise WriteRefused(f"{path}: changed since it was read; not written (run again)")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".agl-tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        # Interrupted or failed: remove the temporary file, leave the original as it was.
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -79,3 +79,36 @@ def test_every_labelled_site(corpus: Path, findings: dict[str, list[tuple[str, i
         elif any(line <= ln <= line + 3 for ln in hits):
             problems.append(f"false positive on ok {family} {rel}:{line}: {row['reason']}")
     assert problems == []
+
+
+def _snapshot(tree: Path) -> dict[str, bytes]:
+    return {p.relative_to(tree).as_posix(): p.read_bytes() for p in tree.rglob("*.py")}
+
+
+def test_fix_round_trip_on_a_copy_of_the_corpus(corpus: Path, tmp_path: Path) -> None:
+    import shutil
+
+    import libcst as cst
+    from click.testing import CliRunner
+
+    from autogradlint.cli import main
+
+    copy = tmp_path / "corpus"
+    shutil.copytree(corpus, copy, symlinks=True)
+    before = _snapshot(copy)
+    runner = CliRunner()
+    first = runner.invoke(
+        main, ["fix", "--apply", "--unsafe-fixes", "--no-respect-gitignore", str(copy)]
+    )
+    assert "internal" not in first.output and "bug in autogradlint" not in first.output
+    after = _snapshot(copy)
+    changed = sorted(name for name in before if before[name] != after[name])
+    print(f"\nfix --apply --unsafe-fixes changed {len(changed)} corpus files")
+    assert changed, "the corpus has fixable findings: something should have changed"
+    for name in changed:
+        cst.parse_module(after[name])  # every written file parses
+    second = runner.invoke(
+        main, ["fix", "--apply", "--unsafe-fixes", "--no-respect-gitignore", str(copy)]
+    )
+    assert "Fixed" not in second.output
+    assert _snapshot(copy) == after  # idempotent: a second run changes nothing

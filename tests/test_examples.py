@@ -83,3 +83,53 @@ def test_extension_examples_corrupt_and_fixed_are_correct(examples_on_path) -> N
     assert torch.equal(bug["victim"], torch.full((3,), 2.0))  # the other consumer corrupted
     assert torch.equal(fixed["scale"], torch.full_like(fixed["scale"], 2.0))
     assert torch.equal(fixed["victim"], torch.ones(3))
+
+
+@pytest.fixture(scope="module")
+def fixed_examples(tmp_path_factory):
+    """A copy of examples/ after `autogradlint fix --apply --unsafe-fixes`."""
+    pytest.importorskip("torch")
+    import shutil
+
+    from click.testing import CliRunner
+
+    from autogradlint.cli import main
+
+    copy = tmp_path_factory.mktemp("fixed") / "examples"
+    shutil.copytree(EXAMPLES, copy)
+    result = CliRunner().invoke(main, ["fix", "--apply", "--unsafe-fixes", str(copy)])
+    assert "Fixed 6 findings in 2 files" in result.output, result.output
+    check = CliRunner().invoke(main, ["check", "--output-format", "json", str(copy)])
+    import json
+
+    left = {(Path(item["filename"]).name, item["code"]) for item in json.loads(check.output)}
+    assert left == {("torch_function_bug.py", "AGL301")}  # family C has no safe codemod
+    sys.path.insert(0, str(copy))
+    for name in ("reentrant_bug", "extension_grads_bug"):
+        sys.modules.pop(name, None)
+    yield copy
+    sys.path.remove(str(copy))
+    for name in ("reentrant_bug", "extension_grads_bug"):
+        sys.modules.pop(name, None)
+
+
+def test_fixed_reentrant_example_has_correct_gradients(fixed_examples) -> None:
+    import torch
+
+    module = importlib.import_module("reentrant_bug")
+    assert Path(module.__file__).parent == fixed_examples
+    w = torch.tensor([0.5, 1.0, 1.5], dtype=torch.float64, requires_grad=True)
+    for fn in (module.SoftplusRecompute, module.CubeInnerBackward):
+        assert torch.autograd.gradcheck(fn.apply, (w,))
+        assert torch.autograd.gradgradcheck(fn.apply, (w,))
+
+
+@pytest.mark.slow
+def test_fixed_extension_example_has_correct_gradients(fixed_examples) -> None:
+    import torch
+
+    module = importlib.import_module("extension_grads_bug")
+    assert Path(module.__file__).parent == fixed_examples
+    result = module.demo()
+    assert torch.equal(result["scale"], torch.full_like(result["scale"], 2.0))
+    assert torch.equal(result["victim"], torch.ones(3))

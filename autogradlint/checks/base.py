@@ -10,6 +10,7 @@ import libcst as cst
 
 from ..analysis.facts import DEFAULT_LOADERS, FileFacts
 from ..analysis.flow import MethodFlow, analyse_method
+from ..fixes import Fix
 from ..meta import all_rules
 from ..model import Violation
 
@@ -67,12 +68,13 @@ class Check:
         node: cst.CSTNode,
         *,
         anchor: cst.CSTNode | None = None,
+        fix: Fix | None = None,
         **fields: object,
     ) -> None:
         if rule_id not in self.ctx.enabled:
             return
         meta = all_rules()[rule_id]
-        self.ctx.violations.append(Violation(rule_id, meta.format(**fields), node, anchor))
+        self.ctx.violations.append(Violation(rule_id, meta.format(**fields), node, anchor, fix))
 
     def run(self) -> None:  # pragma: no cover - interface
         raise NotImplementedError

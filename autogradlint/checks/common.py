@@ -47,3 +47,85 @@ def backward_methods(facts: FileFacts) -> list[tuple[ClassInfo, cst.FunctionDef]
         for info in facts.function_classes
         if "backward" in info.methods
     ]
+
+
+def _contains(node: cst.CSTNode, target: cst.CSTNode) -> bool:
+    if node is target:
+        return True
+    found = False
+
+    class _Find(cst.CSTVisitor):
+        def on_visit(self, current: cst.CSTNode) -> bool:
+            nonlocal found
+            if found:
+                return False
+            if current is target:
+                found = True
+                return False
+            return True
+
+    node.visit(_Find())
+    return found
+
+
+def statement_in_block(
+    function: cst.FunctionDef, target: cst.CSTNode
+) -> tuple[cst.IndentedBlock, int] | None:
+    """The innermost indented block of `function` and the index of its statement holding `target`."""
+    block = function.body
+    found: tuple[cst.IndentedBlock, int] | None = None
+    while isinstance(block, cst.IndentedBlock):
+        for index, stmt in enumerate(block.body):
+            if _contains(stmt, target):
+                found = (block, index)
+                inner = _child_block(stmt, target)
+                block = inner  # type: ignore[assignment]
+                break
+        else:
+            return found
+    return found
+
+
+def _child_block(stmt: cst.CSTNode, target: cst.CSTNode) -> cst.IndentedBlock | None:
+    """The suite directly under a compound statement that holds `target` (not nested defs)."""
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        return None
+    suites: list[cst.CSTNode] = []
+    body = getattr(stmt, "body", None)
+    if isinstance(body, cst.IndentedBlock):
+        suites.append(body)
+    for attr in ("orelse", "finalbody"):
+        extra = getattr(stmt, attr, None)
+        while isinstance(extra, cst.If):  # elif chains
+            suites.append(extra.body)
+            extra = extra.orelse
+        if extra is not None and isinstance(getattr(extra, "body", None), cst.IndentedBlock):
+            suites.append(extra.body)
+    for handler in getattr(stmt, "handlers", ()):
+        suites.append(handler.body)
+    for suite in suites:
+        if isinstance(suite, cst.IndentedBlock) and _contains(suite, target):
+            return suite
+    return None
+
+
+def with_leading_lines_moved(
+    stmts: list[cst.BaseStatement],
+) -> tuple[list[cst.BaseStatement], tuple[cst.EmptyLine, ...]]:
+    """Take the first statement's leading comments/blank lines so a wrapper can carry them."""
+    first = stmts[0]
+    leading = tuple(getattr(first, "leading_lines", ()))
+    if leading:
+        stmts = [first.with_changes(leading_lines=()), *stmts[1:]]
+    return stmts, leading
+
+
+def body_start(block: cst.IndentedBlock) -> int:
+    """Index after a docstring, where code inserted at the top of a function belongs."""
+    if block.body and isinstance(block.body[0], cst.SimpleStatementLine):
+        first = block.body[0].body[0] if block.body[0].body else None
+        if isinstance(first, cst.Expr) and isinstance(
+            first.value, (cst.SimpleString, cst.ConcatenatedString)
+        ):
+            return 1
+    return 0

@@ -10,8 +10,9 @@ import libcst as cst
 
 from ..analysis.flow import CallSite, MethodFlow
 from ..analysis.names import dotted
+from ..fixes import Edits, Fix
 from .base import Check
-from .common import backward_methods, keyword, source_of
+from .common import backward_methods, keyword, source_of, statement_in_block
 
 # Methods that return the same storage (a view, or self when nothing changes): still the grad.
 ALIASING_METHODS = frozenset(
@@ -81,6 +82,7 @@ class CompiledGradients(Check):
                 grads.add(flow.vararg)
             if not grads:
                 continue
+            self.method = method
             for site in flow.calls:
                 callee = self._compiled_callee(site.node)
                 if callee is not None:
@@ -207,9 +209,51 @@ class CompiledGradients(Check):
                 continue
             shown = source_of(self.ctx.facts.module, arg.value)
             if writes and not state.write_safe:
-                self.report("AGL202", arg.value, grad=shown, callee=name, cls=cls)
+                fix = self._copy_fix(site, arg.value)
+                self.report("AGL202", arg.value, fix=fix, grad=shown, callee=name, cls=cls)
             elif not state.read_safe and not stride_safe and state.name not in stride_names:
-                self.report("AGL201", arg.value, grad=shown, callee=name, cls=cls)
+                fix = self._contiguous_fix(arg.value)
+                self.report("AGL201", arg.value, fix=fix, grad=shown, callee=name, cls=cls)
+
+    # --- fixes (FIX-B1, FIX-B2) ------------------------------------------------------------
+    def _contiguous_fix(self, value: cst.BaseExpression) -> Fix | None:
+        """FIX-B1: `g` -> `g.contiguous()` at the call: bitwise-identical for correct kernels."""
+        if not isinstance(value, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
+            return None  # `*grads` and other forms have no single tensor to make contiguous
+
+        def build(edits: Edits) -> None:
+            edits.nodes[id(value)] = lambda updated: cst.Call(
+                cst.Attribute(updated, cst.Name("contiguous"))  # type: ignore[arg-type]
+            )
+
+        return Fix("safe", self.method, build, "pass `.contiguous()`")
+
+    def _copy_fix(self, site: CallSite, value: cst.BaseExpression) -> Fix | None:
+        """FIX-B2: rebind `g = g.clone(memory_format=torch.contiguous_format)` before the call."""
+        if not isinstance(value, cst.Name):
+            return None
+        located = statement_in_block(self.method, site.node)
+        if located is None:
+            return None
+        block, index = located
+        name = value.value
+
+        def build(edits: Edits) -> None:
+            fmt = cst.Module([]).code_for_node(edits.torch("contiguous_format"))
+            copy = cst.parse_statement(f"{name} = {name}.clone(memory_format={fmt})\n")
+
+            def edit(updated: cst.IndentedBlock) -> cst.IndentedBlock:
+                body = list(updated.body)
+                stmt = body[index]
+                leading = getattr(stmt, "leading_lines", ())
+                first = copy.with_changes(leading_lines=leading)
+                if leading:
+                    stmt = stmt.with_changes(leading_lines=())
+                return updated.with_changes(body=[*body[:index], first, stmt, *body[index + 1 :]])
+
+            edits.blocks[id(block)] = edit
+
+        return Fix("safe", self.method, build, "pass a private dense copy")
 
     def _writes(self, name: str, site: CallSite, flow: MethodFlow, grads: set[str]) -> bool:
         last = name.rsplit(".", 1)[-1]

@@ -9,6 +9,7 @@ import libcst as cst
 from ..analysis.flow import DEFAULT, DISABLE, ENABLE, CallSite, MethodFlow
 from ..analysis.names import dotted
 from ..analysis.provenance import CTX, EXTERNAL, SAVED, Provenance
+from . import reentrant_fixes as fixes
 from .base import Check
 from .common import backward_methods, is_literal, keyword, positional, source_of
 
@@ -29,6 +30,7 @@ class ReentrantAutograd(Check):
             provenance = Provenance(flow, facts.imports)
             guarded = self._checkpoint_guarded(flow)
             private = self._builds_private_leaves(flow)
+            self.method = method
             for site in flow.calls:
                 if site.in_nested_def:
                     continue  # a closure runs at an unknown time, under an unknown grad mode
@@ -36,7 +38,7 @@ class ReentrantAutograd(Check):
                 if kind == "grad" and root is not None:
                     self._grad_call(site, root, provenance, flow, info.name, private)
                 elif kind == "backward" and root is not None:
-                    self._backward_call(site, root, provenance, info.name, guarded, private)
+                    self._backward_call(site, root, provenance, flow, info.name, guarded, private)
 
     # ------------------------------------------------------------------------------------
     def _classify(
@@ -110,11 +112,16 @@ class ReentrantAutograd(Check):
         module = self.ctx.facts.module
         producers = provenance.producers(outputs, site.order, site.mode)
         shown = source_of(module, outputs)
+        method = self.method
         if producers and producers <= {DEFAULT}:
-            self.report("AGL101", site.node, anchor=site.node.func, cls=cls, outputs=shown)
+            fix = fixes.wrap_in_enable_grad(method, flow, provenance, site, outputs)
+            self.report("AGL101", site.node, anchor=site.node.func, fix=fix, cls=cls, outputs=shown)
             return
         if producers and DISABLE in producers and producers <= {DEFAULT, DISABLE}:
-            self.report("AGL102", site.node, anchor=site.node.func, cls=cls, outputs=shown)
+            fix = fixes.no_grad_to_enable_grad(
+                method, flow, self.ctx.facts.imports, outputs, site.order
+            )
+            self.report("AGL102", site.node, anchor=site.node.func, fix=fix, cls=cls, outputs=shown)
             return
         if ENABLE not in producers or private or flow.base_mode == DISABLE:
             return
@@ -125,13 +132,15 @@ class ReentrantAutograd(Check):
         if inputs is None:
             return
         if provenance.sources(inputs, site.order) & {SAVED, CTX}:
-            self.report("AGL105", site.node, anchor=site.node.func, cls=cls)
+            fix = fixes.forward_create_graph(method, flow, site.node)
+            self.report("AGL105", site.node, anchor=site.node.func, fix=fix, cls=cls)
 
     def _backward_call(
         self,
         site: CallSite,
         root: cst.BaseExpression,
         provenance: Provenance,
+        flow: MethodFlow,
         cls: str,
         guarded: bool,
         private: bool,
@@ -143,6 +152,7 @@ class ReentrantAutograd(Check):
         # A body that makes private leaves (detach / requires_grad_) is a checkpoint-style
         # recompute: saved tensors still feeding it are usually targets or indices, not leaves.
         if SAVED in provenance.sources(root, site.order) and not private:
-            self.report("AGL103", site.node, anchor=site.node.func, cls=cls, root=shown)
+            fix = fixes.backward_to_autograd_grad(self.method, flow, site, root)
+            self.report("AGL103", site.node, anchor=site.node.func, fix=fix, cls=cls, root=shown)
         elif not guarded:
             self.report("AGL104", site.node, anchor=site.node.func, cls=cls, root=shown)

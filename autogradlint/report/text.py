@@ -44,8 +44,9 @@ def render_text(
     findings = [f for r in results for f in r.findings]
     for f in findings:
         style = _STYLE[f.severity]
+        marker = " [cyan]\\[*][/cyan]" if f.fixable == "safe" else ""
         console.print(
-            f"[bold]{escape(f.path)}[/bold]:{f.line}:{f.col + 1}: [{style}]{f.rule_id}[/] "
+            f"[bold]{escape(f.path)}[/bold]:{f.line}:{f.col + 1}: [{style}]{f.rule_id}[/]{marker} "
             f"{escape(f.message)}",
             soft_wrap=True,
             highlight=False,
@@ -71,6 +72,13 @@ def render_text(
             f"file{'s' * (files != 1)}; {checked} file{'s' * (checked != 1)} checked.",
             highlight=False,
         )
+        safe = sum(1 for f in findings if f.fixable == "safe")
+        unsafe = sum(1 for f in findings if f.fixable == "unsafe")
+        if safe or unsafe:
+            more = f" ({unsafe} more with `--unsafe-fixes`)" if unsafe else ""
+            console.print(
+                f"\\[*] {safe} fixable with `autogradlint fix --apply`{more}.", highlight=False
+            )
     elif not errors:
         console.print(
             f"All checks passed! ({checked} file{'s' * (checked != 1)} checked)", highlight=False
