@@ -1,7 +1,7 @@
 """A module with several fixable bugs in several Functions (no `import torch` at the top)."""
 
-import fused_rope_cuda
 from torch.autograd import Function, grad
+import fused_rope_cuda
 
 
 class Recompute(Function):

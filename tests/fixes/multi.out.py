@@ -1,8 +1,8 @@
 """A module with several fixable bugs in several Functions (no `import torch` at the top)."""
 
-import fused_rope_cuda
 import torch
 from torch.autograd import Function, grad
+import fused_rope_cuda
 
 
 class Recompute(Function):
