@@ -216,7 +216,9 @@ def from_mapping(data: Any, origin: str, root: Path) -> Config:
             settings, stride_safe=settings.stride_safe + lists["stride-safe-extensions"]
         )
     if "writing-extensions" in lists:
-        settings = replace(settings, writing_extensions=lists["writing-extensions"])
+        settings = replace(
+            settings, writing_extensions=settings.writing_extensions + lists["writing-extensions"]
+        )
     if "guard-decorators" in lists:
         settings = replace(settings, guard_decorators=lists["guard-decorators"])
     if "extension-loaders" in lists:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 import tokenize
@@ -24,16 +25,24 @@ def checks_for(enabled: Iterable[str]) -> list[type[Check]]:
     return [check for check in ALL_CHECKS if wanted.intersection(check.IDS)]
 
 
-def prefilter_pattern(checks: list[type[Check]]) -> re.Pattern[bytes] | None:
-    """One regex that matches any file some enabled check could report in."""
-    if not checks:
-        return None
-    return re.compile(b"|".join(check.PREFILTER.pattern for check in checks))
+def can_hold_findings(
+    source: bytes, enabled: Iterable[str], known_function_bases: frozenset[str] = frozenset()
+) -> bool:
+    checks = checks_for(enabled)
+    if any(check.admits(source) for check in checks):
+        return True
+    return (
+        bool(known_function_bases)
+        and any(c.STARTS_FROM_FUNCTIONS for c in checks)
+        and _index_pattern(known_function_bases).search(source) is not None
+    )
 
 
-def can_hold_findings(source: bytes, enabled: Iterable[str]) -> bool:
-    pattern = prefilter_pattern(checks_for(enabled))
-    return pattern is not None and pattern.search(source) is not None
+@functools.lru_cache(maxsize=8)
+def _index_pattern(names: frozenset[str]) -> re.Pattern[bytes]:
+    """Matches a class statement whose bases name a Function class of the project index."""
+    alternatives = b"|".join(re.escape(n.encode()) for n in sorted(names))
+    return re.compile(rb"class\s+\w+\s*\([^)]*\b(?:" + alternatives + rb")\b")
 
 
 @dataclass
@@ -62,8 +71,15 @@ def analyse(
     enabled = frozenset(rules) if enabled is None else enabled
     settings = settings or Settings()
     raw = source.encode("utf-8") if isinstance(source, str) else source
-    checks = [c for c in checks_for(enabled) if c.PREFILTER.search(raw)]
-    if not checks and not known_function_bases:
+    mentions_index = bool(known_function_bases) and (
+        _index_pattern(known_function_bases).search(raw) is not None
+    )
+    checks = [
+        c
+        for c in checks_for(enabled)
+        if c.admits(raw) or (mentions_index and c.STARTS_FROM_FUNCTIONS)
+    ]
+    if not checks:
         return Analysis(path)
     text = source if isinstance(source, str) else _decode(raw)
     if isinstance(text, FileError):
@@ -71,7 +87,7 @@ def analyse(
     parse_input = text
     extra_triton: set[str] = set()
     try:
-        sliced = slice_source(text)
+        sliced = slice_source(text, known_function_bases if mentions_index else frozenset())
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         sliced = None  # let libcst parse the whole file: it reports the error, or copes
     else:

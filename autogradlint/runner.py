@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -137,9 +138,46 @@ def _walk(
         stack.extend((sub, layers) for sub in reversed(subdirs))
 
 
-def _lint_job(job: tuple[str, bytes, frozenset[str], Settings]) -> FileResult:
-    path, data, enabled, settings = job
-    return lint_source(data, path, enabled=enabled, settings=settings)
+_CLASS_RE = re.compile(rb"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.M)
+_FUNCTION_BASES = {"Function", "InplaceFunction"}
+
+
+def function_index(sources: Sequence[bytes]) -> frozenset[str]:
+    """Names of the project's autograd.Function classes, across files, from bytes alone.
+
+    Seeds are classes whose base is spelled `...Function` in a file that mentions autograd;
+    any class whose base names a known Function joins them (to a fixpoint), so a subclass of
+    `MyBase` in one file is recognised when `MyBase(torch.autograd.Function)` is in another.
+    """
+    bases_of: dict[str, set[str]] = {}
+    names: set[str] = set()
+    for data in sources:
+        if b"class" not in data:
+            continue
+        autograd = b"autograd" in data
+        for match in _CLASS_RE.finditer(data):
+            name = match.group(1).decode("ascii", "replace")
+            bases = {
+                b.strip().rsplit(b".", 1)[-1].decode("ascii", "replace")
+                for b in match.group(2).split(b",")
+                if b.strip() and b"=" not in b
+            }
+            bases_of.setdefault(name, set()).update(bases)
+            if autograd and bases & _FUNCTION_BASES:
+                names.add(name)
+    changed = True
+    while changed:
+        changed = False
+        for name, bases in bases_of.items():
+            if name not in names and bases & names:
+                names.add(name)
+                changed = True
+    return frozenset(names)
+
+
+def _lint_job(job: tuple[str, bytes, frozenset[str], Settings, frozenset[str]]) -> FileResult:
+    path, data, enabled, settings, index = job
+    return lint_source(data, path, enabled=enabled, settings=settings, known_function_bases=index)
 
 
 def read_source(path: Path) -> bytes | FileError:
@@ -154,17 +192,21 @@ def read_source(path: Path) -> bytes | FileError:
 def lint_paths(files: Sequence[Path], config: Config, jobs: int | None = None) -> list[FileResult]:
     """Lint files; only those the byte prefilter admits are parsed, in a pool when many."""
     results: list[FileResult] = []
-    pending: list[tuple[str, bytes, frozenset[str], Settings]] = []
+    pending: list[tuple[str, bytes, frozenset[str], Settings, frozenset[str]]] = []
+    contents: list[tuple[Path, bytes]] = []
     for path in files:
         data = read_source(path)
         if isinstance(data, FileError):
             results.append(FileResult(str(path), error=data))
             continue
+        contents.append((path, data))
+    index = function_index([data for _, data in contents])
+    for path, data in contents:
         enabled = config.enabled_for(path)
-        if not can_hold_findings(data, enabled):
+        if not can_hold_findings(data, enabled, index):
             results.append(FileResult(str(path)))
             continue
-        pending.append((str(path), data, enabled, config.settings))
+        pending.append((str(path), data, enabled, config.settings, index))
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     if workers > 1 and len(pending) >= POOL_THRESHOLD:
         with ProcessPoolExecutor(max_workers=workers) as pool:

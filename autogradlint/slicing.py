@@ -9,6 +9,7 @@ line and column numbers. A file with no class of interest is never handed to lib
 from __future__ import annotations
 
 import ast
+import re
 import warnings
 from dataclasses import dataclass, field
 
@@ -26,11 +27,11 @@ class Slice:
 HOOKS = frozenset({"__torch_function__", "__torch_dispatch__"})
 
 
-def _function_like_names(tree: ast.Module) -> set[str]:
+def _function_like_names(tree: ast.Module, known: frozenset[str] = frozenset()) -> set[str]:
     """Classes that may be autograd Functions: a base named *Function, or such a local class."""
     statements = _statements(tree)
     classes = [n for n in statements if isinstance(n, ast.ClassDef)]
-    names: set[str] = set()
+    names: set[str] = set(known)
     for node in statements:  # `from torch.autograd import Function as F` makes `F` one too
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
@@ -53,6 +54,8 @@ def _function_like_names(tree: ast.Module) -> set[str]:
 
 
 def _class_of_interest(node: ast.ClassDef, function_like: set[str] | None = None) -> bool:
+    if function_like is not None and node.name in function_like:
+        return True  # every autograd.Function is read by the contract checks
     for stmt in node.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if stmt.name in HOOKS:
@@ -114,6 +117,9 @@ def _select(stmt: ast.stmt, function_like: set[str], keep: list[tuple[int, int]]
             keep.append(_span(stmt))
             return True
         return False
+    if isinstance(stmt, ast.ClassDef) and stmt.name in function_like:
+        keep.append(_span(stmt))
+        return True
     if isinstance(stmt, ast.ClassDef) and _class_of_interest(stmt, function_like):
         start, end = _span(stmt)
         cursor = start
@@ -137,15 +143,52 @@ def _select(stmt: ast.stmt, function_like: set[str], keep: list[tuple[int, int]]
         keep.append((start, max(start, body_start - 1)))
         keep.extend(inner)
         return True
-    nested = [n for n in _statements(stmt) if n is not stmt]
     probe: list[tuple[int, int]] = []
-    if any([_select(n, function_like, probe) for n in nested]):
+    children: list[ast.stmt] = []
+    for attr in ("body", "orelse", "finalbody", "handlers", "cases"):
+        value = getattr(stmt, attr, None)
+        if isinstance(value, list):
+            for child in value:
+                # except handlers and match cases hold statements one level further down
+                children.extend(
+                    child.body
+                    if hasattr(child, "body") and not isinstance(child, ast.stmt)
+                    else [child]
+                )
+    if any([_select(child, function_like, probe) for child in children]):
         keep.append(_span(stmt))  # if/try/with/for: keep whole, its clauses must stay valid
         return True
     return False
 
 
-def slice_source(text: str) -> Slice | None:
+def _helper_classes(tree: ast.Module, function_like: set[str]) -> set[str]:
+    """Top-level classes whose static helpers a Function calls (`Helpers.prepare(x)`)."""
+    top = {s.name for s in tree.body if isinstance(s, ast.ClassDef)} - function_like
+    if not top:
+        return set()
+    used: set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ClassDef) and stmt.name in function_like:
+            for node in ast.walk(stmt):
+                if (
+                    isinstance(node, ast.Attribute)
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id in top
+                ):
+                    used.add(node.value.id)
+    return used
+
+
+def _direct_call_lines(text: str, function_like: set[str]) -> set[int]:
+    """Lines calling `Fn.forward(` or `Fn()(` on a Function class (AGL407 reads those)."""
+    names = sorted(n for n in function_like if n.isidentifier())
+    if not names:
+        return set()
+    pattern = re.compile(rf"\b(?:{'|'.join(names)})(?:\.forward\(|\(\)\()")
+    return {text.count("\n", 0, m.start()) + 1 for m in pattern.finditer(text)}
+
+
+def slice_source(text: str, known_functions: frozenset[str] = frozenset()) -> Slice | None:
     """The text with irrelevant top-level statements blanked; None when nothing can be found.
 
     Raises SyntaxError/ValueError when `ast` cannot parse the text (the caller then lets libcst
@@ -154,7 +197,7 @@ def slice_source(text: str) -> Slice | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # invalid escape sequences etc. are not our findings
         tree = ast.parse(text)
-    function_like = _function_like_names(tree)
+    function_like = _function_like_names(tree, known_functions)
     if not any(
         isinstance(n, ast.ClassDef) and _class_of_interest(n, function_like)
         for n in _statements(tree)
@@ -163,7 +206,15 @@ def slice_source(text: str) -> Slice | None:
     lines = text.splitlines(keepends=True)
     keep = [False] * (len(lines) + 1)
     triton: set[str] = set()
+    calls = _direct_call_lines(text, function_like)
+    helpers = _helper_classes(tree, function_like)
     for stmt in tree.body:
+        if isinstance(stmt, ast.ClassDef) and stmt.name in helpers:
+            for number in range(_span(stmt)[0], (stmt.end_lineno or stmt.lineno) + 1):
+                keep[number] = True
+        if calls and any(stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno) for line in calls):
+            for number in range(_span(stmt)[0], (stmt.end_lineno or stmt.lineno) + 1):
+                keep[number] = True
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for decorator in stmt.decorator_list:
                 if _decorator_text(decorator).startswith("triton."):

@@ -30,7 +30,22 @@ def test_names_are_unique_and_codes_match_families() -> None:
 @pytest.mark.parametrize("rule_id", sorted(RULES))
 def test_message_fields_are_ones_the_checks_provide(rule_id: str) -> None:
     fields = {name for _, name, _, _ in string.Formatter().parse(RULES[rule_id].message) if name}
-    assert fields <= {"cls", "outputs", "root", "grad", "callee", "hook", "code"}
+    assert fields <= {
+        "cls",
+        "outputs",
+        "root",
+        "grad",
+        "callee",
+        "hook",
+        "code",
+        "method",
+        "expected",
+        "actual",
+        "shown",
+        "attr",
+        "name",
+        "problem",
+    }
 
 
 @pytest.mark.parametrize("rule_id", sorted(RULES))

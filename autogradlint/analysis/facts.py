@@ -71,6 +71,8 @@ class FileFacts:
     compiled_names: set[str]  # local names bound to loaded extensions (`ext = load_inline(...)`)
     triton_kernels: set[str]  # functions decorated with triton.jit / autotune / heuristics
     python_custom_ops: set[str]  # `ns.op` defined in Python in this file via custom_op("ns::op")
+    class_nodes: dict[str, cst.ClassDef] = field(default_factory=dict)  # every class, by name
+    source: str = ""  # the full text (the module may be a slice of it)
 
     @property
     def function_classes(self) -> list[ClassInfo]:
@@ -129,7 +131,8 @@ def collect_facts(
 
     classes = _classify(class_defs, imports, known_function_bases)
     custom_ops = {f"{ns}.{op}" for ns, op in _CUSTOM_OP_RE.findall(source)}
-    return FileFacts(module, imports, classes, compiled, triton, custom_ops)
+    class_nodes = {node.name.value: node for node in class_defs}
+    return FileFacts(module, imports, classes, compiled, triton, custom_ops, class_nodes, source)
 
 
 def _classify(
@@ -144,7 +147,7 @@ def _classify(
                 info.methods[stmt.name.value] = stmt
         for base in bases:
             last = base.rsplit(".", 1)[-1]
-            if base in FUNCTION_BASES or base in known:
+            if base in FUNCTION_BASES or (known and last in known):
                 info.kinds.add("function")
             elif base in TENSOR_BASES:
                 info.kinds.add("tensor")

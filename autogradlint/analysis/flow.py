@@ -76,6 +76,10 @@ class MethodFlow:
     calls: list[CallSite] = field(default_factory=list)
     returns: list[tuple[cst.Return, int]] = field(default_factory=list)
     base_mode: str = DEFAULT
+    # Statements that can mutate, in source order, outside nested functions (for the contract
+    # checks), and `name.attr` reads (tensor evidence): recorded by the same single pass.
+    statements: list[tuple[cst.CSTNode, int]] = field(default_factory=list)
+    attribute_reads: list[cst.Attribute] = field(default_factory=list)
 
     def definition_before(self, name: str, order: int) -> Definition | None:
         """The last definition of `name` lexically before `order` (None if there is none)."""
@@ -177,6 +181,16 @@ class _FlowVisitor(cst.CSTVisitor):
     def leave_Assign(self, original_node: cst.Assign) -> None:
         for target in original_node.targets:
             self._define(target.target, original_node.value, "assign", original_node)
+        if not self.nested:
+            self.flow.statements.append((original_node, self.order))
+
+    def visit_Del(self, node: cst.Del) -> None:
+        if not self.nested:
+            self.flow.statements.append((node, self._tick()))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if isinstance(node.value, (cst.Name, cst.Attribute)):
+            self.flow.attribute_reads.append(node)
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
         if original_node.value is not None:
@@ -184,6 +198,8 @@ class _FlowVisitor(cst.CSTVisitor):
 
     def leave_AugAssign(self, original_node: cst.AugAssign) -> None:
         self._define(original_node.target, original_node, "augassign", original_node)
+        if not self.nested:
+            self.flow.statements.append((original_node, self.order))
 
     def visit_For(self, node: cst.For) -> None:
         self._define(node.target, node.iter, "loop", node)
@@ -193,10 +209,13 @@ class _FlowVisitor(cst.CSTVisitor):
             self.discarded.add(id(node.value))
 
     def visit_Call(self, node: cst.Call) -> None:
+        order = self._tick()
+        if not self.nested:
+            self.flow.statements.append((node, order))
         self.flow.calls.append(
             CallSite(
                 node=node,
-                order=self._tick(),
+                order=order,
                 mode=self.modes[-1],
                 discarded=id(node) in self.discarded,
                 in_nested_def=self.nested > 0,

@@ -18,6 +18,9 @@ DEFAULT_EXTENSION_MODULES = ("*_cuda", "*_C", "_C", "*_ext", "*_cpp", "*_kernels
 # Entry points whose C++ side makes its gradient contiguous itself (read-safe). The fused softmax
 # kernels shared by Megatron, Apex and ColossalAI call `output_grads_.contiguous()` in bwd_cuda.
 DEFAULT_STRIDE_SAFE = ("*scaled*softmax*.backward",)
+# Entry points known to write their result into the gradient they are given. ColossalAI's
+# scaled_masked_softmax bwd_cuda says so in its source: "backward pass is completely in-place".
+DEFAULT_WRITING = ("scaled_masked_softmax.backward",)
 DEFAULT_GUARD_DECORATORS = ("input_guard", "contiguous")
 
 
@@ -27,7 +30,7 @@ class Settings:
 
     extension_modules: tuple[str, ...] = DEFAULT_EXTENSION_MODULES
     stride_safe: tuple[str, ...] = DEFAULT_STRIDE_SAFE
-    writing_extensions: tuple[str, ...] = ()
+    writing_extensions: tuple[str, ...] = DEFAULT_WRITING
     guard_decorators: tuple[str, ...] = DEFAULT_GUARD_DECORATORS
     loaders: tuple[str, ...] = DEFAULT_LOADERS
 
@@ -55,6 +58,16 @@ class Check:
 
     IDS: ClassVar[tuple[str, ...]] = ()
     PREFILTER: ClassVar[re.Pattern[bytes]] = re.compile(b"")
+    # True for checks that start from autograd.Function classes: a file subclassing a Function
+    # defined elsewhere in the project (the cross-file index) must reach them.
+    STARTS_FROM_FUNCTIONS: ClassVar[bool] = False
+    # Bytes every file this check can report in contains (all of them), besides PREFILTER.
+    REQUIRES: ClassVar[tuple[bytes, ...]] = ()
+
+    @classmethod
+    def admits(cls, raw: bytes) -> bool:
+        """The byte prefilter: cheap, and never wrong about a file that holds a finding."""
+        return all(token in raw for token in cls.REQUIRES) and cls.PREFILTER.search(raw) is not None
 
     def __init__(self, ctx: CheckContext) -> None:
         self.ctx = ctx

@@ -69,6 +69,8 @@ class CompiledGradients(Check):
     """AGL201 (raw read) and AGL202 (write into a shared grad buffer)."""
 
     IDS = ("AGL201", "AGL202")
+    STARTS_FROM_FUNCTIONS = True
+    REQUIRES = (b"Function",)
     PREFILTER = re.compile(rb"def\s+backward")
 
     def run(self) -> None:

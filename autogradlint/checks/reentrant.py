@@ -21,6 +21,8 @@ class ReentrantAutograd(Check):
     """AGL101-AGL105: one pass over each backward, classifying every grad/backward call."""
 
     IDS = ("AGL101", "AGL102", "AGL103", "AGL104", "AGL105")
+    STARTS_FROM_FUNCTIONS = True
+    REQUIRES = (b"Function",)
     PREFILTER = re.compile(rb"def\s+backward")
 
     def run(self) -> None:

@@ -1,0 +1,237 @@
+"""AGL303-AGL305: how __torch_function__ overrides are declared and how they redispatch."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from ..analysis.facts import ClassInfo
+from ..analysis.names import dotted
+from ..fixes import Edits, Fix
+from .base import Check
+
+# Tensor attributes and methods implemented in C: reading them on a subclass instance goes
+# through __torch_function__ again (semantics C1.1, C1.3).
+TENSOR_ATTRS = frozenset(
+    {
+        "dtype",
+        "device",
+        "shape",
+        "size",
+        "dim",
+        "ndim",
+        "numel",
+        "float",
+        "half",
+        "bfloat16",
+        "double",
+        "to",
+        "cuda",
+        "cpu",
+        "type",
+        "contiguous",
+        "view",
+        "reshape",
+        "clone",
+        "detach",
+        "element_size",
+        "is_cuda",
+        "layout",
+        "stride",
+        "item",
+        "tolist",
+        "t",
+        "transpose",
+        "permute",
+        "sum",
+        "mean",
+        "mul",
+        "add",
+        "requires_grad",
+        "grad",
+        "data",
+        "numpy",
+    }
+)
+DISABLERS = ("DisableTorchFunctionSubclass", "DisableTorchFunction")
+
+
+def _decorated(method: cst.FunctionDef, name: str) -> bool:
+    return any(dotted(d.decorator) == name for d in method.decorators)
+
+
+class TorchFunctionHygiene(Check):
+    IDS = ("AGL303", "AGL304", "AGL305")
+    PREFILTER = re.compile(rb"__torch_function__")
+
+    def run(self) -> None:
+        for info in self.ctx.facts.classes:
+            hook = info.methods.get("__torch_function__")
+            if hook is None:
+                continue
+            if "tensor" in info.kinds:
+                self._declaration(info, hook)
+                if _decorated(hook, "classmethod"):
+                    self._recursion(info, hook)
+            if any(b.rsplit(".", 1)[-1] == "TorchFunctionMode" for b in info.base_names):
+                self._mode_super(info, hook)
+
+    def _declaration(self, info: ClassInfo, hook: cst.FunctionDef) -> None:
+        if _decorated(hook, "classmethod") or _decorated(hook, "staticmethod"):
+            return
+        params = [p.name.value for p in hook.params.params]
+        fix = None
+        if params and params[0] == "cls":
+
+            def build(edits: Edits) -> None:
+                def edit(updated: cst.CSTNode) -> cst.CSTNode:
+                    assert isinstance(updated, cst.FunctionDef)
+                    decorator = cst.Decorator(cst.Name("classmethod"))
+                    if updated.decorators:
+                        first = updated.decorators[0]
+                        return updated.with_changes(
+                            decorators=[
+                                decorator.with_changes(leading_lines=first.leading_lines),
+                                first.with_changes(leading_lines=()),
+                                *updated.decorators[1:],
+                            ]
+                        )
+                    return updated.with_changes(
+                        decorators=[decorator.with_changes(leading_lines=updated.leading_lines)],
+                        leading_lines=(),
+                    )
+
+                edits.nodes[id(hook)] = edit
+
+            fix = Fix("safe", hook, build, "add `@classmethod`")
+        self.report("AGL303", hook, anchor=hook.name, fix=fix, cls=info.name)
+
+    def _recursion(self, info: ClassInfo, hook: cst.FunctionDef) -> None:
+        params = [p.name.value for p in hook.params.params]
+        derived = set(params[3:5])  # cls, func, types, args, kwargs
+        imports = self.ctx.facts.imports
+        found: list[cst.Attribute] = []
+
+        func_name = params[1] if len(params) > 1 else "func"
+
+        class _Visit(cst.CSTVisitor):
+            def __init__(self) -> None:
+                self.disabled = 0
+                self.func_branches = 0
+
+            def visit_If(self, node: cst.If) -> None:
+                # Inside `if func is ...`, the re-entered call (for the property getter) takes
+                # another branch: it re-enters once, it does not recurse without end.
+                if _mentions(node.test, {func_name}):
+                    self.func_branches += 1
+
+            def leave_If(self, original_node: cst.If) -> None:
+                if _mentions(original_node.test, {func_name}):
+                    self.func_branches -= 1
+
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is hook
+
+            def visit_Lambda(self, node: cst.Lambda) -> bool:
+                return False
+
+            def visit_With(self, node: cst.With) -> None:
+                if any(_is_disabler(item.item, imports) for item in node.items):
+                    self.disabled += 1
+
+            def leave_With(self, original_node: cst.With) -> None:
+                if any(_is_disabler(item.item, imports) for item in original_node.items):
+                    self.disabled -= 1
+
+            def visit_For(self, node: cst.For) -> None:
+                if _mentions(node.iter, derived) and isinstance(node.target, cst.Name):
+                    derived.add(node.target.value)
+
+            def visit_CompFor(self, node: cst.CompFor) -> None:
+                if _mentions(node.iter, derived) and isinstance(node.target, cst.Name):
+                    derived.add(node.target.value)
+
+            def visit_Assign(self, node: cst.Assign) -> None:
+                if isinstance(node.value, (cst.Subscript, cst.Name)) and _mentions(
+                    node.value, derived
+                ):
+                    for target in node.targets:
+                        if isinstance(target.target, cst.Name):
+                            derived.add(target.target.value)
+
+            def visit_Attribute(self, node: cst.Attribute) -> None:
+                if self.disabled or self.func_branches or node.attr.value not in TENSOR_ATTRS:
+                    return
+                base = node.value
+                while isinstance(base, cst.Subscript):
+                    base = base.value
+                if isinstance(base, cst.Name) and base.value in derived:
+                    found.append(node)
+
+        # The comprehension element is visited before its `for`: bind loop names first.
+        class _Bind(cst.CSTVisitor):
+            def visit_CompFor(self, node: cst.CompFor) -> None:
+                if _mentions(node.iter, derived) and isinstance(node.target, cst.Name):
+                    derived.add(node.target.value)
+
+        hook.visit(_Bind())
+        hook.visit(_Visit())
+        if found:
+            node = found[0]
+            code = cst.Module([]).code_for_node(node)
+            self.report("AGL304", node, cls=info.name, code=code)
+
+    def _mode_super(self, info: ClassInfo, hook: cst.FunctionDef) -> None:
+        params = [p.name.value for p in hook.params.params]
+        names = params[1:5] if len(params) >= 5 else []  # func, types, args, kwargs
+
+        class _Find(cst.CSTVisitor):
+            def __init__(self) -> None:
+                self.calls: list[cst.Call] = []
+
+            def visit_Call(self, node: cst.Call) -> None:
+                f = node.func
+                if (
+                    isinstance(f, cst.Attribute)
+                    and f.attr.value == "__torch_function__"
+                    and isinstance(f.value, cst.Call)
+                    and dotted(f.value.func) == "super"
+                ):
+                    self.calls.append(node)
+
+        finder = _Find()
+        hook.visit(finder)
+        for call in finder.calls:
+            fix = None
+            if len(names) == 4:
+                fn, _types, a, kw = names
+
+                code = f"{fn}(*{a}, **({kw} or {{}}))"
+
+                def build(edits: Edits, call: cst.Call = call, code: str = code) -> None:
+                    replacement = cst.parse_expression(code)
+                    edits.nodes[id(call)] = lambda _updated: replacement
+
+                fix = Fix("unsafe", hook, build, "call `func(*args, **kwargs)`")
+            self.report("AGL305", call, anchor=call.func, fix=fix, cls=info.name)
+
+
+def _is_disabler(expr: cst.BaseExpression, imports) -> bool:  # type: ignore[no-untyped-def]
+    if isinstance(expr, cst.Call):
+        expr = expr.func
+    name = imports.resolve(expr) or ""
+    return name.rsplit(".", 1)[-1] in DISABLERS
+
+
+def _mentions(expr: cst.CSTNode, names: set[str]) -> bool:
+    found = False
+
+    class _Names(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            nonlocal found
+            if node.value in names:
+                found = True
+
+    expr.visit(_Names())
+    return found
