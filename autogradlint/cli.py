@@ -11,7 +11,6 @@ from rich.console import Console
 
 from . import __version__
 from .config import Config, ConfigError, discover, expand_selectors, load_file
-from .engine import lint_source
 from .meta import FAMILIES, all_rules, get_rule
 from .model import FileError
 from .runner import discover as discover_files
@@ -81,6 +80,13 @@ def main() -> None:
 @click.option("--no-respect-gitignore", is_flag=True, help="Also check files .gitignore lists.")
 @click.option("--statistics", is_flag=True, help="Print the number of findings per rule.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False),
+    envvar="AUTOGRADLINT_CACHE_DIR",
+    help="Where the cache lives (default: .autogradlint_cache beside the config).",
+)
 @click.option("--fix", is_flag=True, help="Apply fixes first (same as `autogradlint fix --apply`).")
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix: also apply unsafe fixes.")
 def check(
@@ -95,6 +101,8 @@ def check(
     no_respect_gitignore: bool,
     statistics: bool,
     exit_zero: bool,
+    no_cache: bool,
+    cache_dir: str | None,
     fix: bool,
     unsafe_fixes: bool,
 ) -> None:
@@ -123,6 +131,8 @@ def check(
     sources: dict[str, list[str]] = {}
     if paths == ("-",):
         name = stdin_filename or "<stdin>"
+        from .engine import lint_source
+
         data = sys.stdin.buffer.read()
         results = [
             lint_source(
@@ -132,7 +142,20 @@ def check(
     else:
         found = discover_files(paths, config, respect_gitignore=not no_respect_gitignore)
         errors.extend(found.errors)
-        results = lint_paths(found.files, config, jobs=jobs)
+        cache = None
+        if not no_cache:
+            from .cache import DIR_NAME, Cache
+
+            directory = Path(cache_dir) if cache_dir else config.root / DIR_NAME
+            cache = Cache(directory, config.fingerprint())
+        show_progress = output_format == "text" and sys.stdout.isatty()
+        results = lint_paths(
+            found.files,
+            config,
+            jobs=jobs,
+            cache=cache,
+            progress=_progress(err) if show_progress else None,
+        )
     errors.extend(r.error for r in results if r.error is not None)
 
     if output_format == "json":
@@ -157,6 +180,43 @@ def check(
     if any(r.findings for r in results) and not exit_zero:
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_CLEAN)
+
+
+def _progress(console: Console):  # type: ignore[no-untyped-def]
+    """A rich progress bar for long runs (only on a terminal; transient)."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def factory(total: int):  # type: ignore[no-untyped-def]
+        if total < 20:
+            yield lambda: None
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+        with Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        ) as bar:
+            task = bar.add_task("Analysing", total=total)
+            yield lambda: bar.advance(task)
+
+    return factory
+
+
+@main.command()
+@click.option("--cache-dir", type=click.Path(file_okay=False), envvar="AUTOGRADLINT_CACHE_DIR")
+def clean(cache_dir: str | None) -> None:
+    """Remove the result cache."""
+    from .cache import DIR_NAME
+    from .cache import clean as clean_cache
+
+    directory = Path(cache_dir) if cache_dir else _load_config(None, (".",)).root / DIR_NAME
+    removed = clean_cache(directory)
+    click.echo(f"Removed {removed} cache file{'s' * (removed != 1)} from {directory}")
 
 
 def _read_lines(path: str, data: bytes | None) -> list[str]:
@@ -253,8 +313,8 @@ def _fix_paths(
     import difflib
     from collections import Counter
 
-    from .engine import can_hold_findings
     from .fixer import fix_text
+    from .prefilter import can_hold_findings
     from .runner import WriteRefused, detect_encoding, read_source, write_atomic
 
     found = discover_files(paths, config, respect_gitignore=respect_gitignore)

@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from .checks.base import Settings
 from .meta import all_rules
+from .settings import Settings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -104,7 +104,12 @@ class Config:
         return self._name_regex().match(name) is not None
 
     def _name_regex(self) -> re.Pattern[str]:
-        return _compiled(tuple(p for p in self.exclude + self.extend_exclude if "/" not in p))
+        # Config is frozen: memoise on the instance (called once per directory entry).
+        cached = self.__dict__.get("_name_re")
+        if cached is None:
+            cached = _compiled(tuple(p for p in self.exclude + self.extend_exclude if "/" not in p))
+            object.__setattr__(self, "_name_re", cached)
+        return cached
 
     def _path_regex(self) -> re.Pattern[str]:
         patterns = tuple(p.rstrip("/") for p in self.exclude + self.extend_exclude if "/" in p)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import functools
 import io
-import re
 import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -13,36 +11,18 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from .analysis.facts import collect_facts
-from .checks import ALL_CHECKS, Check, CheckContext, Settings
+from .checks import ALL_CHECKS, Check, CheckContext
 from .meta import all_rules
 from .model import FileError, FileResult, Finding, Violation
+from .prefilter import index_pattern
+from .settings import Settings
 from .slicing import slice_source
 from .suppress import parse_suppressions
 
 
 def checks_for(enabled: Iterable[str]) -> list[type[Check]]:
     wanted = set(enabled)
-    return [check for check in ALL_CHECKS if wanted.intersection(check.IDS)]
-
-
-def can_hold_findings(
-    source: bytes, enabled: Iterable[str], known_function_bases: frozenset[str] = frozenset()
-) -> bool:
-    checks = checks_for(enabled)
-    if any(check.admits(source) for check in checks):
-        return True
-    return (
-        bool(known_function_bases)
-        and any(c.STARTS_FROM_FUNCTIONS for c in checks)
-        and _index_pattern(known_function_bases).search(source) is not None
-    )
-
-
-@functools.lru_cache(maxsize=8)
-def _index_pattern(names: frozenset[str]) -> re.Pattern[bytes]:
-    """Matches a class statement whose bases name a Function class of the project index."""
-    alternatives = b"|".join(re.escape(n.encode()) for n in sorted(names))
-    return re.compile(rb"class\s+\w+\s*\([^)]*\b(?:" + alternatives + rb")\b")
+    return [check for check in ALL_CHECKS if wanted.intersection(check.GATE.ids)]
 
 
 @dataclass
@@ -72,12 +52,12 @@ def analyse(
     settings = settings or Settings()
     raw = source.encode("utf-8") if isinstance(source, str) else source
     mentions_index = bool(known_function_bases) and (
-        _index_pattern(known_function_bases).search(raw) is not None
+        index_pattern(known_function_bases).search(raw) is not None
     )
     checks = [
         c
         for c in checks_for(enabled)
-        if c.admits(raw) or (mentions_index and c.STARTS_FROM_FUNCTIONS)
+        if c.GATE.admits(raw) or (mentions_index and c.GATE.starts_from_functions)
     ]
     if not checks:
         return Analysis(path)

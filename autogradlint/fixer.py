@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from .checks import Settings
 from .engine import analyse, locate
 from .fixes import apply_fixes
 from .model import Finding
+from .settings import Settings
 
 MAX_PASSES = 16
 

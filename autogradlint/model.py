@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import libcst as cst
+if TYPE_CHECKING:  # libcst is only needed by the engine: keep `check`'s warm path light
+    import libcst as cst
 
-if TYPE_CHECKING:
     from .fixes import Fix
 
 

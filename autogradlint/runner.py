@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from .checks import Settings
+from .cache import Cache, content_hash, index_fingerprint, result_from_json
 from .config import Config
-from .engine import can_hold_findings, lint_source
 from .gitignore import IgnoreRule, is_ignored, parse_gitignore
 from .model import FileError, FileResult
+from .prefilter import ClassDecl, can_hold_findings, class_declarations, function_index
+from .settings import Settings
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 # Below this many files to parse, starting worker processes costs more than it saves.
@@ -26,42 +28,46 @@ class Discovery:
     errors: list[FileError]
 
 
-def _gitignore_layers(
-    directory: Path, layers: list[tuple[Path, list[IgnoreRule]]]
-) -> list[tuple[Path, list[IgnoreRule]]]:
-    ignore_file = directory / ".gitignore"
-    if ignore_file.is_file():
+Layers = list[tuple[str, list[IgnoreRule]]]  # (absolute directory, its .gitignore rules)
+
+
+def _gitignore_layers(directory: str, layers: Layers) -> Layers:
+    ignore_file = os.path.join(directory, ".gitignore")
+    if os.path.isfile(ignore_file):
         try:
-            rules = parse_gitignore(ignore_file.read_text(encoding="utf-8", errors="replace"))
+            with open(ignore_file, encoding="utf-8", errors="replace") as handle:
+                rules = parse_gitignore(handle.read())
         except OSError:
             return layers
         return [*layers, (directory, rules)]
     return layers
 
 
-def _ignored(path: Path, is_dir: bool, layers: list[tuple[Path, list[IgnoreRule]]]) -> bool:
+def _ignored(path: str, is_dir: bool, layers: Layers) -> bool:
     decision = False
     for base, rules in layers:
-        try:
-            rel = path.relative_to(base).as_posix()
-        except ValueError:
+        if not path.startswith(base + os.sep):
             continue
-        found = is_ignored(rules, rel, is_dir)
+        found = is_ignored(rules, path[len(base) + 1 :].replace(os.sep, "/"), is_dir)
         if found is not None:
             decision = found
     return decision
 
 
-def _parent_layers(directory: Path) -> list[tuple[Path, list[IgnoreRule]]]:
+def _parent_layers(directory: str) -> Layers:
     """.gitignore files between the enclosing git root and `directory` (outermost first)."""
-    chain: list[Path] = []
-    for parent in (directory, *directory.parents):
-        chain.append(parent)
-        if (parent / ".git").exists():
+    chain: list[str] = []
+    current = directory
+    while True:
+        chain.append(current)
+        if os.path.exists(os.path.join(current, ".git")):
             break
-    else:
-        chain = [directory]
-    layers: list[tuple[Path, list[IgnoreRule]]] = []
+        parent = os.path.dirname(current)
+        if parent == current:
+            chain = [directory]
+            break
+        current = parent
+    layers: Layers = []
     for parent in reversed(chain):
         layers = _gitignore_layers(parent, layers)
     return layers
@@ -70,112 +76,79 @@ def _parent_layers(directory: Path) -> list[tuple[Path, list[IgnoreRule]]]:
 def discover(paths: Sequence[str], config: Config, respect_gitignore: bool = True) -> Discovery:
     files: list[Path] = []
     errors: list[FileError] = []
-    seen: set[Path] = set()
+    seen: set[str] = set()
 
-    def add(path: Path) -> None:
-        key = path.resolve()
+    def add(path: str) -> None:
+        key = os.path.abspath(path)
         if key not in seen:
             seen.add(key)
-            files.append(path)
+            files.append(Path(path))
 
     for raw in paths:
-        path = Path(raw)
-        if not path.exists():
+        if not os.path.lexists(raw):
             errors.append(FileError(raw, "no such file or directory"))
-        elif path.is_file():
-            if path.suffix in PYTHON_SUFFIXES:
-                add(path)
+        elif os.path.isfile(raw):
+            if raw.endswith(PYTHON_SUFFIXES):
+                add(raw)
             else:
                 errors.append(FileError(raw, "not a Python file (expected .py or .pyi)"))
-        elif path.is_dir():
-            for found in _walk(path, config, respect_gitignore, errors):
+        elif os.path.isdir(raw):
+            for found in _walk(raw, config, respect_gitignore, errors):
                 add(found)
         else:
-            errors.append(FileError(raw, "not a regular file or directory"))
+            errors.append(FileError(raw, "not a regular file or directory (a broken link?)"))
     return Discovery(files, errors)
 
 
 def _walk(
-    root: Path, config: Config, respect_gitignore: bool, errors: list[FileError]
-) -> Iterator[Path]:
-    if config.is_excluded(root) and root.resolve() != config.root.resolve():
+    root: str, config: Config, respect_gitignore: bool, errors: list[FileError]
+) -> Iterator[str]:
+    """Python files below `root`, as strings (pathlib costs more than the walk itself)."""
+    if config.is_excluded(Path(root)) and os.path.abspath(root) != str(config.root.resolve()):
         return
-    absolute_root = Path(os.path.abspath(root))
+    absolute_root = os.path.abspath(root)
     start_layers = _parent_layers(absolute_root) if respect_gitignore else []
-    # (directory, gitignore layers) pairs; os.scandir does not follow symlinked directories
-    # here, so a symlink loop cannot trap the walk.
-    stack: list[tuple[Path, list[tuple[Path, list[IgnoreRule]]]]] = [(root, start_layers)]
+    # os.scandir does not follow symlinked directories here, so a link loop cannot trap us.
+    stack: list[tuple[str, str, Layers]] = [(root, absolute_root, start_layers)]
+    excluded = config.excludes_name
     while stack:
-        directory, layers = stack.pop()
+        directory, absolute, layers = stack.pop()
         if respect_gitignore and directory != root:
-            layers = _gitignore_layers(Path(os.path.abspath(directory)), layers)
+            layers = _gitignore_layers(absolute, layers)
         try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            with os.scandir(directory) as scan:
+                entries = sorted(scan, key=lambda e: e.name)
         except OSError as exc:
-            errors.append(FileError(str(directory), f"cannot list directory: {exc.strerror}"))
+            errors.append(FileError(directory, f"cannot list directory: {exc.strerror}"))
             continue
-        subdirs: list[Path] = []
+        subdirs: list[tuple[str, str, Layers]] = []
         for entry in entries:
-            path = Path(entry.path)
+            name = entry.name
+            if excluded(name):
+                continue  # parents were checked on the way down: only this name is new
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
-                is_file = entry.is_file()
             except OSError:
                 continue
-            # Parents were already checked on the way down: only this entry's name is new.
-            if config.excludes_name(entry.name):
+            if not is_dir and not name.endswith(PYTHON_SUFFIXES):
                 continue
-            if (
-                respect_gitignore
-                and layers
-                and _ignored(Path(os.path.abspath(entry.path)), is_dir, layers)
-            ):
+            entry_abs = absolute + os.sep + name
+            if layers and _ignored(entry_abs, is_dir, layers):
                 continue
             if is_dir:
-                subdirs.append(path)
-            elif is_file and path.suffix in PYTHON_SUFFIXES:
-                yield path
-        stack.extend((sub, layers) for sub in reversed(subdirs))
-
-
-_CLASS_RE = re.compile(rb"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.M)
-_FUNCTION_BASES = {"Function", "InplaceFunction"}
-
-
-def function_index(sources: Sequence[bytes]) -> frozenset[str]:
-    """Names of the project's autograd.Function classes, across files, from bytes alone.
-
-    Seeds are classes whose base is spelled `...Function` in a file that mentions autograd;
-    any class whose base names a known Function joins them (to a fixpoint), so a subclass of
-    `MyBase` in one file is recognised when `MyBase(torch.autograd.Function)` is in another.
-    """
-    bases_of: dict[str, set[str]] = {}
-    names: set[str] = set()
-    for data in sources:
-        if b"class" not in data:
-            continue
-        autograd = b"autograd" in data
-        for match in _CLASS_RE.finditer(data):
-            name = match.group(1).decode("ascii", "replace")
-            bases = {
-                b.strip().rsplit(b".", 1)[-1].decode("ascii", "replace")
-                for b in match.group(2).split(b",")
-                if b.strip() and b"=" not in b
-            }
-            bases_of.setdefault(name, set()).update(bases)
-            if autograd and bases & _FUNCTION_BASES:
-                names.add(name)
-    changed = True
-    while changed:
-        changed = False
-        for name, bases in bases_of.items():
-            if name not in names and bases & names:
-                names.add(name)
-                changed = True
-    return frozenset(names)
+                subdirs.append((entry.path, entry_abs, layers))
+            else:
+                try:
+                    if entry.is_file():
+                        yield entry.path
+                except OSError:
+                    continue
+        stack.extend(reversed(subdirs))
 
 
 def _lint_job(job: tuple[str, bytes, frozenset[str], Settings, frozenset[str]]) -> FileResult:
+    from .engine import lint_source  # workers and warm runs import libcst only when needed
+
     path, data, enabled, settings, index = job
     return lint_source(data, path, enabled=enabled, settings=settings, known_function_bases=index)
 
@@ -189,32 +162,105 @@ def read_source(path: Path) -> bytes | FileError:
         return FileError(str(path), f"cannot read: {exc.strerror or exc}")
 
 
-def lint_paths(files: Sequence[Path], config: Config, jobs: int | None = None) -> list[FileResult]:
-    """Lint files; only those the byte prefilter admits are parsed, in a pool when many."""
-    results: list[FileResult] = []
+@dataclass
+class _File:
+    path: Path
+    key: str
+    stat: os.stat_result | None = None
+    data: bytes | None = None
+    digest: str | None = None
+    decls: list[ClassDecl] | None = None
+    entry: list[Any] | None = None  # the cache entry matching this file's stat or bytes
+    result: FileResult | None = None
+
+
+def lint_paths(
+    files: Sequence[Path],
+    config: Config,
+    jobs: int | None = None,
+    cache: Cache | None = None,
+    progress: Callable[[int], AbstractContextManager[Callable[[], None]]] | None = None,
+) -> list[FileResult]:
+    """Lint files. Cached results are reused; only files the byte prefilter admits are parsed,
+    in a process pool when there are many."""
+    items = [_File(path, os.path.abspath(path)) for path in files]
+    # 1. Find each file's cache entry (by stat: no read; else by content hash) or read it.
+    for item in items:
+        try:
+            item.stat = os.stat(item.path)
+        except OSError as exc:
+            error = FileError(str(item.path), f"cannot read: {exc.strerror or exc}")
+            item.result = FileResult(str(item.path), error=error)
+            continue
+        item.entry = cache.lookup_stat(item.key, item.stat) if cache else None
+        if item.entry is None:
+            _read(item)
+            if item.data is not None and cache is not None:
+                item.entry = cache.lookup_hash(item.key, item.digest or "")
+        if item.entry is not None and cache is not None:
+            item.decls = cache.declarations(item.entry)
+    # 2. The cross-file Function index, from every file's class declarations.
+    index = function_index([item.decls or [] for item in items])
+    index_key = index_fingerprint(index)
+    # 3. Reuse results computed under the same index; analyse the rest.
     pending: list[tuple[str, bytes, frozenset[str], Settings, frozenset[str]]] = []
-    contents: list[tuple[Path, bytes]] = []
-    for path in files:
-        data = read_source(path)
-        if isinstance(data, FileError):
-            results.append(FileResult(str(path), error=data))
+    todo: list[_File] = []
+    for item in items:
+        if item.result is not None:
             continue
-        contents.append((path, data))
-    index = function_index([data for _, data in contents])
-    for path, data in contents:
-        enabled = config.enabled_for(path)
-        if not can_hold_findings(data, enabled, index):
-            results.append(FileResult(str(path)))
+        if item.entry is not None and cache is not None and item.entry[5] == index_key:
+            item.result = result_from_json(str(item.path), item.entry[4])
             continue
-        pending.append((str(path), data, enabled, config.settings, index))
+        if item.data is None:
+            _read(item)
+            if item.result is not None:
+                continue
+        assert item.data is not None
+        enabled = config.enabled_for(item.path)
+        if not can_hold_findings(item.data, enabled, index):
+            item.result = FileResult(str(item.path))
+            continue
+        todo.append(item)
+        pending.append((str(item.path), item.data, enabled, config.settings, index))
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
-    if workers > 1 and len(pending) >= POOL_THRESHOLD:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            results.extend(pool.map(_lint_job, pending, chunksize=4))
-    else:
-        results.extend(_lint_job(job) for job in pending)
+    analysed: list[FileResult] = []
+    with progress(len(pending)) if progress and pending else nullcontext(_noop) as tick:
+        if workers > 1 and len(pending) >= POOL_THRESHOLD:
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                for result in pool.map(_lint_job, pending, chunksize=2):
+                    analysed.append(result)
+                    tick()
+        else:
+            for job in pending:
+                analysed.append(_lint_job(job))
+                tick()
+    for item, result in zip(todo, analysed, strict=True):
+        item.result = result
+    if cache is not None:
+        for item in items:
+            fresh = item.entry is None or item.entry[5] != index_key or item.data is not None
+            if fresh and item.stat is not None and item.digest is not None and item.result:
+                cache.store(
+                    item.key, item.stat, item.digest, item.decls or [], item.result, index_key
+                )
+        cache.save()
+    results = [item.result for item in items if item.result is not None]
     results.sort(key=lambda r: r.path)
     return results
+
+
+def _noop() -> None:
+    return None
+
+
+def _read(item: _File) -> None:
+    data = read_source(item.path)
+    if isinstance(data, FileError):
+        item.result = FileResult(str(item.path), error=data)
+        return
+    item.data = data
+    item.digest = content_hash(data)
+    item.decls = class_declarations(data)
 
 
 class WriteRefused(Exception):

@@ -164,3 +164,18 @@ def test_many_files_go_through_the_process_pool(tree: Path) -> None:
         (tree / "pkg" / f"bug{i}.py").write_text(BUG)
     result = run("check", "-j", "2", "--output-format", "json", str(tree / "pkg"))
     assert len(json.loads(result.output)) == 21
+
+
+def test_function_subclass_defined_across_files_is_recognised(tmp_path: Path) -> None:
+    (tmp_path / "base.py").write_text(
+        "import torch\n\n\nclass RecomputeBase(torch.autograd.Function):\n"
+        "    @staticmethod\n    def forward(ctx, x):\n        ctx.save_for_backward(x)\n"
+        "        return x * x\n"
+    )
+    (tmp_path / "child.py").write_text(
+        "from .base import RecomputeBase\n\n\nclass Child(RecomputeBase):\n"
+        "    def backward(ctx, g):\n        return g * 2\n"
+    )
+    result = run("check", "--output-format", "json", str(tmp_path))
+    codes = {(Path(i["filename"]).name, i["code"]) for i in json.loads(result.output)}
+    assert ("child.py", "AGL402") in codes

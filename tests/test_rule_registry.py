@@ -14,7 +14,7 @@ RULES = all_rules()
 
 
 def test_every_rule_has_exactly_one_check_and_back() -> None:
-    reported = [rule_id for check in ALL_CHECKS for rule_id in check.IDS]
+    reported = [rule_id for check in ALL_CHECKS for rule_id in check.GATE.ids]
     assert len(reported) == len(set(reported))
     assert sorted(reported) == sorted(RULES)
 

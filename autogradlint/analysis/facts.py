@@ -8,6 +8,7 @@ from fnmatch import fnmatchcase
 
 import libcst as cst
 
+from ..settings import DEFAULT_LOADERS
 from .names import ImportTable, callee_text, dotted, iter_statements
 
 FUNCTION_BASES = frozenset(
@@ -32,11 +33,6 @@ TENSOR_BASES = frozenset(
 FUNCTION_MODE_NAMES = frozenset({"TorchFunctionMode", "BaseTorchFunctionMode"})
 DISPATCH_MODE_NAMES = frozenset({"TorchDispatchMode"})
 TRITON_DECORATORS = ("triton.jit", "triton.autotune", "triton.heuristics")
-DEFAULT_LOADERS = (
-    "torch.utils.cpp_extension.load",
-    "torch.utils.cpp_extension.load_inline",
-    "*Loader().load",
-)
 _CUSTOM_OP_RE = re.compile(r"""custom_op\(\s*["']([\w.]+)::(\w+)["']""")
 
 

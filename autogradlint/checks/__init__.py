@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .base import Check, CheckContext, Settings
+from ..settings import Settings
+from .base import Check, CheckContext
 from .compiled_grads import CompiledGradients
 from .contract import FunctionContract
 from .reentrant import ReentrantAutograd

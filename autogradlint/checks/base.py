@@ -2,37 +2,18 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 import libcst as cst
 
-from ..analysis.facts import DEFAULT_LOADERS, FileFacts
+from ..analysis.facts import FileFacts
 from ..analysis.flow import MethodFlow, analyse_method
 from ..fixes import Fix
 from ..meta import all_rules
 from ..model import Violation
-
-DEFAULT_EXTENSION_MODULES = ("*_cuda", "*_C", "_C", "*_ext", "*_cpp", "*_kernels", "*_cuda_kernel")
-# Entry points whose C++ side makes its gradient contiguous itself (read-safe). The fused softmax
-# kernels shared by Megatron, Apex and ColossalAI call `output_grads_.contiguous()` in bwd_cuda.
-DEFAULT_STRIDE_SAFE = ("*scaled*softmax*.backward",)
-# Entry points known to write their result into the gradient they are given. ColossalAI's
-# scaled_masked_softmax bwd_cuda says so in its source: "backward pass is completely in-place".
-DEFAULT_WRITING = ("scaled_masked_softmax.backward",)
-DEFAULT_GUARD_DECORATORS = ("input_guard", "contiguous")
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What the checks may be configured with (from [tool.autogradlint])."""
-
-    extension_modules: tuple[str, ...] = DEFAULT_EXTENSION_MODULES
-    stride_safe: tuple[str, ...] = DEFAULT_STRIDE_SAFE
-    writing_extensions: tuple[str, ...] = DEFAULT_WRITING
-    guard_decorators: tuple[str, ...] = DEFAULT_GUARD_DECORATORS
-    loaders: tuple[str, ...] = DEFAULT_LOADERS
+from ..prefilter import Gate
+from ..settings import Settings
 
 
 @dataclass
@@ -54,20 +35,13 @@ class CheckContext:
 
 
 class Check:
-    """Base class. Subclasses set IDS (the rules they report) and PREFILTER (bytes regex)."""
+    """Base class. Subclasses set GATE (their rules and byte prefilter) and implement run()."""
 
-    IDS: ClassVar[tuple[str, ...]] = ()
-    PREFILTER: ClassVar[re.Pattern[bytes]] = re.compile(b"")
-    # True for checks that start from autograd.Function classes: a file subclassing a Function
-    # defined elsewhere in the project (the cross-file index) must reach them.
-    STARTS_FROM_FUNCTIONS: ClassVar[bool] = False
-    # Bytes every file this check can report in contains (all of them), besides PREFILTER.
-    REQUIRES: ClassVar[tuple[bytes, ...]] = ()
+    GATE: ClassVar[Gate]  # the rules it reports and its byte prefilter (autogradlint.prefilter)
 
     @classmethod
-    def admits(cls, raw: bytes) -> bool:
-        """The byte prefilter: cheap, and never wrong about a file that holds a finding."""
-        return all(token in raw for token in cls.REQUIRES) and cls.PREFILTER.search(raw) is not None
+    def ids(cls) -> tuple[str, ...]:
+        return cls.GATE.ids
 
     def __init__(self, ctx: CheckContext) -> None:
         self.ctx = ctx

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
@@ -11,6 +10,7 @@ import libcst as cst
 from ..analysis.flow import CallSite, MethodFlow
 from ..analysis.names import dotted
 from ..fixes import Edits, Fix
+from ..prefilter import COMPILED_GRADS
 from .base import Check
 from .common import backward_methods, keyword, source_of, statement_in_block
 
@@ -68,10 +68,7 @@ class GradState:
 class CompiledGradients(Check):
     """AGL201 (raw read) and AGL202 (write into a shared grad buffer)."""
 
-    IDS = ("AGL201", "AGL202")
-    STARTS_FROM_FUNCTIONS = True
-    REQUIRES = (b"Function",)
-    PREFILTER = re.compile(rb"def\s+backward")
+    GATE = COMPILED_GRADS
 
     def run(self) -> None:
         facts = self.ctx.facts

@@ -11,6 +11,7 @@ from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
 from ..analysis.names import dotted
 from ..fixes import Edits, Fix
+from ..prefilter import CONTRACT
 from .base import Check
 from .common import source_of, statement_in_block
 
@@ -175,11 +176,7 @@ class _Helper:
 class FunctionContract(Check):
     """AGL401-AGL408 over every autograd.Function class, plus AGL407 on call sites."""
 
-    IDS = ("AGL401", "AGL402", "AGL403", "AGL404", "AGL405", "AGL406", "AGL407", "AGL408")
-    # A Function subclass is spelled with `Function` in its bases or in an `import ... as`.
-    STARTS_FROM_FUNCTIONS = True
-    REQUIRES = (b"autograd",)
-    PREFILTER = re.compile(rb"Function\s*[),]|Function\s+as\b")
+    GATE = CONTRACT
 
     def run(self) -> None:
         facts = self.ctx.facts

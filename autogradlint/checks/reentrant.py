@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from ..analysis.flow import DEFAULT, DISABLE, ENABLE, CallSite, MethodFlow
 from ..analysis.names import dotted
 from ..analysis.provenance import CTX, EXTERNAL, SAVED, Provenance
+from ..prefilter import REENTRANT
 from . import reentrant_fixes as fixes
 from .base import Check
 from .common import backward_methods, is_literal, keyword, positional, source_of
@@ -20,10 +19,7 @@ BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward"})
 class ReentrantAutograd(Check):
     """AGL101-AGL105: one pass over each backward, classifying every grad/backward call."""
 
-    IDS = ("AGL101", "AGL102", "AGL103", "AGL104", "AGL105")
-    STARTS_FROM_FUNCTIONS = True
-    REQUIRES = (b"Function",)
-    PREFILTER = re.compile(rb"def\s+backward")
+    GATE = REENTRANT
 
     def run(self) -> None:
         facts = self.ctx.facts

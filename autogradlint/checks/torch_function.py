@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import libcst as cst
 
 from ..analysis.facts import ClassInfo
 from ..analysis.names import ImportTable, dotted
+from ..prefilter import TORCH_FUNCTION
 from .base import Check
 from .common import keyword, positional, source_of, string_value
 
@@ -272,8 +272,7 @@ def _target_names(target: cst.BaseExpression) -> list[str]:
 class TorchFunctionConversions(Check):
     """AGL301 (dtype) and AGL302 (device) changed in an override before redispatch."""
 
-    IDS = ("AGL301", "AGL302")
-    PREFILTER = re.compile(rb"__torch_(function|dispatch)__")
+    GATE = TORCH_FUNCTION
 
     def run(self) -> None:
         facts = self.ctx.facts

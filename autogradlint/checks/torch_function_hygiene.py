@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from ..analysis.facts import ClassInfo
 from ..analysis.names import dotted
 from ..fixes import Edits, Fix
+from ..prefilter import HYGIENE
 from .base import Check
 
 # Tensor attributes and methods implemented in C: reading them on a subclass instance goes
@@ -62,8 +61,7 @@ def _decorated(method: cst.FunctionDef, name: str) -> bool:
 
 
 class TorchFunctionHygiene(Check):
-    IDS = ("AGL303", "AGL304", "AGL305")
-    PREFILTER = re.compile(rb"__torch_function__")
+    GATE = HYGIENE
 
     def run(self) -> None:
         for info in self.ctx.facts.classes:

@@ -1,0 +1,30 @@
+"""Settings the checks can be configured with (kept free of libcst so start-up stays cheap)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_LOADERS = (
+    "torch.utils.cpp_extension.load",
+    "torch.utils.cpp_extension.load_inline",
+    "*Loader().load",
+)
+DEFAULT_EXTENSION_MODULES = ("*_cuda", "*_C", "_C", "*_ext", "*_cpp", "*_kernels", "*_cuda_kernel")
+# Entry points whose C++ side makes its gradient contiguous itself (read-safe). The fused softmax
+# kernels shared by Megatron, Apex and ColossalAI call `output_grads_.contiguous()` in bwd_cuda.
+DEFAULT_STRIDE_SAFE = ("*scaled*softmax*.backward",)
+# Entry points known to write their result into the gradient they are given. ColossalAI's
+# scaled_masked_softmax bwd_cuda says so in its source: "backward pass is completely in-place".
+DEFAULT_WRITING = ("scaled_masked_softmax.backward",)
+DEFAULT_GUARD_DECORATORS = ("input_guard", "contiguous")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the checks may be configured with (from [tool.autogradlint])."""
+
+    extension_modules: tuple[str, ...] = DEFAULT_EXTENSION_MODULES
+    stride_safe: tuple[str, ...] = DEFAULT_STRIDE_SAFE
+    writing_extensions: tuple[str, ...] = DEFAULT_WRITING
+    guard_decorators: tuple[str, ...] = DEFAULT_GUARD_DECORATORS
+    loaders: tuple[str, ...] = DEFAULT_LOADERS
