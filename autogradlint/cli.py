@@ -70,16 +70,32 @@ def main() -> None:
 @click.option("--ignore", multiple=True, help="Rules to disable: code, prefix or name.")
 @click.option(
     "--output-format",
-    type=click.Choice(["text", "concise", "json"]),
+    type=click.Choice(["text", "concise", "json", "sarif", "github", "junit"]),
     default="text",
     show_default=True,
+    envvar="AUTOGRADLINT_OUTPUT_FORMAT",
 )
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="Config file.")
 @click.option("--stdin-filename", help="The path to report for source read from `-`.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: CPUs).")
 @click.option("--no-respect-gitignore", is_flag=True, help="Also check files .gitignore lists.")
+@click.option(
+    "--force-exclude",
+    is_flag=True,
+    help="Apply `exclude` to files named on the command line too (for pre-commit).",
+)
 @click.option("--statistics", is_flag=True, help="Print the number of findings per rule.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option(
+    "--baseline",
+    type=click.Path(dir_okay=False),
+    help="Report only findings not recorded in this baseline file.",
+)
+@click.option(
+    "--write-baseline",
+    type=click.Path(dir_okay=False),
+    help="Record the current findings in this file (then exit 0).",
+)
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
 @click.option(
     "--cache-dir",
@@ -99,8 +115,11 @@ def check(
     stdin_filename: str | None,
     jobs: int | None,
     no_respect_gitignore: bool,
+    force_exclude: bool,
     statistics: bool,
     exit_zero: bool,
+    baseline: str | None,
+    write_baseline: str | None,
     no_cache: bool,
     cache_dir: str | None,
     fix: bool,
@@ -115,6 +134,10 @@ def check(
     except ConfigError as exc:
         err.print(f"[bold red]error[/]: {exc}")
         sys.exit(EXIT_ERROR)
+    if force_exclude and paths != ("-",):
+        paths = tuple(p for p in paths if not (Path(p).is_file() and config.is_excluded(Path(p))))
+        if not paths:
+            sys.exit(EXIT_CLEAN)  # everything pre-commit passed is excluded
     if fix and paths != ("-",):
         fix_errors, _ = _fix_paths(
             paths,
@@ -157,6 +180,29 @@ def check(
             progress=_progress(err) if show_progress else None,
         )
     errors.extend(r.error for r in results if r.error is not None)
+    stdin_data = data if paths == ("-",) else None
+    for result in results:
+        if result.findings:
+            sources[result.path] = _read_lines(result.path, stdin_data)
+
+    if write_baseline or baseline:
+        from . import baseline as baseline_mod
+
+        if write_baseline:
+            target = Path(write_baseline)
+            target.write_text(baseline_mod.build(results, sources, target.parent))
+            count = sum(len(r.findings) for r in results)
+            err.print(f"Recorded {count} finding{'s' * (count != 1)} in {target}.")
+            sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
+        assert baseline is not None
+        try:
+            recorded = baseline_mod.load(Path(baseline).read_text(), baseline)
+        except (OSError, baseline_mod.BaselineError) as exc:
+            err.print(f"[bold red]error[/]: {exc}")
+            sys.exit(EXIT_ERROR)
+        dropped = baseline_mod.apply(results, recorded, sources, Path(baseline).parent)
+        if dropped and output_format == "text":
+            err.print(f"{dropped} finding{'s' * (dropped != 1)} recorded in {baseline} not shown.")
 
     if output_format == "json":
         from .report.json_format import render_json
@@ -166,12 +212,21 @@ def check(
         from .report.text import render_concise
 
         render_concise(out, results)
+    elif output_format == "sarif":
+        from .report.sarif import render_sarif
+
+        click.echo(render_sarif(results, errors, config.root, _sarif_fixes(results, config)))
+    elif output_format == "github":
+        from .report.ci_formats import render_github
+
+        click.echo(render_github(results, errors))
+    elif output_format == "junit":
+        from .report.ci_formats import render_junit
+
+        click.echo(render_junit(results, errors))
     else:
         from .report.text import render_text
 
-        for result in results:
-            if result.findings:
-                sources[result.path] = _read_lines(result.path, data if paths == ("-",) else None)
         render_text(out, results, errors, sources, statistics=statistics)
     for error in errors:
         err.print(f"[bold red]error[/]: {error.describe()}", soft_wrap=True)
@@ -180,6 +235,28 @@ def check(
     if any(r.findings for r in results) and not exit_zero:
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_CLEAN)
+
+
+def _sarif_fixes(results: list[FileResult], config: Config):  # type: ignore[no-untyped-def]
+    """Each fixable finding's own edit, for SARIF `fixes` (computed only for fixable files)."""
+    from .fixer import single_fix_edits
+    from .runner import detect_encoding
+
+    fixes = {}
+    for result in results:
+        if not any(f.fixable for f in result.findings):
+            continue
+        try:
+            data = Path(result.path).read_bytes()
+            text = data.decode(detect_encoding(data))
+        except (OSError, SyntaxError, LookupError, UnicodeDecodeError):
+            continue
+        path = Path(result.path)
+        fixes.update(
+            single_fix_edits(text, result.path, enabled=config.enabled_for(path),
+                             settings=config.settings)
+        )
+    return fixes
 
 
 def _progress(console: Console):  # type: ignore[no-untyped-def]
@@ -387,6 +464,7 @@ def _fix_paths(
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="Config file.")
 @click.option("--stdin-filename", help="The path to report for source read from `-`.")
 @click.option("--no-respect-gitignore", is_flag=True)
+@click.option("--force-exclude", is_flag=True, help="Apply `exclude` to named files too.")
 def fix_command(
     paths: tuple[str, ...],
     apply_: bool,
@@ -397,6 +475,7 @@ def fix_command(
     config_file: str | None,
     stdin_filename: str | None,
     no_respect_gitignore: bool,
+    force_exclude: bool,
 ) -> None:
     """Show (or with --apply, write) the fixes for PATHS; `-` fixes stdin to stdout.
 
@@ -411,6 +490,10 @@ def fix_command(
     except ConfigError as exc:
         err.print(f"[bold red]error[/]: {exc}")
         sys.exit(EXIT_ERROR)
+    if force_exclude and paths != ("-",):
+        paths = tuple(p for p in paths if not (Path(p).is_file() and config.is_excluded(Path(p))))
+        if not paths:
+            sys.exit(EXIT_CLEAN)
     if paths == ("-",):
         from .fixer import fix_text
         from .runner import detect_encoding
@@ -450,3 +533,17 @@ def fix_command(
     if errors:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if remaining else EXIT_CLEAN)
+
+
+@main.command()
+def lsp() -> None:
+    """Run the language server over stdio (needs the `lsp` extra: pygls, lsprotocol)."""
+    try:
+        from .lsp.server import run
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        Console(stderr=True).print(
+            f"[bold red]error[/]: the language server needs pygls and lsprotocol ({exc}); "
+            "install them with `pip install 'autogradlint[lsp]'`"
+        )
+        sys.exit(EXIT_ERROR)
+    run()

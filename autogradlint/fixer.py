@@ -89,3 +89,48 @@ def fix_text(
         error=f"{path}: fixes did not converge after {max_passes} passes; "
         "this is a bug in autogradlint and the file was left untouched",
     )
+
+
+def single_fix_edits(
+    text: str,
+    path: str,
+    *,
+    enabled: frozenset[str] | None = None,
+    settings: Settings | None = None,
+) -> dict[tuple[str, str, int, int], dict[str, object]]:
+    """For each fixable finding, its fix alone as one replacement (SARIF regions, 1-based)."""
+    result = analyse(text, path, enabled=enabled, settings=settings, full=True)
+    if result.module is None or result.error is not None:
+        return {}
+    out: dict[tuple[str, str, int, int], dict[str, object]] = {}
+    for finding, violation in locate(result.module, text, result.violations, path):
+        if violation.fix is None:
+            continue
+        new, applied = apply_fixes(result.module, [violation.fix])
+        if not applied or new == text:
+            continue
+        start, end_old, end_new = _diff_span(text, new)
+        out[(path, finding.rule_id, finding.line, finding.col)] = {
+            "title": f"{violation.fix.title} ({violation.fix.safety})",
+            "region": {**_line_col(text, start, "start"), **_line_col(text, end_old, "end")},
+            "text": new[start:end_new],
+        }
+    return out
+
+
+def _diff_span(old: str, new: str) -> tuple[int, int, int]:
+    start = 0
+    limit = min(len(old), len(new))
+    while start < limit and old[start] == new[start]:
+        start += 1
+    end_old, end_new = len(old), len(new)
+    while end_old > start and end_new > start and old[end_old - 1] == new[end_new - 1]:
+        end_old -= 1
+        end_new -= 1
+    return start, end_old, end_new
+
+
+def _line_col(text: str, offset: int, which: str) -> dict[str, int]:
+    line = text.count("\n", 0, offset) + 1
+    col = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return {f"{which}Line": line, f"{which}Column": col}

@@ -1,0 +1,131 @@
+"""SARIF 2.1.0 output for GitHub code scanning: rule metadata, results, fixes, notifications."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..meta import all_rules
+from ..model import FileError, FileResult
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+INFO_URI = "https://github.com/autogradlint/autogradlint"
+
+
+def _uri(path: str, root: Path) -> str:
+    absolute = Path(path).resolve()
+    try:
+        return absolute.relative_to(root).as_posix()
+    except ValueError:
+        return absolute.as_uri()
+
+
+def render_sarif(
+    results: list[FileResult],
+    errors: list[FileError],
+    root: Path,
+    fixes: dict[tuple[str, str, int, int], dict[str, Any]] | None = None,
+) -> str:
+    rules = list(all_rules().values())
+    index = {meta.id: i for i, meta in enumerate(rules)}
+    root = root.resolve()
+    sarif_rules = [
+        {
+            "id": meta.id,
+            "name": meta.name,
+            "shortDescription": {"text": meta.summary},
+            "fullDescription": {"text": meta.summary},
+            "help": {"text": meta.docs, "markdown": meta.docs},
+            "helpUri": meta.url,
+            "defaultConfiguration": {"level": meta.severity},
+            "properties": {"family": meta.family, "fix": meta.fix, "tags": [f"family-{meta.family}"]},
+        }
+        for meta in rules
+    ]
+    sarif_results = []
+    for result in results:
+        for f in result.findings:
+            location = {
+                "physicalLocation": {
+                    "artifactLocation": {"uri": _uri(f.path, root), "uriBaseId": "%SRCROOT%"},
+                    "region": {
+                        "startLine": f.line,
+                        "startColumn": f.col + 1,
+                        "endLine": f.end_line,
+                        "endColumn": f.end_col + 1,
+                    },
+                }
+            }
+            item: dict[str, Any] = {
+                "ruleId": f.rule_id,
+                "ruleIndex": index[f.rule_id],
+                "level": f.severity,
+                "message": {"text": f.message},
+                "locations": [location],
+            }
+            fix = (fixes or {}).get((f.path, f.rule_id, f.line, f.col))
+            if fix is not None:
+                item["fixes"] = [
+                    {
+                        "description": {"text": fix["title"]},
+                        "artifactChanges": [
+                            {
+                                "artifactLocation": location["physicalLocation"][
+                                    "artifactLocation"
+                                ],
+                                "replacements": [
+                                    {
+                                        "deletedRegion": fix["region"],
+                                        "insertedContent": {"text": fix["text"]},
+                                    }
+                                ],
+                            }
+                        ],
+                    }
+                ]
+            sarif_results.append(item)
+    notifications = [
+        {
+            "level": "error",
+            "message": {"text": error.message},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": _uri(error.path, root), "uriBaseId": "%SRCROOT%"},
+                        **({"region": {"startLine": error.line}} if error.line else {}),
+                    }
+                }
+            ],
+        }
+        for error in errors
+    ]
+    document = {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "autogradlint",
+                        "version": __version__,
+                        "informationUri": INFO_URI,
+                        "rules": sarif_rules,
+                    }
+                },
+                "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
+                "columnKind": "unicodeCodePoints",
+                "results": sarif_results,
+                "invocations": [
+                    {
+                        "executionSuccessful": not errors,
+                        "workingDirectory": {"uri": Path(os.getcwd()).resolve().as_uri() + "/"},
+                        "toolExecutionNotifications": notifications,
+                    }
+                ],
+            }
+        ],
+    }
+    return json.dumps(document, indent=2)

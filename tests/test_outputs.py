@@ -1,0 +1,99 @@
+"""Output formats (SARIF validated against the official schema, GitHub, JUnit) and baselines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+from autogradlint.cli import main
+
+SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text())
+BUG = """\
+import torch
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        y = x * x
+        return torch.autograd.grad(y, x, g)[0]
+"""
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "bug.py").write_text(BUG)
+    (tmp_path / "broken.py").write_text("class F(Function):\n    def backward(:\n")
+    return tmp_path
+
+
+def invoke(*args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(main, list(args))
+
+
+def test_sarif_is_valid_and_complete(tree: Path) -> None:
+    result = invoke("check", "--no-cache", "--output-format", "sarif", str(tree))
+    document = json.loads(result.stdout)
+    jsonschema.validate(document, SCHEMA)
+    (run,) = document["runs"]
+    rule_ids = [rule["id"] for rule in run["tool"]["driver"]["rules"]]
+    assert "AGL101" in rule_ids and all(r["helpUri"] for r in run["tool"]["driver"]["rules"])
+    (finding,) = run["results"]
+    assert finding["ruleId"] == "AGL101" and finding["level"] == "error"
+    region = finding["locations"][0]["physicalLocation"]["region"]
+    assert (region["startLine"], region["startColumn"]) == (13, 16)
+    replacement = finding["fixes"][0]["artifactChanges"][0]["replacements"][0]
+    assert "with torch.enable_grad():" in replacement["insertedContent"]["text"]
+    notes = run["invocations"][0]["toolExecutionNotifications"]
+    assert notes and "syntax error" in notes[0]["message"]["text"]
+
+
+def test_github_annotations(tree: Path) -> None:
+    result = invoke("check", "--no-cache", "--output-format", "github", str(tree / "bug.py"))
+    (line,) = result.stdout.splitlines()
+    assert line.startswith(f"::error file={tree / 'bug.py'},line=13,col=16,endLine=13,")
+    assert "title=AGL101 autograd-grad-without-enable-grad::AGL101 " in line
+
+
+def test_junit(tree: Path) -> None:
+    result = invoke("check", "--no-cache", "--output-format", "junit", str(tree))
+    root = ET.fromstring(result.stdout.split("?>", 1)[1])
+    suite = root.find("testsuite")
+    assert suite is not None
+    assert suite.get("failures") == "1" and suite.get("errors") == "1"
+    assert root.find(".//failure").get("type") == "AGL101"  # type: ignore[union-attr]
+
+
+def test_statistics(tree: Path) -> None:
+    result = invoke("check", "--no-cache", "--statistics", str(tree / "bug.py"))
+    assert "    1  AGL101  autograd-grad-without-enable-grad" in result.output
+
+
+def test_baseline_hides_recorded_findings_across_line_shifts(tree: Path) -> None:
+    baseline = tree / "baseline.json"
+    target = tree / "bug.py"
+    assert invoke("check", "--write-baseline", str(baseline), str(target)).exit_code == 0
+    assert invoke("check", "--baseline", str(baseline), str(target)).exit_code == 0
+    target.write_text("# a new comment shifts every line\n\n" + BUG)
+    assert invoke("check", "--baseline", str(baseline), str(target)).exit_code == 0
+    # a second copy of the same bug is new
+    target.write_text(BUG + "\n\n" + BUG.split("\n", 2)[2].replace("Square", "Cube"))
+    result = invoke("check", "--baseline", str(baseline), "--output-format", "json", str(target))
+    assert result.exit_code == 1
+    assert len(json.loads(result.stdout)) == 1
+
+
+def test_bad_baseline_is_a_clear_error(tree: Path) -> None:
+    (tree / "b.json").write_text("[]")
+    result = invoke("check", "--baseline", str(tree / "b.json"), str(tree / "bug.py"))
+    assert result.exit_code == 2 and "not a baseline file" in result.output
