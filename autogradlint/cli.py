@@ -12,7 +12,7 @@ from rich.console import Console
 from . import __version__
 from .config import Config, ConfigError, discover, expand_selectors, load_file
 from .meta import FAMILIES, all_rules, get_rule
-from .model import FileError
+from .model import FileError, FileResult
 from .runner import discover as discover_files
 from .runner import lint_paths
 
@@ -253,8 +253,9 @@ def _sarif_fixes(results: list[FileResult], config: Config):  # type: ignore[no-
             continue
         path = Path(result.path)
         fixes.update(
-            single_fix_edits(text, result.path, enabled=config.enabled_for(path),
-                             settings=config.settings)
+            single_fix_edits(
+                text, result.path, enabled=config.enabled_for(path), settings=config.settings
+            )
         )
     return fixes
 

@@ -11,6 +11,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from .analysis.facts import collect_facts
+from .analysis.names import iter_statements
 from .checks import ALL_CHECKS, Check, CheckContext
 from .meta import all_rules
 from .model import FileError, FileResult, Finding, Violation
@@ -35,6 +36,7 @@ class Analysis:
     violations: list[Violation] = field(default_factory=list)
     error: FileError | None = None
     parsed: bool = False
+    starts: list[int] | None = None  # first line of each of module.body's statements
 
 
 def analyse(
@@ -66,6 +68,7 @@ def analyse(
         return Analysis(path, error=FileError(path, text.message))
     parse_input = text
     extra_triton: set[str] = set()
+    starts: list[int] | None = None
     try:
         sliced = slice_source(text, known_function_bases if mentions_index else frozenset())
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -74,8 +77,10 @@ def analyse(
         if sliced is None:
             return Analysis(path, text=text)
         extra_triton = sliced.triton_kernels
+        starts = sliced.all_starts
         if not full:
             parse_input = sliced.source
+            starts = sliced.kept_starts
     try:
         module = cst.parse_module(parse_input)
     except cst.ParserSyntaxError as exc:
@@ -94,6 +99,7 @@ def analyse(
         )
         facts.triton_kernels |= extra_triton
         ctx = CheckContext(facts=facts, enabled=enabled, settings=settings)
+        ctx.top_of = _top_level_index(module)
         for check in checks:
             check(ctx).run()
     except RecursionError:
@@ -102,7 +108,24 @@ def analyse(
     except Exception as exc:  # noqa: BLE001 - a bug of ours must not stop the run
         message = f"internal error (please report): {type(exc).__name__}: {exc}"
         return Analysis(path, text=text, module=module, error=FileError(path, message), parsed=True)
-    return Analysis(path, text=text, module=module, violations=ctx.violations, parsed=True)
+    if starts is not None and len(starts) != len(module.body):
+        starts = None  # e.g. `a = 1; b = 2`: fall back to a whole-module position pass
+    return Analysis(
+        path, text=text, module=module, violations=ctx.violations, parsed=True, starts=starts
+    )
+
+
+def _top_level_index(module: cst.Module) -> dict[int, int]:
+    """id(class node) -> index of the module statement that holds it (statement walk only)."""
+    out: dict[int, int] = {}
+    for index, stmt in enumerate(module.body):
+        if isinstance(stmt, cst.ClassDef):
+            out[id(stmt)] = index
+        if isinstance(stmt, cst.BaseCompoundStatement):
+            for inner in iter_statements(stmt):
+                if isinstance(inner, cst.ClassDef):
+                    out[id(inner)] = index
+    return out
 
 
 def lint_source(
@@ -125,7 +148,7 @@ def lint_source(
         return FileResult(path, error=result.error, parsed=result.parsed)
     if not result.violations or result.module is None or result.text is None:
         return FileResult(path, parsed=result.parsed)
-    located = locate(result.module, result.text, result.violations, path)
+    located = locate(result.module, result.text, result.violations, path, result.starts)
     return FileResult(path, findings=[finding for finding, _ in located], parsed=True)
 
 
@@ -138,20 +161,60 @@ def _decode(raw: bytes) -> str | FileError:
         return FileError("", f"cannot decode: {exc}")
 
 
+def _positions(
+    module: cst.Module, violations: list[Violation], starts: list[int] | None
+) -> dict[int, tuple[int, int, int, int]]:
+    """(line, col, end_line, end_col) by node id, for the nodes violations point at.
+
+    PositionProvider generates the code of whatever it is given; on a big file that is most of
+    the cost of a lint. When the first line of each top-level statement is known (from the `ast`
+    pass), only the statements that hold a violation are generated, and shifted into place.
+    """
+    wanted = {id(v.anchor or v.node): v.anchor or v.node for v in violations}
+    out: dict[int, tuple[int, int, int, int]] = {}
+    if starts is None or any(v.top is None for v in violations):
+        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        for key, node in wanted.items():
+            where = positions[node]
+            out[key] = (where.start.line, where.start.column, where.end.line, where.end.column)
+        return out
+    for top in sorted({v.top for v in violations if v.top is not None}):
+        stmt = module.body[top]
+        bare = stmt.with_changes(leading_lines=()) if hasattr(stmt, "leading_lines") else stmt
+        sub = cst.Module(body=[bare])
+        positions = MetadataWrapper(sub, unsafe_skip_copy=True).resolve(PositionProvider)
+        shift = starts[top] - 1
+        for key, node in wanted.items():
+            where = positions.get(node)
+            if where is not None:
+                out[key] = (
+                    where.start.line + shift,
+                    where.start.column,
+                    where.end.line + shift,
+                    where.end.column,
+                )
+    missing = [node for key, node in wanted.items() if key not in out]
+    if missing:  # a node outside the statement we expected: use the exact, slower pass
+        return _positions(module, violations, None)
+    return out
+
+
 def locate(
-    module: cst.Module, text: str, violations: list[Violation], path: str
+    module: cst.Module,
+    text: str,
+    violations: list[Violation],
+    path: str,
+    starts: list[int] | None = None,
 ) -> list[tuple[Finding, Violation]]:
-    """Positions for unsuppressed violations; only files with findings pay for PositionProvider."""
+    """Positions for unsuppressed violations; only files with findings pay for positions."""
     rules = all_rules()
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    positions = wrapper.resolve(PositionProvider)
+    positions = _positions(module, violations, starts)
     suppressions = parse_suppressions(text)
     findings: dict[tuple[str, int, int], tuple[Finding, Violation]] = {}
     for violation in violations:
-        node = violation.anchor or violation.node
-        where = positions[node]
+        line, col, end_line, end_col = positions[id(violation.anchor or violation.node)]
         meta = rules[violation.rule_id]
-        if suppressions.silences(meta.id, meta.name, where.start.line):
+        if suppressions.silences(meta.id, meta.name, line):
             continue
         finding = Finding(
             path=path,
@@ -160,10 +223,10 @@ def locate(
             family=meta.family,
             severity=meta.severity,
             message=violation.message,
-            line=where.start.line,
-            col=where.start.column,
-            end_line=where.end.line,
-            end_col=where.end.column,
+            line=line,
+            col=col,
+            end_line=end_line,
+            end_col=end_col,
             fix_safety=meta.fix,
             fixable=violation.fix.safety if violation.fix is not None else None,
         )

@@ -21,6 +21,7 @@ class Violation:
     # Where a finding should be placed when the node spans many lines (e.g. a call's `func`).
     anchor: cst.CSTNode | None = None
     fix: Fix | None = None
+    top: int | None = None  # index of the module statement holding it (None: unknown)
 
 
 @dataclass(frozen=True)

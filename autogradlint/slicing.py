@@ -22,6 +22,10 @@ _LOADER_HINTS = ("load",)
 class Slice:
     source: str
     triton_kernels: set[str] = field(default_factory=set)
+    # First line of each top-level statement libcst will see, for the sliced and the full text:
+    # the engine places findings from these without a whole-module PositionProvider pass.
+    kept_starts: list[int] = field(default_factory=list)
+    all_starts: list[int] = field(default_factory=list)
 
 
 HOOKS = frozenset({"__torch_function__", "__torch_dispatch__"})
@@ -231,4 +235,6 @@ def slice_source(text: str, known_functions: frozenset[str] = frozenset()) -> Sl
         else:
             stripped = line.rstrip("\r\n")
             out.append(line[len(stripped) :] or "\n")
-    return Slice("".join(out), triton)
+    starts = sorted({_span(stmt)[0] for stmt in tree.body})
+    kept = [start for start in starts if keep[start]]
+    return Slice("".join(out), triton, kept, starts)

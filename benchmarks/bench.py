@@ -64,25 +64,66 @@ def main() -> None:
         sys.exit("ruff is not installed (pip install ruff)")
     import tempfile
 
-    agl = [sys.executable, "-m", "autogradlint", "check", "--output-format", "concise",
-           "--no-respect-gitignore"]
-    print(f"{'tree':<12} {'files':>6} {'lines':>9} {'ruff':>7} {'cold':>7} {'warm':>7} "
-          f"{'cold/ruff':>9} {'warm/ruff':>9}")
+    agl = [
+        sys.executable,
+        "-m",
+        "autogradlint",
+        "check",
+        "--output-format",
+        "concise",
+        "--no-respect-gitignore",
+    ]
+    print(
+        f"{'tree':<12} {'files':>6} {'lines':>9} {'ruff':>7} {'cold':>7} {'warm':>7} "
+        f"{'cold/ruff':>9} {'warm/ruff':>9}"
+    )
     peak = 0
     for tree in args.trees or _default_trees():
         files, lines = _count(tree)
-        ruff_s, _ = _time([ruff, "check", "--no-cache", "--select", "E,F,B", "-q", "--exit-zero",
-                           str(tree)], args.rounds)
+        ruff_s, _ = _time(
+            [ruff, "check", "--no-cache", "--select", "E,F,B", "-q", "--exit-zero", str(tree)],
+            args.rounds,
+        )
         cold_s, peak = _time([*agl, "--no-cache", str(tree)], args.rounds)
         with tempfile.TemporaryDirectory() as cache_dir:
             warm_cmd = [*agl, "--cache-dir", cache_dir, str(tree)]
             subprocess.run(warm_cmd, stdout=subprocess.DEVNULL, check=False)  # fill the cache
             warm_s, peak = _time(warm_cmd, args.rounds)
         name = tree.name if tree.name != "src" else "corpus"
-        print(f"{name[:12]:<12} {files:>6} {lines:>9} {ruff_s:>6.2f}s {cold_s:>6.2f}s "
-              f"{warm_s:>6.2f}s {cold_s / ruff_s:>8.2f}x {warm_s / ruff_s:>8.2f}x")
-    print(f"peak RSS of any child process: {peak / 1024:.0f} MB (rounds: {args.rounds}, medians; "
-          "ruff's peak counts too)")
+        print(
+            f"{name[:12]:<12} {files:>6} {lines:>9} {ruff_s:>6.2f}s {cold_s:>6.2f}s "
+            f"{warm_s:>6.2f}s {cold_s / ruff_s:>8.2f}x {warm_s / ruff_s:>8.2f}x"
+        )
+    print(
+        f"peak RSS of any child process: {peak / 1024:.0f} MB (rounds: {args.rounds}, medians; "
+        "ruff's peak counts too)"
+    )
+    print(
+        f"LSP: one lint of a 2,000-line file after a change: {_lsp_latency() * 1000:.0f} ms "
+        "(median, plus the server's 50 ms debounce)"
+    )
+
+
+def _lsp_latency() -> float:
+    """What the language server does per change, on a ~2,000-line module: torch's own
+    `nn/modules/loss.py` followed by the buggy example Functions (so there is something to
+    report and place)."""
+    import torch.nn.modules.loss as loss_module
+
+    from autogradlint.engine import analyse, locate
+
+    padding = Path(loss_module.__file__).read_text()
+    example = (Path(__file__).resolve().parent.parent / "examples" / "reentrant_bug.py").read_text()
+    text = padding + "\n\n" + example.split("if __name__")[0]
+    timings = []
+    for _ in range(7):
+        start = time.perf_counter()
+        result = analyse(text, "big.py")
+        if result.module is not None and result.text is not None:
+            locate(result.module, result.text, result.violations, "big.py", result.starts)
+        timings.append(time.perf_counter() - start)
+    print(f"LSP file: {text.count(chr(10))} lines", end="; ")
+    return statistics.median(timings)
 
 
 if __name__ == "__main__":

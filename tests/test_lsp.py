@@ -58,7 +58,9 @@ async def _open(client: LanguageClient, path: Path, text: str) -> str:
     uri = path.as_uri()
     client.text_document_did_open(
         types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id="python", version=1, text=text
+            )
         )
     )
     await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
@@ -144,8 +146,9 @@ async def test_fix_all_applies_safe_fixes(client: LanguageClient, tmp_path: Path
     actions = await client.text_document_code_action_async(
         types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uri=uri),
-            range=types.Range(start=types.Position(line=0, character=0),
-                              end=types.Position(line=0, character=0)),
+            range=types.Range(
+                start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)
+            ),
             context=types.CodeActionContext(diagnostics=[], only=["source.fixAll.autogradlint"]),
         )
     )
@@ -195,8 +198,11 @@ async def test_config_change_is_picked_up_without_restart(
     (tmp_path / "pyproject.toml").write_text('[tool.autogradlint]\nignore = ["AGL101"]\n')
     client.workspace_did_change_watched_files(
         types.DidChangeWatchedFilesParams(
-            changes=[types.FileEvent(uri=(tmp_path / "pyproject.toml").as_uri(),
-                                     type=types.FileChangeType.Created)]
+            changes=[
+                types.FileEvent(
+                    uri=(tmp_path / "pyproject.toml").as_uri(), type=types.FileChangeType.Created
+                )
+            ]
         )
     )
     await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)

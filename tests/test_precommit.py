@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-BUG = (Path(__file__).parent / "test_cli.py").read_text().split('BUG = """\\\n', 1)[1].split('"""')[0]
+BUG = (
+    (Path(__file__).parent / "test_cli.py").read_text().split('BUG = """\\\n', 1)[1].split('"""')[0]
+)
 
 pytestmark = pytest.mark.slow
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from .names import ImportTable, dotted
+from .walk import FastVisitor
 
 # Grad mode in effect at a point of a backward body. "default" is the engine's own setting:
 # off in ordinary training, on under create_graph=True (semantics A1.1).
@@ -93,7 +94,7 @@ class MethodFlow:
         return [d for d in self.defs.get(name, ()) if d.order < order]
 
 
-class _FlowVisitor(cst.CSTVisitor):
+class _FlowVisitor(FastVisitor):
     def __init__(self, flow: MethodFlow, imports: ImportTable) -> None:
         self.flow = flow
         self.imports = imports
@@ -231,11 +232,11 @@ class _FlowVisitor(cst.CSTVisitor):
 def _names_in(expr: cst.CSTNode) -> list[cst.Name]:
     found: list[cst.Name] = []
 
-    class _Collect(cst.CSTVisitor):
+    class _Collect(FastVisitor):
         def visit_Name(self, node: cst.Name) -> None:
             found.append(node)
 
-    expr.visit(_Collect())
+    _Collect().walk(expr)
     return found
 
 
@@ -269,5 +270,5 @@ def analyse_method(function: cst.FunctionDef, imports: ImportTable) -> MethodFlo
         flow.defs.setdefault(vararg, []).append(
             Definition(vararg, None, 0, base, -1, "param", function)
         )
-    function.visit(_FlowVisitor(flow, imports))
+    _FlowVisitor(flow, imports).walk(function)
     return flow

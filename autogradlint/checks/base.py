@@ -25,6 +25,12 @@ class CheckContext:
     settings: Settings
     violations: list[Violation] = field(default_factory=list)
     _flows: dict[int, MethodFlow] = field(default_factory=dict)
+    top_of: dict[int, int] = field(default_factory=dict)  # id(class node) -> module stmt index
+    current_top: int | None = None  # set by checks while they examine one class
+
+    def enter(self, class_node: cst.CSTNode | None) -> None:
+        """Checks call this per class so violations know their top-level statement."""
+        self.current_top = None if class_node is None else self.top_of.get(id(class_node))
 
     def flow(self, function: cst.FunctionDef) -> MethodFlow:
         """The ordered pass over one method, computed once however many checks ask."""
@@ -61,7 +67,9 @@ class Check:
         if rule_id not in self.ctx.enabled:
             return
         meta = all_rules()[rule_id]
-        self.ctx.violations.append(Violation(rule_id, meta.format(**fields), node, anchor, fix))
+        self.ctx.violations.append(
+            Violation(rule_id, meta.format(**fields), node, anchor, fix, self.ctx.current_top)
+        )
 
     def run(self) -> None:  # pragma: no cover - interface
         raise NotImplementedError

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.facts import ClassInfo, FileFacts
+from ..analysis.walk import FastVisitor
 
 
 def positional(call: cst.Call, index: int, keyword: str | None = None) -> cst.BaseExpression | None:
@@ -54,7 +55,7 @@ def _contains(node: cst.CSTNode, target: cst.CSTNode) -> bool:
         return True
     found = False
 
-    class _Find(cst.CSTVisitor):
+    class _Find(FastVisitor):
         def on_visit(self, current: cst.CSTNode) -> bool:
             nonlocal found
             if found:
@@ -64,7 +65,7 @@ def _contains(node: cst.CSTNode, target: cst.CSTNode) -> bool:
                 return False
             return True
 
-    node.visit(_Find())
+    _Find().walk(node)
     return found
 
 

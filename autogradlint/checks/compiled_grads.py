@@ -9,6 +9,7 @@ import libcst as cst
 
 from ..analysis.flow import CallSite, MethodFlow
 from ..analysis.names import dotted
+from ..analysis.walk import FastVisitor
 from ..fixes import Edits, Fix
 from ..prefilter import COMPILED_GRADS
 from .base import Check
@@ -73,6 +74,7 @@ class CompiledGradients(Check):
     def run(self) -> None:
         facts = self.ctx.facts
         for info, method in backward_methods(facts):
+            self.ctx.enter(info.node)
             if self._guarded_by_decorator(method):
                 continue
             flow = self.ctx.flow(method)
@@ -290,7 +292,7 @@ class CompiledGradients(Check):
         """Names whose `.stride(...)` is handed to the kernel: it indexes them stride-aware."""
         names: set[str] = set()
 
-        class _Strides(cst.CSTVisitor):
+        class _Strides(FastVisitor):
             def visit_Call(self, node: cst.Call) -> None:
                 func = node.func
                 if isinstance(func, cst.Attribute) and func.attr.value == "stride":
@@ -299,5 +301,5 @@ class CompiledGradients(Check):
                         names.add(base)
 
         for arg in call.args:
-            arg.value.visit(_Strides())
+            _Strides().walk(arg.value)
         return names

@@ -10,6 +10,7 @@ import libcst as cst
 from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
 from ..analysis.names import dotted
+from ..analysis.walk import FastVisitor
 from ..fixes import Edits, Fix
 from ..prefilter import CONTRACT
 from .base import Check
@@ -182,6 +183,7 @@ class FunctionContract(Check):
         facts = self.ctx.facts
         self.by_name = {info.name: info for info in facts.classes}
         for info in facts.function_classes:
+            self.ctx.enter(info.node)
             if any(b.rsplit(".", 1)[-1] == "NestedIOFunction" for b in info.base_names):
                 continue  # the legacy NestedIOFunction API is non-static by design
             self._static_methods(info)
@@ -754,6 +756,7 @@ class FunctionContract(Check):
     # --- AGL407 -----------------------------------------------------------------------------
     def _direct_calls(self) -> None:
         facts = self.ctx.facts
+        self.ctx.enter(None)  # call sites can be anywhere in the module
         functions = {info.name for info in facts.function_classes}
         if not functions:
             return
@@ -763,7 +766,7 @@ class FunctionContract(Check):
             return
         reporter = self
 
-        class _Calls(cst.CSTVisitor):
+        class _Calls(FastVisitor):
             def __init__(self) -> None:
                 self.ctx_names: list[str | None] = []
 
@@ -793,7 +796,7 @@ class FunctionContract(Check):
                 ):
                     reporter._report_direct(node, func.func.value, "instance")
 
-        facts.module.visit(_Calls())
+        _Calls().walk(facts.module)
 
     def _passes_a_ctx(self, cls: str, call: cst.Call) -> bool:
         """True when the call supplies forward's ctx slot itself (`Base.forward(ctx, x)`,

@@ -24,6 +24,7 @@ class ReentrantAutograd(Check):
     def run(self) -> None:
         facts = self.ctx.facts
         for info, method in backward_methods(facts):
+            self.ctx.enter(info.node)
             flow = self.ctx.flow(method)
             provenance = Provenance(flow, facts.imports)
             guarded = self._checkpoint_guarded(flow)

@@ -7,6 +7,7 @@ import libcst as cst
 from ..analysis.flow import DEFAULT, DISABLE, CallSite, MethodFlow, grad_mode_of, names_in
 from ..analysis.names import ImportTable
 from ..analysis.provenance import EXTERNAL, Provenance
+from ..analysis.walk import FastVisitor
 from ..fixes import Edits, Fix
 from .common import body_start, keyword, positional, statement_in_block, with_leading_lines_moved
 
@@ -98,7 +99,7 @@ def _disabling_item(
 ) -> cst.WithItem | None:
     found: list[cst.WithItem] = []
 
-    class _Find(cst.CSTVisitor):
+    class _Find(FastVisitor):
         def __init__(self) -> None:
             self.stack: list[cst.WithItem] = []
 
@@ -117,9 +118,9 @@ def _disabling_item(
                             found.append(item)
                         break
                 return False
-            return super().on_visit(node)
+            return True
 
-    method.visit(_Find())
+    _Find().walk(method)
     return found[0] if found else None
 
 
@@ -156,7 +157,7 @@ def backward_to_autograd_grad(
     ret = later[0]
     grads: list[cst.Attribute] = []
 
-    class _Grads(cst.CSTVisitor):
+    class _Grads(FastVisitor):
         def visit_Attribute(self, node: cst.Attribute) -> None:
             if node.attr.value == "grad" and isinstance(node.value, cst.Name):
                 grads.append(node)
@@ -164,7 +165,7 @@ def backward_to_autograd_grad(
         def visit_CompFor(self, node: cst.CompFor) -> bool:
             return False
 
-    ret.value.visit(_Grads())
+    _Grads().walk(ret.value)
     inputs: list[str] = []
     for attr in grads:
         assert isinstance(attr.value, cst.Name)

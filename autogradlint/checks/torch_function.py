@@ -8,6 +8,7 @@ import libcst as cst
 
 from ..analysis.facts import ClassInfo
 from ..analysis.names import ImportTable, dotted
+from ..analysis.walk import FastVisitor
 from ..prefilter import TORCH_FUNCTION
 from .base import Check
 from .common import keyword, positional, source_of, string_value
@@ -27,7 +28,7 @@ class Conversion:
     inline_in: cst.Call | None = None
 
 
-class _HookVisitor(cst.CSTVisitor):
+class _HookVisitor(FastVisitor):
     """Collects conversions of args/kwargs and redispatch calls in one hook body, in order."""
 
     def __init__(self, hook: cst.FunctionDef, params: list[str], imports: ImportTable) -> None:
@@ -134,7 +135,7 @@ class _HookVisitor(cst.CSTVisitor):
         found: list[tuple[str, cst.CSTNode]] = []
         visitor = self
 
-        class _Find(cst.CSTVisitor):
+        class _Find(FastVisitor):
             def __init__(self) -> None:
                 self.bound: set[str] = set()  # comprehension / lambda variables over derived values
 
@@ -173,7 +174,7 @@ class _HookVisitor(cst.CSTVisitor):
                         if kind is not None:
                             found.append((kind, node))
 
-        expr.visit(_Find())
+        _Find().walk(expr)
         return found
 
     def _converter_kind(self, fn: cst.BaseExpression) -> str | None:
@@ -187,13 +188,13 @@ class _HookVisitor(cst.CSTVisitor):
             return None
         kinds: list[str] = []
 
-        class _Find(cst.CSTVisitor):
+        class _Find(FastVisitor):
             def visit_Call(self, node: cst.Call) -> None:
                 kind = conversion_kind(node)
                 if kind is not None:
                     kinds.append(kind)
 
-        body.visit(_Find())
+        _Find().walk(body)
         return kinds[0] if kinds else None
 
 
@@ -246,15 +247,15 @@ def _is_meta(expr: cst.BaseExpression) -> bool:
 def _names(expr: cst.CSTNode) -> list[str]:
     found: list[str] = []
 
-    class _Collect(cst.CSTVisitor):
+    class _Collect(FastVisitor):
         def visit_Name(self, node: cst.Name) -> None:
             found.append(node.value)
 
         def visit_Attribute(self, node: cst.Attribute) -> bool:
-            node.value.visit(self)
+            self.walk(node.value)
             return False
 
-    expr.visit(_Collect())
+    _Collect().walk(expr)
     return found
 
 
@@ -277,6 +278,7 @@ class TorchFunctionConversions(Check):
     def run(self) -> None:
         facts = self.ctx.facts
         for info in facts.classes:
+            self.ctx.enter(info.node)
             for hook_name in HOOKS:
                 hook = info.methods.get(hook_name)
                 if hook is not None:
@@ -289,7 +291,7 @@ class TorchFunctionConversions(Check):
         if len(params) < 3:
             return
         visitor = _HookVisitor(hook, params, self.ctx.facts.imports)
-        hook.visit(visitor)
+        visitor.walk(hook)
         if not visitor.redispatches:
             return
         redispatch_names: set[str] = set()

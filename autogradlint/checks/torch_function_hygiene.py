@@ -6,6 +6,7 @@ import libcst as cst
 
 from ..analysis.facts import ClassInfo
 from ..analysis.names import dotted
+from ..analysis.walk import FastVisitor
 from ..fixes import Edits, Fix
 from ..prefilter import HYGIENE
 from .base import Check
@@ -65,6 +66,7 @@ class TorchFunctionHygiene(Check):
 
     def run(self) -> None:
         for info in self.ctx.facts.classes:
+            self.ctx.enter(info.node)
             hook = info.methods.get("__torch_function__")
             if hook is None:
                 continue
@@ -113,7 +115,7 @@ class TorchFunctionHygiene(Check):
 
         func_name = params[1] if len(params) > 1 else "func"
 
-        class _Visit(cst.CSTVisitor):
+        class _Visit(FastVisitor):
             def __init__(self) -> None:
                 self.disabled = 0
                 self.func_branches = 0
@@ -168,13 +170,13 @@ class TorchFunctionHygiene(Check):
                     found.append(node)
 
         # The comprehension element is visited before its `for`: bind loop names first.
-        class _Bind(cst.CSTVisitor):
+        class _Bind(FastVisitor):
             def visit_CompFor(self, node: cst.CompFor) -> None:
                 if _mentions(node.iter, derived) and isinstance(node.target, cst.Name):
                     derived.add(node.target.value)
 
-        hook.visit(_Bind())
-        hook.visit(_Visit())
+        _Bind().walk(hook)
+        _Visit().walk(hook)
         if found:
             node = found[0]
             code = cst.Module([]).code_for_node(node)
@@ -184,7 +186,7 @@ class TorchFunctionHygiene(Check):
         params = [p.name.value for p in hook.params.params]
         names = params[1:5] if len(params) >= 5 else []  # func, types, args, kwargs
 
-        class _Find(cst.CSTVisitor):
+        class _Find(FastVisitor):
             def __init__(self) -> None:
                 self.calls: list[cst.Call] = []
 
@@ -199,7 +201,7 @@ class TorchFunctionHygiene(Check):
                     self.calls.append(node)
 
         finder = _Find()
-        hook.visit(finder)
+        finder.walk(hook)
         for call in finder.calls:
             fix = None
             if len(names) == 4:
@@ -225,11 +227,11 @@ def _is_disabler(expr: cst.BaseExpression, imports) -> bool:  # type: ignore[no-
 def _mentions(expr: cst.CSTNode, names: set[str]) -> bool:
     found = False
 
-    class _Names(cst.CSTVisitor):
+    class _Names(FastVisitor):
         def visit_Name(self, node: cst.Name) -> None:
             nonlocal found
             if node.value in names:
                 found = True
 
-    expr.visit(_Names())
+    _Names().walk(expr)
     return found

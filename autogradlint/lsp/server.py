@@ -62,7 +62,12 @@ class AutogradLintServer(LanguageServer):
             return  # half-typed code: keep the last good diagnostics
         findings: list[Finding] = []
         if result.module is not None and result.text is not None and result.violations:
-            findings = [f for f, _ in locate(result.module, result.text, result.violations, str(path))]
+            findings = [
+                f
+                for f, _ in locate(
+                    result.module, result.text, result.violations, str(path), result.starts
+                )
+            ]
         state.version = document.version
         state.findings = findings
         lines = [line.rstrip("\r\n") for line in document.lines]
@@ -214,7 +219,9 @@ def _quick_fix(source, path, config, diagnostic, document):  # type: ignore[no-u
     if result.error is not None or result.module is None or result.text is None:
         return None
     lines = [line.rstrip("\r\n") for line in document.lines]
-    for finding, violation in locate(result.module, result.text, result.violations, path):
+    for finding, violation in locate(
+        result.module, result.text, result.violations, path, result.starts
+    ):
         if finding.rule_id != diagnostic.code or violation.fix is None:
             continue
         candidate = to_diagnostic(finding, lines, document.position_codec)
@@ -232,8 +239,9 @@ def _noqa_action(uri, document, diagnostic) -> types.CodeAction:  # type: ignore
     line = document.lines[line_number].rstrip("\r\n")
     existing = re.search(r"#\s*noqa:\s*([\w,\s-]+)$", line)
     if existing:
-        codes = sorted({*(c.strip() for c in existing.group(1).split(",") if c.strip()),
-                        diagnostic.code})
+        codes = sorted(
+            {*(c.strip() for c in existing.group(1).split(",") if c.strip()), diagnostic.code}
+        )
         new_line = line[: existing.start()] + "# noqa: " + ", ".join(codes)
     else:
         new_line = f"{line}  # noqa: {diagnostic.code}"

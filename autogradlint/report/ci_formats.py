@@ -29,7 +29,9 @@ def render_github(results: list[FileResult], errors: list[FileError]) -> str:
             lines.append(f"::{level} {props}::{_escape_data(f'{f.rule_id} {f.message}')}")
     for error in errors:
         line = f",line={error.line}" if error.line else ""
-        lines.append(f"::error file={_escape_property(error.path)}{line}::{_escape_data(error.message)}")
+        lines.append(
+            f"::error file={_escape_property(error.path)}{line}::{_escape_data(error.message)}"
+        )
     return "\n".join(lines)
 
 

@@ -41,7 +41,11 @@ def render_sarif(
             "help": {"text": meta.docs, "markdown": meta.docs},
             "helpUri": meta.url,
             "defaultConfiguration": {"level": meta.severity},
-            "properties": {"family": meta.family, "fix": meta.fix, "tags": [f"family-{meta.family}"]},
+            "properties": {
+                "family": meta.family,
+                "fix": meta.fix,
+                "tags": [f"family-{meta.family}"],
+            },
         }
         for meta in rules
     ]
@@ -94,7 +98,10 @@ def render_sarif(
             "locations": [
                 {
                     "physicalLocation": {
-                        "artifactLocation": {"uri": _uri(error.path, root), "uriBaseId": "%SRCROOT%"},
+                        "artifactLocation": {
+                            "uri": _uri(error.path, root),
+                            "uriBaseId": "%SRCROOT%",
+                        },
                         **({"region": {"startLine": error.line}} if error.line else {}),
                     }
                 }

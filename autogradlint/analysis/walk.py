@@ -1,0 +1,101 @@
+"""A light tree walker for libcst nodes: the visitor protocol without libcst's rebuild machinery.
+
+libcst's `node.visit(visitor)` routes every node through `_visit_and_replace_children`, built for
+transformers; for read-only passes that is most of the cost of an analysis. `FastVisitor` keeps
+the same method names (`visit_Call(node)`, returning False to skip children, and
+`leave_Call(original_node)`), but walks the dataclass fields directly and skips whitespace.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import libcst as cst
+
+# Fields that only hold formatting: never a node any check looks at.
+_TRIVIA_PREFIXES = (
+    "whitespace",
+    "lpar",
+    "rpar",
+    "comma",
+    "leading_lines",
+    "lines_after_decorators",
+    "semicolon",
+    "newline",
+    "header",
+    "footer",
+    "colon",
+    "equal",
+    "lbracket",
+    "rbracket",
+    "lbrace",
+    "rbrace",
+    "dot",
+    "star",
+    "first_line",
+    "empty_lines",
+    "trailing_whitespace",
+    "indent",
+)
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _fields(kind: type) -> tuple[str, ...]:
+    names = _FIELDS.get(kind)
+    if names is None:
+        names = tuple(
+            f.name
+            for f in dataclasses.fields(kind)  # type: ignore[arg-type]
+            if not f.name.startswith(_TRIVIA_PREFIXES)
+        )
+        _FIELDS[kind] = names
+    return names
+
+
+def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The child nodes that carry code, in source order (formatting nodes are skipped)."""
+    for name in _fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                if isinstance(item, cst.CSTNode):
+                    yield item
+
+
+class FastVisitor:
+    """Subclass and define `visit_<Node>` / `leave_<Node>` (and optionally `on_visit`)."""
+
+    _dispatch: dict[type, tuple[Callable[..., Any] | None, Callable[..., Any] | None]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._dispatch = {}
+
+    def walk(self, node: cst.CSTNode) -> None:
+        kind = type(node)
+        handlers = self._dispatch.get(kind)
+        if handlers is None:
+            name = kind.__name__
+            handlers = (getattr(self, f"visit_{name}", None), getattr(self, f"leave_{name}", None))
+            # bound methods differ per instance: store the unbound functions
+            handlers = (
+                getattr(type(self), f"visit_{name}", None),
+                getattr(type(self), f"leave_{name}", None),
+            )
+            self._dispatch[kind] = handlers
+        on_visit = getattr(self, "on_visit", None)
+        if on_visit is not None and on_visit(node) is False:
+            return
+        visit, leave = handlers
+        if visit is not None and visit(self, node) is False:
+            if leave is not None:
+                leave(self, node)
+            return
+        for child in children(node):
+            self.walk(child)
+        if leave is not None:
+            leave(self, node)
