@@ -59,8 +59,24 @@ def _config_from_options(
 def main() -> None:
     """A static linter for custom PyTorch autograd code.
 
-    `check` and `rule` only read source: they never import or execute the code they analyse.
+    `check`, `fix`, `rule` and `lsp` only read source: they never import or execute the code
+    they analyse.
     """
+    _exit_cleanly_on_sigterm()
+
+
+def _exit_cleanly_on_sigterm() -> None:
+    """Turn SIGTERM into SystemExit, so `finally` blocks remove temporary files: an interrupted
+    `fix --apply` leaves every file either old or new, and the cache file is never partial."""
+    import signal
+
+    def handler(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    try:
+        signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread (e.g. under a test runner's worker)
+        pass
 
 
 @main.command()

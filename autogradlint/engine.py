@@ -37,6 +37,7 @@ class Analysis:
     error: FileError | None = None
     parsed: bool = False
     starts: list[int] | None = None  # first line of each of module.body's statements
+    line_map: list[int] | None = None  # module line i+1 -> original line (sliced modules)
 
 
 def analyse(
@@ -65,14 +66,29 @@ def analyse(
         return Analysis(path)
     text = source if isinstance(source, str) else _decode(raw)
     if isinstance(text, FileError):
-        return Analysis(path, error=FileError(path, text.message))
+        return Analysis(path, error=FileError(path, text.message, text.line, text.col))
     parse_input = text
     extra_triton: set[str] = set()
     starts: list[int] | None = None
+    line_map: list[int] | None = None
+    ast_error: SyntaxError | None = None
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        return Analysis(path, text=text, error=FileError(path, "source contains a NUL byte", line))
     try:
         sliced = slice_source(text, known_function_bases if mentions_index else frozenset())
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        sliced = None  # let libcst parse the whole file: it reports the error, or copes
+    except SyntaxError as exc:
+        if _nesting_depth(text) > MAX_NESTING:
+            # libcst's native parser overflows its stack on such input (a segfault, not an
+            # exception): never hand it over. CPython's message says what is wrong.
+            line, column = exc.lineno, (exc.offset or 1) - 1
+            return Analysis(
+                path, text=text, error=FileError(path, f"syntax error: {exc.msg}", line, column)
+            )
+        sliced = None  # newer syntax than this Python's ast? libcst may still cope
+        ast_error = exc
+    except (ValueError, RecursionError, MemoryError):
+        sliced = None
     else:
         if sliced is None:
             return Analysis(path, text=text)
@@ -81,13 +97,25 @@ def analyse(
         if not full:
             parse_input = sliced.source
             starts = sliced.kept_starts
+            line_map = sliced.line_map
     try:
         module = cst.parse_module(parse_input)
     except cst.ParserSyntaxError as exc:
+        if ast_error is not None:  # CPython's own message is the one people know
+            message = f"syntax error: {ast_error.msg}"
+            column = (ast_error.offset or 1) - 1
+            return Analysis(
+                path, text=text, error=FileError(path, message, ast_error.lineno, column)
+            )
+        line = (
+            line_map[exc.raw_line - 1]
+            if line_map and exc.raw_line <= len(line_map)
+            else exc.raw_line
+        )
         return Analysis(
             path,
             text=text,
-            error=FileError(path, f"syntax error: {exc.message}", exc.raw_line, exc.raw_column),
+            error=FileError(path, f"syntax error: {exc.message}", line, exc.raw_column),
         )
     except RecursionError:
         return Analysis(path, text=text, error=FileError(path, "too deeply nested to parse"))
@@ -111,8 +139,30 @@ def analyse(
     if starts is not None and len(starts) != len(module.body):
         starts = None  # e.g. `a = 1; b = 2`: fall back to a whole-module position pass
     return Analysis(
-        path, text=text, module=module, violations=ctx.violations, parsed=True, starts=starts
+        path,
+        text=text,
+        module=module,
+        violations=ctx.violations,
+        parsed=True,
+        starts=starts,
+        line_map=line_map,
     )
+
+
+MAX_NESTING = 200  # CPython's own parser refuses deeper bracket nesting
+
+
+def _nesting_depth(text: str) -> int:
+    """The deepest bracket nesting (strings are not skipped: an upper bound is enough here)."""
+    depth = deepest = 0
+    for char in text:
+        if char in "([{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif char in ")]}":
+            depth = max(0, depth - 1)
+    return deepest
 
 
 def _top_level_index(module: cst.Module) -> dict[int, int]:
@@ -148,7 +198,9 @@ def lint_source(
         return FileResult(path, error=result.error, parsed=result.parsed)
     if not result.violations or result.module is None or result.text is None:
         return FileResult(path, parsed=result.parsed)
-    located = locate(result.module, result.text, result.violations, path, result.starts)
+    located = locate(
+        result.module, result.text, result.violations, path, result.starts, result.line_map
+    )
     return FileResult(path, findings=[finding for finding, _ in located], parsed=True)
 
 
@@ -156,13 +208,28 @@ def _decode(raw: bytes) -> str | FileError:
     """Decode like Python does: BOM, then a PEP 263 coding cookie, else UTF-8."""
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
-        return raw.decode(encoding)
-    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
+    except (SyntaxError, LookupError) as exc:
         return FileError("", f"cannot decode: {exc}")
+    try:
+        return raw.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1)
+        byte = raw[exc.start : exc.start + 1].hex()
+        return FileError(
+            "",
+            f"cannot decode as {encoding}: byte 0x{byte} at line {line}, column {column + 1} "
+            "(declare the encoding with a `# -*- coding: ... -*-` line)",
+            line,
+            column,
+        )
 
 
 def _positions(
-    module: cst.Module, violations: list[Violation], starts: list[int] | None
+    module: cst.Module,
+    violations: list[Violation],
+    starts: list[int] | None,
+    line_map: list[int] | None = None,
 ) -> dict[int, tuple[int, int, int, int]]:
     """(line, col, end_line, end_col) by node id, for the nodes violations point at.
 
@@ -174,9 +241,18 @@ def _positions(
     out: dict[int, tuple[int, int, int, int]] = {}
     if starts is None or any(v.top is None for v in violations):
         positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+        def original(line: int) -> int:
+            return line_map[line - 1] if line_map and 0 < line <= len(line_map) else line
+
         for key, node in wanted.items():
             where = positions[node]
-            out[key] = (where.start.line, where.start.column, where.end.line, where.end.column)
+            out[key] = (
+                original(where.start.line),
+                where.start.column,
+                original(where.end.line),
+                where.end.column,
+            )
         return out
     for top in sorted({v.top for v in violations if v.top is not None}):
         stmt = module.body[top]
@@ -195,7 +271,7 @@ def _positions(
                 )
     missing = [node for key, node in wanted.items() if key not in out]
     if missing:  # a node outside the statement we expected: use the exact, slower pass
-        return _positions(module, violations, None)
+        return _positions(module, violations, None, line_map)
     return out
 
 
@@ -205,10 +281,11 @@ def locate(
     violations: list[Violation],
     path: str,
     starts: list[int] | None = None,
+    line_map: list[int] | None = None,
 ) -> list[tuple[Finding, Violation]]:
     """Positions for unsuppressed violations; only files with findings pay for positions."""
     rules = all_rules()
-    positions = _positions(module, violations, starts)
+    positions = _positions(module, violations, starts, line_map)
     suppressions = parse_suppressions(text)
     findings: dict[tuple[str, int, int], tuple[Finding, Violation]] = {}
     for violation in violations:

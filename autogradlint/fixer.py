@@ -46,7 +46,7 @@ def fix_text(
         return FixOutcome(text, error=first.error.describe())
     if first.module is None or first.text is None or not first.violations:
         return FixOutcome(text)
-    located = locate(first.module, first.text, first.violations, path, first.starts)
+    located = locate(first.module, first.text, first.violations, path, first.starts, first.line_map)
     if not any(v.fix is not None and (v.fix.safety == "safe" or unsafe) for _, v in located):
         return FixOutcome(text, remaining=[finding for finding, _ in located])
     for attempt in range(max_passes):
@@ -62,7 +62,9 @@ def fix_text(
             )
         if result.module is None or not result.violations:
             return FixOutcome(current, applied)
-        located = locate(result.module, current, result.violations, path, result.starts)
+        located = locate(
+            result.module, current, result.violations, path, result.starts, result.line_map
+        )
         wanted = [
             (finding, violation)
             for finding, violation in located
@@ -103,7 +105,9 @@ def single_fix_edits(
     if result.module is None or result.error is not None:
         return {}
     out: dict[tuple[str, str, int, int], dict[str, object]] = {}
-    for finding, violation in locate(result.module, text, result.violations, path, result.starts):
+    for finding, violation in locate(
+        result.module, text, result.violations, path, result.starts, result.line_map
+    ):
         if violation.fix is None:
             continue
         new, applied = apply_fixes(result.module, [violation.fix])

@@ -96,7 +96,12 @@ def discover(paths: Sequence[str], config: Config, respect_gitignore: bool = Tru
             for found in _walk(raw, config, respect_gitignore, errors):
                 add(found)
         else:
-            errors.append(FileError(raw, "not a regular file or directory (a broken link?)"))
+            try:
+                os.stat(raw)
+                reason = "not a regular file or directory"
+            except OSError as exc:  # ELOOP for a symlink loop, ENOENT for a dangling link
+                reason = f"cannot open: {exc.strerror}"
+            errors.append(FileError(raw, reason))
     return Discovery(files, errors)
 
 

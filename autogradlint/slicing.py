@@ -26,6 +26,8 @@ class Slice:
     # the engine places findings from these without a whole-module PositionProvider pass.
     kept_starts: list[int] = field(default_factory=list)
     all_starts: list[int] = field(default_factory=list)
+    # The slice holds only the kept lines; line_map[i] is the original number of its line i+1.
+    line_map: list[int] = field(default_factory=list)
 
 
 HOOKS = frozenset({"__torch_function__", "__torch_dispatch__"})
@@ -228,13 +230,14 @@ def slice_source(text: str, known_functions: frozenset[str] = frozenset()) -> Sl
             for start, end in ranges:
                 for number in range(start, end + 1):
                     keep[number] = True
+    # Dropped lines are left out entirely (libcst tokenises blank lines too: a 5 MB file would
+    # cost seconds); positions are mapped back through line_map / the statement starts.
     out: list[str] = []
+    line_map: list[int] = []
     for number, line in enumerate(lines, start=1):
         if keep[number]:
-            out.append(line)
-        else:
-            stripped = line.rstrip("\r\n")
-            out.append(line[len(stripped) :] or "\n")
+            out.append(line if line.endswith(("\n", "\r")) else line + "\n")
+            line_map.append(number)
     starts = sorted({_span(stmt)[0] for stmt in tree.body})
     kept = [start for start in starts if keep[start]]
-    return Slice("".join(out), triton, kept, starts)
+    return Slice("".join(out), triton, kept, starts, line_map)

@@ -112,6 +112,11 @@ def test_fix_round_trip_on_a_copy_of_the_corpus(corpus: Path, tmp_path: Path) ->
     changed = sorted(name for name in before if before[name] != after[name])
     print(f"\nfix --apply --unsafe-fixes changed {len(changed)} corpus files")
     assert changed, "the corpus has fixable findings: something should have changed"
+    # every other file is byte-identical: only files the summary names as fixed changed
+    import re
+
+    reported = re.search(r"Fixed \d+ findings? in (\d+) files?", first.output)
+    assert reported is not None and int(reported.group(1)) == len(changed), first.output
     for name in changed:
         cst.parse_module(after[name])  # every written file parses
     second = runner.invoke(

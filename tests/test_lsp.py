@@ -207,3 +207,20 @@ async def test_config_change_is_picked_up_without_restart(
     )
     await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     assert not client.diagnostics[uri]
+
+
+async def test_server_never_executes_the_document(client: LanguageClient, tmp_path: Path) -> None:
+    marker = tmp_path / "EXECUTED"
+    trap = f"import pathlib\npathlib.Path({str(marker)!r}).write_text('x')\n" + BUG
+    uri = await _open(client, tmp_path / "trap.py", trap)
+    await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(
+                start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)
+            ),
+            context=types.CodeActionContext(diagnostics=list(client.diagnostics[uri])),
+        )
+    )
+    assert [d.code for d in client.diagnostics[uri]] == ["AGL101"]
+    assert not marker.exists()

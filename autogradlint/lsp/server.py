@@ -65,7 +65,12 @@ class AutogradLintServer(LanguageServer):
             findings = [
                 f
                 for f, _ in locate(
-                    result.module, result.text, result.violations, str(path), result.starts
+                    result.module,
+                    result.text,
+                    result.violations,
+                    str(path),
+                    result.starts,
+                    result.line_map,
                 )
             ]
         state.version = document.version
@@ -220,7 +225,7 @@ def _quick_fix(source, path, config, diagnostic, document):  # type: ignore[no-u
         return None
     lines = [line.rstrip("\r\n") for line in document.lines]
     for finding, violation in locate(
-        result.module, result.text, result.violations, path, result.starts
+        result.module, result.text, result.violations, path, result.starts, result.line_map
     ):
         if finding.rule_id != diagnostic.code or violation.fix is None:
             continue

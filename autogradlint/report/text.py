@@ -83,6 +83,12 @@ def render_text(
         console.print(
             f"All checks passed! ({checked} file{'s' * (checked != 1)} checked)", highlight=False
         )
+    else:
+        console.print(
+            f"No problems found in {checked} file{'s' * (checked != 1)} checked, but "
+            f"{len(errors)} could not be checked (see the errors below).",
+            highlight=False,
+        )
 
 
 def render_concise(console: Console, results: list[FileResult]) -> None:
