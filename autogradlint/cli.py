@@ -119,6 +119,12 @@ def _exit_cleanly_on_sigterm() -> None:
     envvar="AUTOGRADLINT_CACHE_DIR",
     help="Where the cache lives (default: .autogradlint_cache beside the config).",
 )
+@click.option(
+    "--confirm",
+    "confirm_findings",
+    is_flag=True,
+    help="Also EXECUTE flagged classes to confirm findings at runtime (see `confirm`).",
+)
 @click.option("--fix", is_flag=True, help="Apply fixes first (same as `autogradlint fix --apply`).")
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix: also apply unsafe fixes.")
 def check(
@@ -138,6 +144,7 @@ def check(
     write_baseline: str | None,
     no_cache: bool,
     cache_dir: str | None,
+    confirm_findings: bool,
     fix: bool,
     unsafe_fixes: bool,
 ) -> None:
@@ -220,10 +227,21 @@ def check(
         if dropped and output_format == "text":
             err.print(f"{dropped} finding{'s' * (dropped != 1)} recorded in {baseline} not shown.")
 
+    outcomes = []
+    if confirm_findings:
+        from .confirm.plan import plan
+        from .confirm.run import confirm as run_confirm
+
+        outcomes = run_confirm(
+            plan(results, config, include_clean=False),
+            ["cpu", "cuda"],
+            config.confirm_timeout or 240.0,
+            dict(config.confirm_factories),
+        )
     if output_format == "json":
         from .report.json_format import render_json
 
-        click.echo(render_json(results))
+        click.echo(render_json(results, outcomes))
     elif output_format == "concise":
         from .report.text import render_concise
 
@@ -244,6 +262,10 @@ def check(
         from .report.text import render_text
 
         render_text(out, results, errors, sources, statistics=statistics)
+        if outcomes:
+            from .report.confirm_table import render_confirm_table
+
+            render_confirm_table(out, outcomes, ["cpu", "cuda"])
     for error in errors:
         err.print(f"[bold red]error[/]: {error.describe()}", soft_wrap=True)
     if errors:
@@ -564,3 +586,83 @@ def lsp() -> None:
         )
         sys.exit(EXIT_ERROR)
     run()
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option(
+    "--device",
+    type=click.Choice(["cpu", "cuda", "all"]),
+    default="all",
+    show_default=True,
+    help="Where to run the probes.",
+)
+@click.option("--timeout", type=float, help="Seconds per probe subprocess (default 240).")
+@click.option(
+    "--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@click.option("--select", multiple=True, help="Only findings of these rules.")
+@click.option("--ignore", multiple=True)
+@click.option("--config", "config_file", type=click.Path(dir_okay=False))
+@click.option("--no-clean", is_flag=True, help="Do not probe classes without findings.")
+def confirm(
+    paths: tuple[str, ...],
+    device: str,
+    timeout: float | None,
+    output_format: str,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    config_file: str | None,
+    no_clean: bool,
+) -> None:
+    """EXECUTE flagged code to confirm findings at runtime (families A, B, C and AGL401).
+
+    Unlike every other command this imports and runs the code under PATHS: each probe runs in a
+    fresh subprocess with a timeout. It needs torch (`pip install 'autogradlint[confirm]'`).
+    Verdicts per class and device: confirmed, not_reproduced or could_not_run. Classes without
+    findings are probed too (unless --no-clean), so that a clean verdict is evidence as well.
+    """
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        err.print(
+            "[bold red]error[/]: the confirmer needs torch: "
+            "`pip install 'autogradlint[confirm]'` (or `pip install torch`)"
+        )
+        sys.exit(EXIT_ERROR)
+    paths = paths or (".",)
+    try:
+        config = _config_from_options(config_file, paths, select, (), ignore)
+    except ConfigError as exc:
+        err.print(f"[bold red]error[/]: {exc}")
+        sys.exit(EXIT_ERROR)
+    from .confirm.plan import plan
+    from .confirm.run import DEVICE_CHOICES
+    from .confirm.run import confirm as run_confirm
+
+    found = discover_files(paths, config)
+    results = lint_paths(found.files, config)
+    errors = list(found.errors) + [r.error for r in results if r.error is not None]
+    targets = plan(results, config, include_clean=not no_clean)
+    devices = DEVICE_CHOICES[device]
+    outcomes = run_confirm(
+        targets,
+        devices,
+        timeout or config.confirm_timeout or 240.0,
+        dict(config.confirm_factories),
+    )
+    if output_format == "json":
+        from .report.confirm_table import render_confirm_json
+
+        click.echo(render_confirm_json(outcomes))
+    else:
+        from .report.confirm_table import render_confirm_table
+
+        render_confirm_table(Console(highlight=False), outcomes, devices)
+    for error in errors:
+        err.print(f"[bold red]error[/]: {error.describe()}")
+    if errors:
+        sys.exit(EXIT_ERROR)
+    confirmed = any(o.verdict == "confirmed" and o.target.findings for o in outcomes)
+    sys.exit(EXIT_FINDINGS if confirmed else EXIT_CLEAN)

@@ -34,6 +34,7 @@ KNOWN_KEYS = {
     "writing-extensions",
     "guard-decorators",
     "extension-loaders",
+    "confirm",
 }
 DEFAULT_EXCLUDE = (
     ".bzr",
@@ -77,6 +78,9 @@ class Config:
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     extend_exclude: tuple[str, ...] = ()
     settings: Settings = field(default_factory=Settings)
+    # [tool.autogradlint.confirm]: input factories by "module:Class", and the probe timeout
+    confirm_factories: tuple[tuple[str, str], ...] = ()
+    confirm_timeout: float | None = None
 
     def enabled_rules(self) -> frozenset[str]:
         return expand_selectors(self.select + self.extend_select) - expand_selectors(self.ignore)
@@ -190,7 +194,12 @@ def from_mapping(data: Any, origin: str, root: Path) -> Config:
             f"{origin}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(KNOWN_KEYS))})"
         )
     config = Config(root=root, source=Path(origin))
-    lists = {key: _str_list(data[key], key, origin) for key in data if key != "per-file-ignores"}
+    lists = {
+        key: _str_list(data[key], key, origin)
+        for key in data
+        if key not in ("per-file-ignores", "confirm")
+    }
+    factories, timeout = _confirm_table(data.get("confirm", {}), origin)
     for key in ("select", "extend-select", "ignore"):
         if key in lists:
             try:
@@ -237,7 +246,27 @@ def from_mapping(data: Any, origin: str, root: Path) -> Config:
         exclude=lists.get("exclude", config.exclude),
         extend_exclude=lists.get("extend-exclude", ()),
         settings=settings,
+        confirm_factories=factories,
+        confirm_timeout=timeout,
     )
+
+
+def _confirm_table(table: Any, origin: str) -> tuple[tuple[tuple[str, str], ...], float | None]:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{origin}: `confirm` must be a table")
+    unknown = sorted(set(table) - {"factories", "timeout"})
+    if unknown:
+        raise ConfigError(f"{origin}: unknown key(s) confirm.{', confirm.'.join(unknown)}")
+    factories = table.get("factories", {})
+    if not isinstance(factories, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and ":" in k and ":" in v
+        for k, v in factories.items()
+    ):
+        raise ConfigError(f'{origin}: `confirm.factories` maps "module:Class" to "module:function"')
+    timeout = table.get("timeout")
+    if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
+        raise ConfigError(f"{origin}: `confirm.timeout` must be a positive number of seconds")
+    return tuple(sorted(factories.items())), float(timeout) if timeout is not None else None
 
 
 def load_file(path: Path) -> Config | None:

@@ -306,6 +306,7 @@ def locate(
             end_col=end_col,
             fix_safety=meta.fix,
             fixable=violation.fix.safety if violation.fix is not None else None,
+            subject=violation.subject,
         )
         findings.setdefault((meta.id, finding.line, finding.col), (finding, violation))
     return sorted(findings.values(), key=lambda pair: pair[0].sort_key)

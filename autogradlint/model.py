@@ -22,6 +22,7 @@ class Violation:
     anchor: cst.CSTNode | None = None
     fix: Fix | None = None
     top: int | None = None  # index of the module statement holding it (None: unknown)
+    subject: str | None = None  # the class it is about
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Finding:
     end_col: int
     fix_safety: str = "none"  # safe | unsafe | none: what the rule offers
     fixable: str | None = None  # safe | unsafe when this very finding has a fix
+    subject: str | None = None  # the class the finding is about (for the runtime confirmer)
 
     @property
     def sort_key(self) -> tuple[str, int, int, str]:

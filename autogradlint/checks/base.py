@@ -27,10 +27,12 @@ class CheckContext:
     _flows: dict[int, MethodFlow] = field(default_factory=dict)
     top_of: dict[int, int] = field(default_factory=dict)  # id(class node) -> module stmt index
     current_top: int | None = None  # set by checks while they examine one class
+    current_subject: str | None = None  # that class's name (what the confirmer imports)
 
-    def enter(self, class_node: cst.CSTNode | None) -> None:
-        """Checks call this per class so violations know their top-level statement."""
+    def enter(self, class_node: cst.ClassDef | None) -> None:
+        """Checks call this per class so violations know their top-level statement and class."""
         self.current_top = None if class_node is None else self.top_of.get(id(class_node))
+        self.current_subject = None if class_node is None else class_node.name.value
 
     def flow(self, function: cst.FunctionDef) -> MethodFlow:
         """The ordered pass over one method, computed once however many checks ask."""
@@ -68,7 +70,15 @@ class Check:
             return
         meta = all_rules()[rule_id]
         self.ctx.violations.append(
-            Violation(rule_id, meta.format(**fields), node, anchor, fix, self.ctx.current_top)
+            Violation(
+                rule_id,
+                meta.format(**fields),
+                node,
+                anchor,
+                fix,
+                self.ctx.current_top,
+                self.ctx.current_subject,
+            )
         )
 
     def run(self) -> None:  # pragma: no cover - interface

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from ..meta import all_rules
 from ..model import FileResult
 
 
-def render_json(results: list[FileResult]) -> str:
+def render_json(results: list[FileResult], outcomes: list[Any] | None = None) -> str:
     rules = all_rules()
+    verdicts: dict[int, dict[str, Any]] = {}
+    for outcome in outcomes or []:
+        for finding in outcome.target.findings:
+            verdicts[id(finding)] = {"verdict": outcome.verdict, "devices": outcome.devices}
     items = []
     for result in results:
         for f in result.findings:
@@ -28,6 +33,7 @@ def render_json(results: list[FileResult]) -> str:
                     "fix": None,
                     "fix_safety": f.fix_safety,
                     "url": rules[f.rule_id].url,
+                    **({"confirm": verdicts[id(f)]} if id(f) in verdicts else {}),
                 }
             )
     return json.dumps(items, indent=2)

@@ -1,0 +1,366 @@
+"""Runs inside the confirmer's subprocess: imports the target and runs one family's probe.
+
+Protocol (from the verified prototype, semantics "Common confirmer contract"): `@@MARK <step>`
+lines, flushed, before each probe step; then one JSON line {"verdict", "evidence", "torch",
+"devices"}. Usage: python -m autogradlint.confirm.child KIND module:Qualname DEVICES [factory]
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+CONFIRMED, NOT_REPRODUCED, COULD_NOT_RUN = "confirmed", "not_reproduced", "could_not_run"
+
+
+def mark(step: str) -> None:
+    print(f"@@MARK {step}", flush=True)
+
+
+def load(target: str) -> Any:
+    module, _, qualname = target.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+def default_inputs(fn: Any, dtype: Any, device: str, shape: tuple[int, ...]) -> list[Any]:
+    """One small float tensor per required forward input (after ctx)."""
+    import inspect
+
+    import torch
+
+    params = list(inspect.signature(fn.forward).parameters.values())
+    # With the setup_context style forward has no ctx; torch's base class defines a stub.
+    stub = torch.autograd.Function.setup_context
+    uses_setup_context = getattr(fn, "setup_context", stub) is not stub
+    if params and not uses_setup_context:
+        params = params[1:]
+    required = [
+        p
+        for p in params
+        if p.default is inspect.Parameter.empty and p.kind is p.POSITIONAL_OR_KEYWORD
+    ]
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        raise TypeError("forward takes *args: inputs cannot be synthesised")
+    if len(shape) == 1:
+        base = torch.tensor([0.5, 1.0, 1.5], dtype=dtype, device=device)
+    else:
+        base = torch.linspace(0.5, 1.5, steps=shape[0] * shape[1], dtype=dtype, device=device)
+        base = base.reshape(shape)
+    return [base.clone() for _ in required]
+
+
+def inputs_for(
+    fn: Any, factory: Callable[..., Any] | None, dtype: Any, device: str, shape: tuple[int, ...]
+) -> list[Any]:
+    if factory is not None:
+        made = factory(dtype=dtype, device=device)
+        return list(made) if isinstance(made, (tuple, list)) else [made]
+    return default_inputs(fn, dtype, device, shape)
+
+
+def probe_a(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> dict[str, Any]:
+    """Graph building in backward: first order via grad and .backward(), leaks, (grad)gradcheck."""
+    import torch
+
+    per_device: dict[str, Any] = {}
+    for dev in devices:
+        ev: list[str] = []
+
+        def fresh(leaf: bool = True, dev: str = dev) -> tuple[Any, list[Any]]:
+            args = inputs_for(fn, factory, torch.float64, dev, (3,))
+            w = args[0].detach().requires_grad_(True)
+            args[0] = w if leaf else w * 1.0
+            return w, args
+
+        try:
+            fresh()
+        except Exception as exc:  # noqa: BLE001
+            per_device[dev] = {
+                "verdict": COULD_NOT_RUN,
+                "evidence": [f"could not build inputs: {first_line(exc)}"],
+            }
+            continue
+        for cg in (False, True):
+            mark(f"A grad {dev} create_graph={cg}")
+            w, args = fresh()
+            try:
+                g_grad = torch.autograd.grad(fn.apply(*args).sum(), w, create_graph=cg)[0].detach()
+                if w.grad is not None:
+                    ev.append(
+                        f"create_graph={cg}: torch.autograd.grad populated the input's .grad "
+                        "(a nested backward leaks into the caller's leaves)"
+                    )
+            except Exception as exc:  # noqa: BLE001
+                ev.append(f"create_graph={cg}: torch.autograd.grad raised {first_line(exc)}")
+                continue
+            mark(f"A backward {dev} create_graph={cg}")
+            w, args = fresh()
+            try:
+                fn.apply(*args).sum().backward(create_graph=cg)
+                got = None if w.grad is None else w.grad.detach()
+                if got is None or not torch.allclose(got, g_grad):
+                    ev.append(
+                        f"create_graph={cg}: .backward() gave "
+                        f"{None if got is None else got.tolist()} but torch.autograd.grad "
+                        f"gave {g_grad.tolist()}"
+                    )
+            except Exception as exc:  # noqa: BLE001
+                ev.append(f"create_graph={cg}: .backward() raised {first_line(exc)}")
+        mark(f"A non-leaf {dev}")
+        w, args = fresh(leaf=False)
+        try:
+            fn.apply(*args).sum().backward()
+        except Exception as exc:  # noqa: BLE001
+            ev.append(f"non-leaf input: .backward() raised {first_line(exc)}")
+        mark(f"A gradcheck {dev}")
+        w, args = fresh()
+        for name, check in (
+            ("gradcheck", torch.autograd.gradcheck),
+            ("gradgradcheck", torch.autograd.gradgradcheck),
+        ):
+            try:
+
+                def call(x: Any, args: list[Any] = args) -> Any:
+                    return fn.apply(x, *args[1:])
+
+                if not check(call, (w,), raise_exception=False):
+                    ev.append(f"{name} failed (numerical and analytical gradients differ)")
+            except Exception as exc:  # noqa: BLE001
+                ev.append(f"{name} raised {first_line(exc)}")
+        if ev and all("gradgradcheck" in e for e in ev):
+            ev.append("scope: double-backward only (first-order gradients are correct)")
+        per_device[dev] = {"verdict": CONFIRMED if ev else NOT_REPRODUCED, "evidence": ev}
+    return per_device
+
+
+def probe_b(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> dict[str, Any]:
+    """Grads to compiled code: the same values in four layouts; the grad's bytes before/after."""
+    import torch
+
+    per_device: dict[str, Any] = {}
+    for dev in devices:
+        ev: list[str] = []
+        try:
+            args = inputs_for(fn, factory, torch.float32, dev, (4, 6))
+            out = fn.apply(*[a.detach().requires_grad_(True) for a in args])
+            shape = tuple(out.shape)
+        except Exception as exc:  # noqa: BLE001
+            per_device[dev] = {
+                "verdict": COULD_NOT_RUN,
+                "evidence": [f"could not run forward: {first_line(exc)}"],
+            }
+            continue
+        torch.manual_seed(0)
+        dense = torch.randn(shape, device=dev)
+        layouts: dict[str, tuple[Any, Any]] = {
+            "dense": (dense.clone(), dense),
+            "expanded (stride 0, as from out.sum())": (
+                torch.full((), 1.5, device=dev).expand(shape),
+                torch.full(shape, 1.5, device=dev),
+            ),
+            "offset slice": (
+                torch.cat([torch.randn((1, *shape[1:]), device=dev), dense])[1:],
+                dense,
+            ),
+        }
+        if len(shape) == 2:
+            layouts["transposed"] = (dense.t().contiguous().t(), dense)
+        for name, (g, reference) in layouts.items():
+            mark(f"B layout {name} {dev}")
+            x = [a.detach().clone().requires_grad_(True) for a in args]
+            try:
+                before = g.detach().contiguous().view(torch.uint8).clone()
+                version = g._version
+                got = torch.autograd.grad(fn.apply(*x), x[0], grad_outputs=g)[0]
+                x2 = [a.detach().clone().requires_grad_(True) for a in args]
+                want = torch.autograd.grad(
+                    fn.apply(*x2),
+                    x2[0],
+                    grad_outputs=reference.clone(memory_format=torch.contiguous_format),
+                )[0]
+                if not torch.allclose(got, want, equal_nan=True):
+                    ev.append(
+                        f"grad_output {name} (stride {tuple(g.stride())}): the result "
+                        "differs from the run on a contiguous copy of the same values"
+                    )
+                if not torch.equal(before, g.detach().contiguous().view(torch.uint8)):
+                    ev.append(
+                        f"grad_output {name}: backward wrote into its incoming gradient "
+                        f"(version {version} -> {g._version}; an unchanged version means "
+                        "a raw pointer write)"
+                    )
+            except Exception as exc:  # noqa: BLE001
+                ev.append(f"grad_output {name}: raised {first_line(exc)}")
+        per_device[dev] = {"verdict": CONFIRMED if ev else NOT_REPRODUCED, "evidence": ev}
+    return per_device
+
+
+def probe_c(cls: Any, devices: list[str], factory: Callable[..., Any] | None) -> dict[str, Any]:
+    """dtype/device changes in overrides: the same ops plain and wrapped, true dtype/device."""
+    import torch
+    import torch.nn.functional as F
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Copies(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.n = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            self.n += func is torch.ops.aten._to_copy.default
+            return func(*args, **(kwargs or {}))
+
+    is_mode = isinstance(cls, type) and issubclass(cls, (TorchFunctionMode, TorchDispatchMode))
+    ops: dict[str, Callable[..., Any]] = {
+        "F.linear": lambda a, w, b, t: F.linear(a, w, b),
+        "F.linear+F.cross_entropy": lambda a, w, b, t: F.cross_entropy(F.linear(a, w, b), t),
+        "torch.matmul": lambda a, w, b, t: torch.matmul(a, w.t()),
+        "torch.add": lambda a, w, b, t: torch.add(a, 1.0),
+        "F.layer_norm": lambda a, w, b, t: F.layer_norm(a, (a.shape[-1],)),
+    }
+
+    def true_meta(t: Any) -> tuple[str, str] | None:
+        # never read dtype through the override: it misreports (semantics C1.3, C2.5)
+        with torch._C.DisableTorchFunction():
+            return (str(t.dtype), str(t.device)) if isinstance(t, torch.Tensor) else None
+
+    per_device: dict[str, Any] = {}
+    for dev in devices:
+        ev: list[str] = []
+        inconclusive: list[str] = []
+        for dt in (torch.float16, torch.bfloat16, torch.float32):
+            torch.manual_seed(0)
+            a = torch.randn(4, 8, dtype=dt, device=dev)
+            w = torch.randn(3, 8, dtype=dt, device=dev)
+            b = torch.randn(3, dtype=dt, device=dev)
+            t = torch.tensor([0, 1, 2, 0], device=dev)
+            for name, op in ops.items():
+                mark(f"C {name} {dt} {dev}")
+                try:
+                    plain = op(a, w, b, t)
+                except Exception:  # noqa: BLE001 - unsupported on this dtype/device: skip
+                    continue
+                copies = Copies()
+                try:
+                    if is_mode:
+                        with cls(), copies:
+                            wrapped = op(a, w, b, t)
+                    else:
+                        wrapped_a = factory(a) if factory is not None else a.as_subclass(cls)
+                        with copies:
+                            wrapped = op(wrapped_a, w, b, t)
+                except Exception as exc:  # noqa: BLE001
+                    message = first_line(exc)
+                    keys = (
+                        "same dtype",
+                        "scalar type",
+                        "mixed dtype",
+                        "same device",
+                        "expected device",
+                    )
+                    if any(k in message for k in keys):
+                        ev.append(f"{dt} {name}: plain ok, wrapped raised {message}")
+                    else:
+                        inconclusive.append(f"{dt} {name}: wrapped raised {message}")
+                    continue
+                if true_meta(plain) != true_meta(wrapped):
+                    ev.append(
+                        f"{dt} {name}: plain {true_meta(plain)}, wrapped "
+                        f"{true_meta(wrapped)}; extra _to_copy={copies.n}"
+                    )
+        if ev:
+            per_device[dev] = {"verdict": CONFIRMED, "evidence": ev}
+        elif inconclusive:
+            per_device[dev] = {
+                "verdict": COULD_NOT_RUN,
+                "evidence": [
+                    "wrapped inputs could not be exercised (name a factory in "
+                    "[tool.autogradlint.confirm]):",
+                    *inconclusive[:3],
+                ],
+            }
+        else:
+            per_device[dev] = {"verdict": NOT_REPRODUCED, "evidence": []}
+    return per_device
+
+
+def probe_arity(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> dict[str, Any]:
+    """The backward gradient count: run backward once and look for PyTorch's own error."""
+    import torch
+
+    per_device: dict[str, Any] = {}
+    for dev in devices:
+        mark(f"arity {dev}")
+        try:
+            args = [
+                a.requires_grad_(True)
+                if isinstance(a, torch.Tensor) and a.is_floating_point()
+                else a
+                for a in inputs_for(fn, factory, torch.float64, dev, (3,))
+            ]
+        except Exception as exc:  # noqa: BLE001
+            per_device[dev] = {
+                "verdict": COULD_NOT_RUN,
+                "evidence": [f"could not build inputs: {first_line(exc)}"],
+            }
+            continue
+        try:
+            fn.apply(*args).sum().backward()
+            per_device[dev] = {"verdict": NOT_REPRODUCED, "evidence": []}
+        except RuntimeError as exc:
+            if "incorrect number of gradients" in str(exc):
+                per_device[dev] = {"verdict": CONFIRMED, "evidence": [first_line(exc)]}
+            else:
+                per_device[dev] = {"verdict": COULD_NOT_RUN, "evidence": [first_line(exc)]}
+    return per_device
+
+
+PROBES = {"A": probe_a, "B": probe_b, "C": probe_c, "arity": probe_arity}
+
+
+def main(argv: list[str]) -> None:
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    kind, target, devices_arg = argv[:3]
+    factory_spec = argv[3] if len(argv) > 3 else ""
+    mark("import torch")
+    import torch
+
+    devices = [d for d in devices_arg.split(",") if d]
+    if "cuda" in devices and not torch.cuda.is_available():
+        devices.remove("cuda")
+    mark(f"import {target}")
+    try:
+        obj = load(target)
+        factory = load(factory_spec) if factory_spec else None
+    except Exception as exc:  # noqa: BLE001
+        print(
+            json.dumps(
+                {
+                    "verdict": COULD_NOT_RUN,
+                    "evidence": [f"import failed: {first_line(exc)}"],
+                    "devices": {},
+                }
+            ),
+            flush=True,
+        )
+        return
+    per_device = PROBES[kind](obj, devices, factory)
+    print(json.dumps({"devices": per_device, "torch": torch.__version__}), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,160 @@
+"""The runtime confirmer: buggy examples confirmed, fixed twins not reproduced, hangs and crashes
+contained; CUDA probes run only where a GPU is."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from autogradlint.cli import main
+from autogradlint.confirm.plan import Target, module_name
+from autogradlint.confirm.run import confirm, run_target
+
+torch = pytest.importorskip("torch", reason="the confirmer needs torch")
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+@pytest.mark.slow
+def test_confirm_examples_json() -> None:
+    """Every buggy example is confirmed on CPU and every fixed twin is not reproduced (the
+    family-B pair builds the C++ extension once; cached afterwards)."""
+    result = CliRunner().invoke(
+        main, ["confirm", "--device", "cpu", "--output-format", "json", str(EXAMPLES)]
+    )
+    assert result.exit_code == 1, result.output  # confirmed findings
+    rows = {(r["target"], r["probe"]): r for r in json.loads(result.stdout)}
+    expected = {
+        ("reentrant_bug:SoftplusRecompute", "A"): "confirmed",
+        ("reentrant_bug:CubeInnerBackward", "A"): "confirmed",
+        ("reentrant_fixed:SoftplusRecompute", "A"): "not_reproduced",
+        ("reentrant_fixed:CubeInnerBackward", "A"): "not_reproduced",
+        ("extension_grads_bug:Scale", "B"): "confirmed",
+        ("extension_grads_bug:ScaleInPlace", "B"): "confirmed",
+        ("extension_grads_fixed:Scale", "B"): "not_reproduced",
+        ("extension_grads_fixed:ScaleInPlace", "B"): "not_reproduced",
+        ("torch_function_bug:UpcastTensor", "C"): "confirmed",
+        ("torch_function_fixed:UpcastTensor", "C"): "not_reproduced",
+    }
+    assert {key: row["verdict"] for key, row in rows.items()} == expected
+    softplus = rows[("reentrant_bug:SoftplusRecompute", "A")]["devices"]["cpu"]["evidence"]
+    assert any("element 0 of tensors does not require grad" in line for line in softplus)
+    writer = rows[("extension_grads_bug:ScaleInPlace", "B")]["devices"]["cpu"]["evidence"]
+    assert any("version 0 -> 0" in line for line in writer)  # a raw write, not an ATen op
+
+
+def test_text_table_and_cuda_not_run(tmp_path: Path) -> None:
+    module = tmp_path / "upcast.py"
+    module.write_text((EXAMPLES / "torch_function_bug.py").read_text())
+    result = CliRunner().invoke(main, ["confirm", "--device", "all", str(module)])
+    assert "confirmed" in result.output
+    if not torch.cuda.is_available():
+        assert "cuda not run (no such device on this machine)" in result.output
+
+
+def _target(tmp_path: Path, source: str, kind: str, name: str) -> Target:
+    path = tmp_path / "targets_mod.py"
+    path.write_text(textwrap.dedent(source))
+    root, module = module_name(path)
+    return Target(kind, str(path), 1, module, name, root)
+
+
+BASE = """
+    import os
+    import signal
+    import torch
+
+    class Hangs(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            while True:
+                pass
+
+    class Crashes(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            os.kill(os.getpid(), signal.SIGSEGV)
+"""
+
+
+def test_a_hanging_target_could_not_run(tmp_path: Path) -> None:
+    outcome = run_target(_target(tmp_path, BASE, "A", "Hangs"), ["cpu"], timeout=20)
+    assert outcome.verdict == "could_not_run"
+    (line,) = outcome.devices["cpu"]["evidence"]
+    assert line.startswith("timeout after 20s (last step: A grad cpu create_graph=False)")
+
+
+def test_a_crashing_target_could_not_run(tmp_path: Path) -> None:
+    outcome = run_target(_target(tmp_path, BASE, "A", "Crashes"), ["cpu"], timeout=60)
+    assert outcome.verdict == "could_not_run"
+    assert "exited with status -11" in outcome.devices["cpu"]["evidence"][0]
+
+
+def test_missing_symbol_and_import_errors_could_not_run(tmp_path: Path) -> None:
+    outcomes = confirm([_target(tmp_path, BASE, "A", "DoesNotExist")], ["cpu"], timeout=60)
+    assert outcomes[0].verdict == "could_not_run"
+    assert "import failed: AttributeError" in outcomes[0].devices["cpu"]["evidence"][0]
+    broken = _target(tmp_path, "raise ImportError('no such extension')\n", "A", "X")
+    (outcome,) = confirm([broken], ["cpu"], timeout=60)
+    assert "ImportError: no such extension" in outcome.devices["cpu"]["evidence"][0]
+
+
+def test_user_factory_from_config(tmp_path: Path) -> None:
+    (tmp_path / "factories.py").write_text(
+        "import torch\n\ndef make(dtype, device):\n"
+        "    return (torch.tensor([0.5, 1.0, 1.5], dtype=dtype, device=device), 3.0)\n"
+    )
+    (tmp_path / "scaled.py").write_text(
+        textwrap.dedent("""
+        import torch
+
+        class Scaled(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, factor):
+                ctx.factor = factor
+                return x * factor
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * ctx.factor
+    """)
+    )
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.autogradlint.confirm]\nfactories = { "scaled:Scaled" = "factories:make" }\n'
+    )
+    result = CliRunner().invoke(
+        main, ["confirm", "--device", "cpu", "--output-format", "json", str(tmp_path / "scaled.py")]
+    )
+    rows = json.loads(result.stdout)
+    scaled = next(r for r in rows if r["target"] == "scaled:Scaled")
+    assert scaled["verdict"] == "confirmed"  # AGL401: backward returns 1 gradient for 2 inputs
+    assert "incorrect number of gradients (expected 2, got 1)" in json.dumps(scaled)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_and_cpu_both_run_and_agree_on_examples() -> None:
+    result = CliRunner().invoke(
+        main,
+        [
+            "confirm",
+            "--device",
+            "all",
+            "--output-format",
+            "json",
+            str(EXAMPLES / "reentrant_bug.py"),
+        ],
+    )
+    for row in json.loads(result.stdout):
+        assert set(row["devices"]) == {"cpu", "cuda"}
+        assert row["devices"]["cuda"]["verdict"] != "not_run"
