@@ -36,6 +36,38 @@ def _load_config(config_file: str | None, paths: tuple[str, ...]) -> Config:
     return discover(start if start.exists() else Path.cwd())
 
 
+def _setup(
+    paths: tuple[str, ...],
+    config_file: str | None,
+    select: tuple[str, ...],
+    extend_select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    force_exclude: bool = False,
+) -> tuple[Console, tuple[str, ...], Config]:
+    """The stderr console, the paths (default `.`) and the effective config; exits 2 on a
+    configuration error, which is reported with the file at fault."""
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    paths = paths or (".",)
+    try:
+        config = _config_from_options(config_file, paths, select, extend_select, ignore)
+    except ConfigError as exc:
+        err.print(f"[bold red]error[/]: {exc}")
+        sys.exit(EXIT_ERROR)
+    if force_exclude:
+        paths = _without_excluded(paths, config)
+    return err, paths, config
+
+
+def _without_excluded(paths: tuple[str, ...], config: Config) -> tuple[str, ...]:
+    """`--force-exclude`: drop named files that `exclude` matches (pre-commit names each file)."""
+    if paths == ("-",):
+        return paths
+    kept = tuple(p for p in paths if not (Path(p).is_file() and config.is_excluded(Path(p))))
+    if not kept:
+        sys.exit(EXIT_CLEAN)  # everything pre-commit passed is excluded
+    return kept
+
+
 def _config_from_options(
     config_file: str | None,
     paths: tuple[str, ...],
@@ -150,17 +182,7 @@ def check(
 ) -> None:
     """Check PATHS (files or directories, default `.`; `-` reads stdin) for autograd bugs."""
     out = Console(highlight=False, soft_wrap=True)
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
-    paths = paths or (".",)
-    try:
-        config = _config_from_options(config_file, paths, select, extend_select, ignore)
-    except ConfigError as exc:
-        err.print(f"[bold red]error[/]: {exc}")
-        sys.exit(EXIT_ERROR)
-    if force_exclude and paths != ("-",):
-        paths = tuple(p for p in paths if not (Path(p).is_file() and config.is_excluded(Path(p))))
-        if not paths:
-            sys.exit(EXIT_CLEAN)  # everything pre-commit passed is excluded
+    err, paths, config = _setup(paths, config_file, select, extend_select, ignore, force_exclude)
     if fix and paths != ("-",):
         fix_errors, _ = _fix_paths(
             paths,
@@ -522,17 +544,7 @@ def fix_command(
     fix the bug itself and so change values. Every fix is re-parsed and re-linted before it is
     written, writes are atomic, and a file changed since it was read is never overwritten.
     """
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
-    paths = paths or (".",)
-    try:
-        config = _config_from_options(config_file, paths, select, extend_select, ignore)
-    except ConfigError as exc:
-        err.print(f"[bold red]error[/]: {exc}")
-        sys.exit(EXIT_ERROR)
-    if force_exclude and paths != ("-",):
-        paths = tuple(p for p in paths if not (Path(p).is_file() and config.is_excluded(Path(p))))
-        if not paths:
-            sys.exit(EXIT_CLEAN)
+    err, paths, config = _setup(paths, config_file, select, extend_select, ignore, force_exclude)
     if paths == ("-",):
         from .fixer import fix_text
         from .runner import detect_encoding
@@ -622,20 +634,14 @@ def confirm(
     Verdicts per class and device: confirmed, not_reproduced or could_not_run. Classes without
     findings are probed too (unless --no-clean), so that a clean verdict is evidence as well.
     """
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
     import importlib.util
 
+    err, paths, config = _setup(paths, config_file, select, (), ignore)
     if importlib.util.find_spec("torch") is None:
         err.print(
             "[bold red]error[/]: the confirmer needs torch: "
             "`pip install 'autogradlint[confirm]'` (or `pip install torch`)"
         )
-        sys.exit(EXIT_ERROR)
-    paths = paths or (".",)
-    try:
-        config = _config_from_options(config_file, paths, select, (), ignore)
-    except ConfigError as exc:
-        err.print(f"[bold red]error[/]: {exc}")
         sys.exit(EXIT_ERROR)
     from .confirm.plan import plan
     from .confirm.run import DEVICE_CHOICES

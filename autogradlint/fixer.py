@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from .engine import analyse, locate
-from .fixes import apply_fixes
+from .fixes import apply_fixes, diff_span
 from .model import Finding
 from .settings import Settings
 
@@ -113,25 +113,13 @@ def single_fix_edits(
         new, applied = apply_fixes(result.module, [violation.fix])
         if not applied or new == text:
             continue
-        start, end_old, end_new = _diff_span(text, new)
+        start, end_old, end_new = diff_span(text, new)
         out[(path, finding.rule_id, finding.line, finding.col)] = {
             "title": f"{violation.fix.title} ({violation.fix.safety})",
             "region": {**_line_col(text, start, "start"), **_line_col(text, end_old, "end")},
             "text": new[start:end_new],
         }
     return out
-
-
-def _diff_span(old: str, new: str) -> tuple[int, int, int]:
-    start = 0
-    limit = min(len(old), len(new))
-    while start < limit and old[start] == new[start]:
-        start += 1
-    end_old, end_new = len(old), len(new)
-    while end_old > start and end_new > start and old[end_old - 1] == new[end_new - 1]:
-        end_old -= 1
-        end_new -= 1
-    return start, end_old, end_new
 
 
 def _line_col(text: str, offset: int, which: str) -> dict[str, int]:

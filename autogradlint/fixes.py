@@ -119,3 +119,16 @@ def apply_fixes(module: cst.Module, fixes: list[Fix]) -> tuple[str, list[Fix]]:
     if edits.needs_torch and alias is None:
         new_module = _add_import_torch(new_module)
     return new_module.code, applied
+
+
+def diff_span(old: str, new: str) -> tuple[int, int, int]:
+    """(start, end in old, end in new) of the one region where two texts differ."""
+    start = 0
+    limit = min(len(old), len(new))
+    while start < limit and old[start] == new[start]:
+        start += 1
+    end_old, end_new = len(old), len(new)
+    while end_old > start and end_new > start and old[end_old - 1] == new[end_new - 1]:
+        end_old -= 1
+        end_new -= 1
+    return start, end_old, end_new

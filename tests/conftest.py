@@ -8,6 +8,23 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# The smallest real bug (AGL101 at 13:16), shared by the CLI, output, cache and safety tests.
+SQUARE_BUG = """\
+import torch
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        y = x * x
+        return torch.autograd.grad(y, x, g)[0]
+"""
 MARKER = re.compile(r"#\s*(?P<codes>AGL\d{3}(?:[ ,]+AGL\d{3})*)\b")
 
 

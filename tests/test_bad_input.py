@@ -7,14 +7,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import SQUARE_BUG
 
 from autogradlint.cli import main
 
 HEADER = "import torch\n\n\nclass F(torch.autograd.Function):\n"
 GOOD_BACKWARD = "    @staticmethod\n    def backward(ctx, g):\n        return g\n"
-BUG = (
-    (Path(__file__).parent / "test_cli.py").read_text().split('BUG = """\\\n', 1)[1].split('"""')[0]
-)
+BUG = SQUARE_BUG
 
 
 def check(*paths: str):  # type: ignore[no-untyped-def]

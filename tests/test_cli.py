@@ -9,24 +9,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import SQUARE_BUG
 
 from autogradlint.cli import main
 
-BUG = """\
-import torch
-
-class Square(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * x
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        y = x * x
-        return torch.autograd.grad(y, x, g)[0]
-"""
+BUG = SQUARE_BUG
 CLEAN = "import torch\n\nx = torch.ones(3)\n"
 
 

@@ -9,25 +9,12 @@ from xml.etree import ElementTree as ET
 import jsonschema
 import pytest
 from click.testing import CliRunner
+from conftest import SQUARE_BUG
 
 from autogradlint.cli import main
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text())
-BUG = """\
-import torch
-
-class Square(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * x
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        y = x * x
-        return torch.autograd.grad(y, x, g)[0]
-"""
+BUG = SQUARE_BUG
 
 
 @pytest.fixture

@@ -9,11 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import SQUARE_BUG
 
 ROOT = Path(__file__).resolve().parent.parent
-BUG = (
-    (Path(__file__).parent / "test_cli.py").read_text().split('BUG = """\\\n', 1)[1].split('"""')[0]
-)
+BUG = SQUARE_BUG
 
 pytestmark = pytest.mark.slow
 

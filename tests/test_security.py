@@ -12,12 +12,11 @@ from pathlib import Path
 import libcst as cst
 import pytest
 from click.testing import CliRunner
+from conftest import SQUARE_BUG
 
 from autogradlint.cli import main
 
-BUG = (
-    (Path(__file__).parent / "test_cli.py").read_text().split('BUG = """\\\n', 1)[1].split('"""')[0]
-)
+BUG = SQUARE_BUG
 
 
 def _trap(marker: Path) -> str:

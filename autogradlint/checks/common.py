@@ -130,3 +130,22 @@ def body_start(block: cst.IndentedBlock) -> int:
         ):
             return 1
     return 0
+
+
+def expression_statement(
+    function: cst.FunctionDef, call: cst.Call
+) -> tuple[cst.IndentedBlock, int, cst.Expr] | None:
+    """(block, index, Expr) when `call` is a whole statement on its own line (result dropped)."""
+    located = statement_in_block(function, call)
+    if located is None:
+        return None
+    block, index = located
+    stmt = block.body[index]
+    if (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and stmt.body[0].value is call
+    ):
+        return block, index, stmt.body[0]
+    return None

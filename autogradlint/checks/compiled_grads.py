@@ -7,6 +7,7 @@ from fnmatch import fnmatchcase
 
 import libcst as cst
 
+from ..analysis.aliasing import ALIASING_METHODS
 from ..analysis.flow import CallSite, MethodFlow
 from ..analysis.names import dotted
 from ..analysis.walk import FastVisitor
@@ -15,44 +16,6 @@ from ..prefilter import COMPILED_GRADS
 from .base import Check
 from .common import backward_methods, keyword, source_of, statement_in_block
 
-# Methods that return the same storage (a view, or self when nothing changes): still the grad.
-ALIASING_METHODS = frozenset(
-    {
-        "view",
-        "view_as",
-        "reshape",
-        "reshape_as",
-        "flatten",
-        "unflatten",
-        "squeeze",
-        "unsqueeze",
-        "expand",
-        "expand_as",
-        "t",
-        "transpose",
-        "permute",
-        "narrow",
-        "select",
-        "as_strided",
-        "movedim",
-        "moveaxis",
-        "swapaxes",
-        "swapdims",
-        "diagonal",
-        "unfold",
-        "detach",
-        "to",
-        "float",
-        "half",
-        "bfloat16",
-        "double",
-        "type",
-        "cuda",
-        "cpu",
-        "type_as",
-        "requires_grad_",
-    }
-)
 ALIASING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data"})
 DISPATCHER_NAMESPACES = frozenset({"aten", "prims", "prim", "higher_order", "_c10d_functional"})
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from ..analysis.aliasing import ALIASING_METHODS
 from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
 from ..analysis.names import dotted
@@ -14,45 +15,11 @@ from ..analysis.walk import FastVisitor
 from ..fixes import Edits, Fix
 from ..prefilter import CONTRACT
 from .base import Check
-from .common import source_of, statement_in_block
+from .common import expression_statement, source_of, statement_in_block
 
 CONTRACT_METHODS = ("forward", "backward", "setup_context", "jvp", "vmap")
-# Views and no-op conversions: the result can share storage with the receiver.
-ALIASING = frozenset(
-    {
-        "view",
-        "view_as",
-        "reshape",
-        "reshape_as",
-        "flatten",
-        "squeeze",
-        "unsqueeze",
-        "expand",
-        "expand_as",
-        "t",
-        "transpose",
-        "permute",
-        "narrow",
-        "select",
-        "as_strided",
-        "movedim",
-        "swapaxes",
-        "diagonal",
-        "unfold",
-        "detach",
-        "to",
-        "float",
-        "half",
-        "bfloat16",
-        "double",
-        "type",
-        "contiguous",
-        "type_as",
-        "data",
-        "T",
-        "mT",
-    }
-)
+# Views and no-op conversions (`contiguous` included: it returns self when already contiguous).
+ALIASING = ALIASING_METHODS | {"contiguous", "data", "T", "mT"}
 # In-place methods that only change metadata (shape/strides) or flags, never the values.
 METADATA_INPLACE = frozenset(
     {
@@ -680,19 +647,10 @@ class FunctionContract(Check):
             receiver = node.func.value
             if not isinstance(receiver, cst.Name):
                 return None
-            located = statement_in_block(method, node)
+            located = expression_statement(method, node)
             if located is None:
                 return None
-            block, index = located
-            stmt = block.body[index]
-            if not (
-                isinstance(stmt, cst.SimpleStatementLine)
-                and len(stmt.body) == 1
-                and isinstance(stmt.body[0], cst.Expr)
-                and stmt.body[0].value is node
-            ):
-                return None
-            expr = stmt.body[0]
+            expr = located[2]
             out_of_place = node.func.attr.value[:-1]
 
             def build_call(edits: Edits) -> None:

@@ -9,7 +9,14 @@ from ..analysis.names import ImportTable
 from ..analysis.provenance import EXTERNAL, Provenance
 from ..analysis.walk import FastVisitor
 from ..fixes import Edits, Fix
-from .common import body_start, keyword, positional, statement_in_block, with_leading_lines_moved
+from .common import (
+    body_start,
+    expression_statement,
+    keyword,
+    positional,
+    statement_in_block,
+    with_leading_lines_moved,
+)
 
 _EMPTY = cst.Module([])
 
@@ -128,18 +135,11 @@ def backward_to_autograd_grad(
     method: cst.FunctionDef, flow: MethodFlow, site: CallSite, root: cst.BaseExpression
 ) -> Fix | None:
     """FIX-A3 (unsafe): `y.backward(g); return x.grad` becomes `torch.autograd.grad`."""
-    located = statement_in_block(method, site.node)
+    located = expression_statement(method, site.node)
     if located is None:
         return None
-    block, index = located
+    block, index, _expr = located
     stmt = block.body[index]
-    if not (
-        isinstance(stmt, cst.SimpleStatementLine)
-        and len(stmt.body) == 1
-        and isinstance(stmt.body[0], cst.Expr)
-        and stmt.body[0].value is site.node
-    ):
-        return None
     call = site.node
     if keyword(call, "inputs") is not None:
         return None

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from lsprotocol import types
 
+from ..fixes import diff_span
 from ..meta import all_rules
 from ..model import Finding
 
@@ -39,14 +40,7 @@ def to_diagnostic(finding: Finding, lines: Sequence[str], codec) -> types.Diagno
 
 def minimal_edit(old: str, new: str, codec) -> types.TextEdit:  # type: ignore[no-untyped-def]
     """One TextEdit replacing only the span that differs (common prefix and suffix trimmed)."""
-    start = 0
-    limit = min(len(old), len(new))
-    while start < limit and old[start] == new[start]:
-        start += 1
-    end_old, end_new = len(old), len(new)
-    while end_old > start and end_new > start and old[end_old - 1] == new[end_new - 1]:
-        end_old -= 1
-        end_new -= 1
+    start, end_old, end_new = diff_span(old, new)
     lines = old.splitlines(keepends=True) or [""]
 
     def position(offset: int) -> types.Position:
