@@ -121,13 +121,13 @@ def test_concurrent_runs_leave_a_valid_cache(tree: Path) -> None:
     assert not list((tree / ".autogradlint_cache").glob(".tmp-*"))
 
 
-def test_no_cache_and_clean(tree: Path) -> None:
+def test_no_cache_and_clean(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tree)
     cli = CliRunner()
-    with cli.isolated_filesystem(temp_dir=tree):
-        assert cli.invoke(main, ["check", "--no-cache", str(tree)]).exit_code == 1
-        assert not (tree / ".autogradlint_cache").exists()
-        directory = tree / "cachedir"
-        assert cli.invoke(main, ["check", "--cache-dir", str(directory), str(tree)]).exit_code == 1
-        assert list(directory.glob("v*.json"))
-        result = cli.invoke(main, ["clean", "--cache-dir", str(directory)])
-        assert "Removed" in result.output and not directory.exists()
+    assert cli.invoke(main, ["check", "--no-cache", str(tree)]).exit_code == 1
+    assert not (tree / ".autogradlint_cache").exists()
+    directory = tree / "cachedir"
+    assert cli.invoke(main, ["check", "--cache-dir", str(directory), str(tree)]).exit_code == 1
+    assert list(directory.glob("v*.json"))
+    result = cli.invoke(main, ["clean", "--cache-dir", str(directory)])
+    assert "Removed" in result.output and not directory.exists()

@@ -25,12 +25,8 @@ def tree(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def run(*args: str, cwd: Path | None = None, input: str | None = None):
-    runner = CliRunner()
-    if cwd is None:
-        return runner.invoke(main, list(args), input=input)
-    with runner.isolated_filesystem(temp_dir=cwd):
-        return runner.invoke(main, list(args), input=input)
+def run(*args: str, input: str | None = None):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(main, list(args), input=input)
 
 
 def test_text_output_has_location_code_frame_and_summary(tree: Path) -> None:
