@@ -25,19 +25,23 @@ class Gate:
         return all(token in raw for token in self.requires) and self.pattern.search(raw) is not None
 
 
+# A Function subclass is a class statement naming `...Function` among its bases, or a class in a
+# file that imports Function under another name (`from torch.autograd import Function as F`).
+_FUNCTION_CLASS = rb"class\s+\w+\s*\([^)]*Function\b|Function\s+as\s+\w+"
 REENTRANT = Gate(
     ("AGL101", "AGL102", "AGL103", "AGL104", "AGL105"),
-    re.compile(rb"def\s+backward"),
-    (b"Function",),
+    re.compile(_FUNCTION_CLASS),
+    (b"def backward", b"autograd"),
     True,
 )
-COMPILED_GRADS = Gate(("AGL201", "AGL202"), re.compile(rb"def\s+backward"), (b"Function",), True)
-TORCH_FUNCTION = Gate(("AGL301", "AGL302"), re.compile(rb"__torch_(function|dispatch)__"))
-HYGIENE = Gate(("AGL303", "AGL304", "AGL305"), re.compile(rb"__torch_function__"))
-# A Function subclass is spelled with `Function` in its bases or in an `import ... as`.
+COMPILED_GRADS = Gate(
+    ("AGL201", "AGL202"), re.compile(_FUNCTION_CLASS), (b"def backward", b"autograd"), True
+)
+TORCH_FUNCTION = Gate(("AGL301", "AGL302"), re.compile(rb"def\s+__torch_(function|dispatch)__"))
+HYGIENE = Gate(("AGL303", "AGL304", "AGL305"), re.compile(rb"def\s+__torch_function__"))
 CONTRACT = Gate(
     ("AGL401", "AGL402", "AGL403", "AGL404", "AGL405", "AGL406", "AGL407", "AGL408"),
-    re.compile(rb"Function\s*[),]|Function\s+as\b"),
+    re.compile(_FUNCTION_CLASS),
     (b"autograd",),
     True,
 )

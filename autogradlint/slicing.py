@@ -33,9 +33,13 @@ class Slice:
 HOOKS = frozenset({"__torch_function__", "__torch_dispatch__"})
 
 
-def _function_like_names(tree: ast.Module, known: frozenset[str] = frozenset()) -> set[str]:
+def _function_like_names(
+    tree: ast.Module,
+    known: frozenset[str] = frozenset(),
+    statements: list[ast.stmt] | None = None,
+) -> set[str]:
     """Classes that may be autograd Functions: a base named *Function, or such a local class."""
-    statements = _statements(tree)
+    statements = statements if statements is not None else _statements(tree)
     classes = [n for n in statements if isinstance(n, ast.ClassDef)]
     names: set[str] = set(known)
     for node in statements:  # `from torch.autograd import Function as F` makes `F` one too
@@ -203,10 +207,10 @@ def slice_source(text: str, known_functions: frozenset[str] = frozenset()) -> Sl
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # invalid escape sequences etc. are not our findings
         tree = ast.parse(text)
-    function_like = _function_like_names(tree, known_functions)
+    statements = _statements(tree)
+    function_like = _function_like_names(tree, known_functions, statements)
     if not any(
-        isinstance(n, ast.ClassDef) and _class_of_interest(n, function_like)
-        for n in _statements(tree)
+        isinstance(n, ast.ClassDef) and _class_of_interest(n, function_like) for n in statements
     ):
         return None
     lines = text.splitlines(keepends=True)

@@ -77,9 +77,14 @@ def test_multi_fix_files(source: Path) -> None:
 
 
 def test_fix_never_returns_unparsable_code_and_leaves_input_on_error() -> None:
-    outcome = fix_text("class F(Function):\n    def backward(:\n")
+    outcome = fix_text(
+        "from torch.autograd import Function\nclass F(Function):\n    def backward(:\n"
+    )
     assert outcome.error is not None and "syntax error" in outcome.error
-    assert outcome.source == "class F(Function):\n    def backward(:\n"
+    assert (
+        outcome.source
+        == "from torch.autograd import Function\nclass F(Function):\n    def backward(:\n"
+    )
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ BUG = SQUARE_BUG
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     (tmp_path / "bug.py").write_text(BUG)
-    (tmp_path / "broken.py").write_text("class F(Function):\n    def backward(:\n")
+    (tmp_path / "broken.py").write_text("class F(torch.autograd.Function):\n    def backward(:\n")
     return tmp_path
 
 
