@@ -74,6 +74,7 @@ class Cache:
         key = hashlib.sha256(f"{engine_fingerprint()}:{config_fingerprint}".encode()).hexdigest()
         self.file = directory / f"v{FORMAT}-{key[:24]}.json"
         self.entries: dict[str, list[Any]] = {}
+        self.dirty = False
         self._load()
 
     def _load(self) -> None:
@@ -107,6 +108,7 @@ class Cache:
         result: FileResult,
         index_key: str,
     ) -> None:
+        self.dirty = True
         self.entries[key] = [
             stat.st_mtime_ns,
             stat.st_size,
@@ -121,6 +123,8 @@ class Cache:
         return [(name, tuple(bases), bool(flag)) for name, bases, flag in entry[3]]
 
     def save(self) -> None:
+        if not self.dirty and self.file.exists():
+            return  # a warm run that changed nothing writes nothing
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             tag = self.directory / "CACHEDIR.TAG"

@@ -7,7 +7,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from . import __version__
 from .config import Config, ConfigError, discover, expand_selectors, load_file
@@ -17,6 +16,21 @@ from .runner import discover as discover_files
 from .runner import lint_paths
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class Console:
+    """rich's Console, imported on first use: a warm run that prints nothing never pays for it."""
+
+    def __init__(self, **options: object) -> None:
+        self._options = options
+        self._console: object | None = None
+
+    def __getattr__(self, name: str) -> object:
+        if self._console is None:
+            from rich.console import Console as RichConsole
+
+            self._console = RichConsole(**self._options)  # type: ignore[arg-type]
+        return getattr(self._console, name)
 
 
 def _split(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -265,9 +279,11 @@ def check(
 
         click.echo(render_json(results, outcomes))
     elif output_format == "concise":
-        from .report.text import render_concise
+        from .report.json_format import render_concise
 
-        render_concise(out, results)
+        text = render_concise(results)
+        if text:
+            click.echo(text)
     elif output_format == "sarif":
         from .report.sarif import render_sarif
 
@@ -329,6 +345,7 @@ def _progress(console: Console):  # type: ignore[no-untyped-def]
         if total < 20:
             yield lambda: None
             return
+        from rich.console import Console as RichConsole
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
         with Progress(
@@ -336,7 +353,7 @@ def _progress(console: Console):  # type: ignore[no-untyped-def]
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            console=console,
+            console=RichConsole(stderr=True),
             transient=True,
         ) as bar:
             task = bar.add_task("Analysing", total=total)

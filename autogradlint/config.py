@@ -11,9 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import yaml
-
-from .meta import all_rules
+from .meta import rule_names
 from .settings import Settings
 
 if sys.version_info >= (3, 11):
@@ -147,19 +145,19 @@ def _glob(rel: str, pattern: str) -> bool:
 
 def expand_selectors(selectors: Iterable[str]) -> frozenset[str]:
     """Rule ids for selectors: ALL, an id, an id prefix (AGL1), or a rule name."""
-    rules = all_rules()
+    rules = rule_names()
     out: set[str] = set()
     for selector in selectors:
         out |= set(match_selector(selector, rules))
     return frozenset(out)
 
 
-def match_selector(selector: str, rules: Any = None) -> list[str]:
-    rules = rules or all_rules()
+def match_selector(selector: str, rules: dict[str, str] | None = None) -> list[str]:
+    rules = rules or rule_names()
     sel = selector.strip()
     if sel.upper() == "ALL":
         return list(rules)
-    by_name = [rid for rid, meta in rules.items() if meta.name == sel]
+    by_name = [rid for rid, name in rules.items() if name == sel]
     if by_name:
         return by_name
     prefixed = (
@@ -284,6 +282,9 @@ def load_file(path: Path) -> Config | None:
         if table is None and path.name == "pyproject.toml":
             return None
         return from_mapping(table, str(path), path.parent)
+
+    import yaml  # only YAML configs need it
+
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:

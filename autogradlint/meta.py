@@ -8,11 +8,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-# libyaml's C loader when available: the rule files are read on every run.
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
 FAMILIES = {
     "A": "graph building inside Function.backward",
     "B": "gradients passed to compiled code",
@@ -50,7 +45,28 @@ class RuleMeta:
 
     @property
     def url(self) -> str:
-        return f"https://github.com/autogradlint/autogradlint/blob/main/rules/{self.id}.yaml"
+        return rule_url(self.id)
+
+
+def rule_url(rule_id: str) -> str:
+    return f"https://github.com/autogradlint/autogradlint/blob/main/rules/{rule_id}.yaml"
+
+
+_NAME_LINE = re.compile(r"^name:\s*(\S+)\s*$", re.M)
+
+
+@functools.cache
+def rule_names() -> dict[str, str]:
+    """id -> name, read with a regex (selectors need only these; YAML parsing costs more)."""
+    names: dict[str, str] = {}
+    for path in sorted(rules_dir().glob("AGL*.yaml")):
+        match = _NAME_LINE.search(path.read_text(encoding="utf-8"))
+        if match is None:
+            raise RuleFileError(f"{path}: missing `name:`")
+        names[path.stem] = match.group(1)
+    if not names:
+        raise RuleFileError(f"no rule files found in {rules_dir()}")
+    return names
 
 
 class RuleFileError(ValueError):
@@ -112,8 +128,11 @@ def all_rules() -> dict[str, RuleMeta]:
     directory = rules_dir()
     rules: dict[str, RuleMeta] = {}
     for path in sorted(directory.glob("AGL*.yaml")):
+        import yaml  # only when messages or docs are needed: a warm run never parses the YAML
+
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         with path.open(encoding="utf-8") as handle:
-            meta = parse_rule(yaml.load(handle, Loader=_SafeLoader), str(path))
+            meta = parse_rule(yaml.load(handle, Loader=loader), str(path))
         if meta.id != path.stem:
             raise RuleFileError(f"{path}: id {meta.id} does not match the file name")
         rules[meta.id] = meta

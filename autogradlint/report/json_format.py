@@ -1,4 +1,4 @@
-"""JSON output with ruff's keys (code, message, filename, location, end_location, fix, url)."""
+"""Machine-readable output: JSON with ruff's keys, and the concise one-line-per-finding form."""
 
 from __future__ import annotations
 
@@ -6,12 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..meta import all_rules
+from ..meta import rule_url
 from ..model import FileResult
 
 
 def render_json(results: list[FileResult], outcomes: list[Any] | None = None) -> str:
-    rules = all_rules()
     verdicts: dict[int, dict[str, Any]] = {}
     for outcome in outcomes or []:
         for finding in outcome.target.findings:
@@ -32,8 +31,15 @@ def render_json(results: list[FileResult], outcomes: list[Any] | None = None) ->
                     "noqa_row": f.line,
                     "fix": None,
                     "fix_safety": f.fix_safety,
-                    "url": rules[f.rule_id].url,
+                    "url": rule_url(f.rule_id),
                     **({"confirm": verdicts[id(f)]} if id(f) in verdicts else {}),
                 }
             )
     return json.dumps(items, indent=2)
+
+
+def render_concise(results: list[FileResult]) -> str:
+    """One plain line per finding (no colour, no rich: it is often piped)."""
+    return "\n".join(
+        f"{f.path}:{f.line}:{f.col + 1}: {f.rule_id} {f.message}" for r in results for f in r.findings
+    )

@@ -89,14 +89,3 @@ def render_text(
             f"{len(errors)} could not be checked (see the errors below).",
             highlight=False,
         )
-
-
-def render_concise(console: Console, results: list[FileResult]) -> None:
-    for r in results:
-        for f in r.findings:
-            console.print(
-                f"{escape(f.path)}:{f.line}:{f.col + 1}: {f.rule_id} {escape(f.message)}",
-                soft_wrap=True,
-                highlight=False,
-                markup=True,
-            )
