@@ -41,5 +41,7 @@ def render_json(results: list[FileResult], outcomes: list[Any] | None = None) ->
 def render_concise(results: list[FileResult]) -> str:
     """One plain line per finding (no colour, no rich: it is often piped)."""
     return "\n".join(
-        f"{f.path}:{f.line}:{f.col + 1}: {f.rule_id} {f.message}" for r in results for f in r.findings
+        f"{f.path}:{f.line}:{f.col + 1}: {f.rule_id} {f.message}"
+        for r in results
+        for f in r.findings
     )
