@@ -208,6 +208,13 @@ class _FlowVisitor(FastVisitor):
     def visit_Expr(self, node: cst.Expr) -> None:
         if isinstance(node.value, cst.Call):
             self.discarded.add(id(node.value))
+            # `torch.set_grad_enabled(True)` as a statement switches the mode from here on
+            # (until the enclosing block ends: a coarse but safe approximation).
+            func = self.imports.resolve(node.value.func) or ""
+            if func.endswith("set_grad_enabled") and not self.nested:
+                mode = grad_mode_of(node.value, self.imports)
+                if mode is not None:
+                    self.modes[-1] = mode
 
     def visit_Call(self, node: cst.Call) -> None:
         order = self._tick()
