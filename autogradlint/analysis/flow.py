@@ -53,7 +53,6 @@ class Definition:
     index: int | None = None  # position in a tuple unpacking; -1 for a starred target
     kind: str = "assign"  # assign | unpack | loop | param | augassign | with
     node: cst.CSTNode | None = None
-    guards: tuple[str, ...] = ()  # names tested by enclosing `if`s (conditional rebinding)
 
 
 @dataclass(frozen=True)
@@ -63,7 +62,6 @@ class CallSite:
     mode: str
     discarded: bool  # the call is a whole expression statement: its result is dropped
     in_nested_def: bool
-    enclosing_withs: tuple[cst.With, ...] = ()
 
 
 @dataclass
@@ -100,10 +98,8 @@ class _FlowVisitor(FastVisitor):
         self.imports = imports
         self.order = 0
         self.modes: list[str] = [flow.base_mode]
-        self.withs: list[cst.With] = []
         self.nested = 0
         self.discarded: set[int] = set()
-        self.if_tests: list[tuple[str, ...]] = []
 
     def _tick(self) -> int:
         self.order += 1
@@ -120,7 +116,6 @@ class _FlowVisitor(FastVisitor):
         if self.nested:
             return
         mode = self.modes[-1]
-        guards = tuple(name for test in self.if_tests for name in test)
         if isinstance(target, (cst.Tuple, cst.List)):
             for position, element in enumerate(target.elements):
                 inner = element.value
@@ -132,7 +127,7 @@ class _FlowVisitor(FastVisitor):
         name = dotted(target)
         if name is None:
             return
-        definition = Definition(name, value, self._tick(), mode, index, kind, node, guards)
+        definition = Definition(name, value, self._tick(), mode, index, kind, node)
         self.flow.defs.setdefault(name, []).append(definition)
 
     # grad-mode regions -------------------------------------------------------------------
@@ -143,21 +138,12 @@ class _FlowVisitor(FastVisitor):
             if found is not None:
                 mode = found
         self.modes.append(mode if not self.nested else UNKNOWN)
-        self.withs.append(node)
 
     def leave_With(self, original_node: cst.With) -> None:
         self.modes.pop()
-        self.withs.pop()
         for item in original_node.items:
             if item.asname is not None:
                 self._define(item.asname.name, item.item, "with", original_node)
-
-    def visit_If(self, node: cst.If) -> None:
-        names = tuple(sorted({n.value for n in _names_in(node.test)}))
-        self.if_tests.append(names)
-
-    def leave_If(self, original_node: cst.If) -> None:
-        self.if_tests.pop()
 
     # nested scopes run at an unknown time and grad mode --------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -227,7 +213,6 @@ class _FlowVisitor(FastVisitor):
                 mode=self.modes[-1],
                 discarded=id(node) in self.discarded,
                 in_nested_def=self.nested > 0,
-                enclosing_withs=tuple(self.withs),
             )
         )
 

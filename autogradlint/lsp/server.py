@@ -34,7 +34,6 @@ class AutogradLintServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("autogradlint", __version__)
         self.documents: dict[str, DocumentState] = {}
-        self._configs: dict[Path, tuple[float, Config]] = {}
 
     # --- configuration: re-read when the file changes, no restart needed ---------------------
     def config_for(self, path: Path) -> Config:
