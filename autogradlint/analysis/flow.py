@@ -221,22 +221,6 @@ class _FlowVisitor(FastVisitor):
             self.flow.returns.append((node, self._tick()))
 
 
-def _names_in(expr: cst.CSTNode) -> list[cst.Name]:
-    found: list[cst.Name] = []
-
-    class _Collect(FastVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
-            found.append(node)
-
-    _Collect().walk(expr)
-    return found
-
-
-def names_in(expr: cst.CSTNode) -> list[cst.Name]:
-    """Every Name node inside an expression (attribute names excluded)."""
-    return _names_in(expr)
-
-
 def analyse_method(function: cst.FunctionDef, imports: ImportTable) -> MethodFlow:
     """Run the single ordered pass over `function` and return what it found."""
     params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]

@@ -99,3 +99,22 @@ class FastVisitor:
             self.walk(child)
         if leave is not None:
             leave(self, node)
+
+
+def names_in(expr: cst.CSTNode) -> list[str]:
+    """The variable names an expression reads, in order (`a.b[c]` -> a, c; never attributes)."""
+    found: list[str] = []
+    _NameCollector(found).walk(expr)
+    return found
+
+
+class _NameCollector(FastVisitor):
+    def __init__(self, found: list[str]) -> None:
+        self.found = found
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.found.append(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        self.walk(node.value)  # `x.float` reads x; `float` is an attribute, not a variable
+        return False

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.flow import DEFAULT, DISABLE, CallSite, MethodFlow, grad_mode_of, names_in
+from ..analysis.flow import DEFAULT, DISABLE, CallSite, MethodFlow, grad_mode_of
 from ..analysis.names import ImportTable
 from ..analysis.provenance import EXTERNAL, Provenance
-from ..analysis.walk import FastVisitor
+from ..analysis.walk import FastVisitor, names_in
 from ..fixes import Edits, Fix
 from .common import (
     body_start,
@@ -43,7 +43,7 @@ def wrap_in_enable_grad(
     while pending:
         expr, order = pending.pop()
         for name in names_in(expr):
-            definition = flow.definition_before(name.value, order)
+            definition = flow.definition_before(name, order)
             if definition is None or definition.value is None or id(definition) in seen:
                 continue
             seen.add(id(definition))
@@ -85,7 +85,7 @@ def no_grad_to_enable_grad(
     targets = [
         d.node
         for name in names_in(outputs)
-        if (d := flow.definition_before(name.value, order)) is not None
+        if (d := flow.definition_before(name, order)) is not None
         and d.mode == DISABLE
         and d.node is not None
     ]

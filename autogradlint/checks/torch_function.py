@@ -8,7 +8,7 @@ import libcst as cst
 
 from ..analysis.facts import ClassInfo
 from ..analysis.names import ImportTable, dotted
-from ..analysis.walk import FastVisitor
+from ..analysis.walk import FastVisitor, names_in
 from ..prefilter import TORCH_FUNCTION
 from .base import Check
 from .common import keyword, positional, source_of, string_value
@@ -96,7 +96,7 @@ class _HookVisitor(FastVisitor):
         return False
 
     def _is_derived(self, expr: cst.BaseExpression) -> bool:
-        for name in _names(expr):
+        for name in names_in(expr):
             if name in self.derived:
                 return True
         return False
@@ -142,7 +142,7 @@ class _HookVisitor(FastVisitor):
             def _bind(self, comp: cst.CompFor | None) -> None:
                 # The element is visited before its `for` clauses: bind their targets first.
                 while comp is not None:
-                    if visitor._is_derived(comp.iter) or set(_names(comp.iter)) & self.bound:
+                    if visitor._is_derived(comp.iter) or set(names_in(comp.iter)) & self.bound:
                         self.bound |= set(_target_names(comp.target))
                     comp = comp.inner_for_in
 
@@ -168,7 +168,7 @@ class _HookVisitor(FastVisitor):
                             found.append((kind, node))
                     return
                 if isinstance(func, cst.Attribute):
-                    receiver = set(_names(func.value))
+                    receiver = set(names_in(func.value))
                     if receiver & (visitor.derived | self.bound):
                         kind = conversion_kind(node)
                         if kind is not None:
@@ -244,21 +244,6 @@ def _is_meta(expr: cst.BaseExpression) -> bool:
     return False
 
 
-def _names(expr: cst.CSTNode) -> list[str]:
-    found: list[str] = []
-
-    class _Collect(FastVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
-            found.append(node.value)
-
-        def visit_Attribute(self, node: cst.Attribute) -> bool:
-            self.walk(node.value)
-            return False
-
-    _Collect().walk(expr)
-    return found
-
-
 def _target_names(target: cst.BaseExpression) -> list[str]:
     if isinstance(target, cst.Name):
         return [target.value]
@@ -297,7 +282,7 @@ class TorchFunctionConversions(Check):
         redispatch_names: set[str] = set()
         for call in visitor.redispatches:
             for arg in call.args:
-                redispatch_names.update(_names(arg.value))
+                redispatch_names.update(names_in(arg.value))
         module = self.ctx.facts.module
         seen: set[int] = set()
         for conversion in visitor.conversions:

@@ -6,7 +6,7 @@ import libcst as cst
 
 from ..analysis.facts import ClassInfo
 from ..analysis.names import dotted
-from ..analysis.walk import FastVisitor
+from ..analysis.walk import FastVisitor, names_in
 from ..fixes import Edits, Fix
 from ..prefilter import HYGIENE
 from .base import Check
@@ -225,13 +225,4 @@ def _is_disabler(expr: cst.BaseExpression, imports) -> bool:  # type: ignore[no-
 
 
 def _mentions(expr: cst.CSTNode, names: set[str]) -> bool:
-    found = False
-
-    class _Names(FastVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
-            nonlocal found
-            if node.value in names:
-                found = True
-
-    _Names().walk(expr)
-    return found
+    return not names.isdisjoint(names_in(expr))
