@@ -469,7 +469,7 @@ def _fix_paths(
     from collections import Counter
 
     from .fixer import fix_text
-    from .prefilter import can_hold_findings
+    from .prefilter import can_hold_findings, class_declarations, function_index
     from .runner import WriteRefused, detect_encoding, read_source, write_atomic
 
     found = discover_files(paths, config, respect_gitignore=respect_gitignore)
@@ -477,13 +477,18 @@ def _fix_paths(
     fixed: Counter[str] = Counter()
     files_changed = 0
     remaining = 0
+    contents: list[tuple[Path, bytes]] = []
     for path in found.files:
         data = read_source(path)
         if isinstance(data, FileError):
             errors.append(data)
-            continue
+        else:
+            contents.append((path, data))
+    # The same cross-file Function index `check` uses, so both see the same findings.
+    index = function_index([class_declarations(data) for _, data in contents])
+    for path, data in contents:
         enabled = config.enabled_for(path)
-        if not can_hold_findings(data, enabled):
+        if not can_hold_findings(data, enabled, index):
             continue
         try:
             text = data.decode(detect_encoding(data))
@@ -491,7 +496,12 @@ def _fix_paths(
             errors.append(FileError(str(path), f"cannot decode: {exc}"))
             continue
         outcome = fix_text(
-            text, str(path), unsafe=unsafe, enabled=enabled, settings=config.settings
+            text,
+            str(path),
+            unsafe=unsafe,
+            enabled=enabled,
+            settings=config.settings,
+            known_function_bases=index,
         )
         if outcome.error is not None:
             errors.append(FileError(str(path), outcome.error.removeprefix(f"{path}: ")))

@@ -36,12 +36,14 @@ def fix_text(
     enabled: frozenset[str] | None = None,
     settings: Settings | None = None,
     max_passes: int = MAX_PASSES,
+    known_function_bases: frozenset[str] = frozenset(),
 ) -> FixOutcome:
     """Apply every fix allowed by the tier until a fixpoint; never returns unparsable code."""
     current = text
     applied: list[str] = []
     # A cheap sliced pass first: most files have nothing fixable and never need a full parse.
-    first = analyse(text, path, enabled=enabled, settings=settings)
+    index = known_function_bases
+    first = analyse(text, path, enabled=enabled, settings=settings, known_function_bases=index)
     if first.error is not None:
         return FixOutcome(text, error=first.error.describe())
     if first.module is None or first.text is None or not first.violations:
@@ -50,7 +52,9 @@ def fix_text(
     if not any(v.fix is not None and (v.fix.safety == "safe" or unsafe) for _, v in located):
         return FixOutcome(text, remaining=[finding for finding, _ in located])
     for attempt in range(max_passes):
-        result = analyse(current, path, enabled=enabled, settings=settings, full=True)
+        result = analyse(
+            current, path, enabled=enabled, settings=settings, full=True, known_function_bases=index
+        )
         if result.error is not None:
             if attempt == 0:
                 return FixOutcome(text, error=result.error.describe())

@@ -157,3 +157,18 @@ def test_unwritable_directory_is_an_error_not_a_crash(tmp_path: Path) -> None:
         tmp_path.chmod(0o700)
     assert result.exit_code == 2
     assert path.read_text() == BUG
+
+
+def test_fix_sees_function_subclasses_defined_in_other_files(tmp_path: Path) -> None:
+    (tmp_path / "base.py").write_text(
+        "import torch\n\n\nclass RecomputeBase(torch.autograd.Function):\n"
+        "    @staticmethod\n    def forward(ctx, x):\n        return x * 2\n"
+    )
+    child = tmp_path / "child.py"
+    child.write_text(
+        "from .base import RecomputeBase\n\n\nclass Child(RecomputeBase):\n"
+        "    def backward(ctx, g):\n        return g * 2\n"
+    )
+    result = CliRunner().invoke(main, ["fix", "--apply", str(tmp_path)])
+    assert "Fixed 1 finding in 1 file (AGL402 x1)." in result.output, result.output
+    assert "    @staticmethod\n    def backward(ctx, g):" in child.read_text()
