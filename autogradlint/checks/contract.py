@@ -276,7 +276,7 @@ class FunctionContract(Check):
         outputs = self._returned_names(flow)
         helpers = self._helpers(info.name)
         if ctx_name:
-            self._ctx_stash(info, forward, flow, ctx_name, tensors | outputs)
+            self._ctx_stash(info, flow, ctx_name, tensors | outputs)
             self._save_for_backward(info, flow, ctx_name, inputs)
         self._forward_inplace(
             info,
@@ -328,13 +328,8 @@ class FunctionContract(Check):
         return names
 
     def _ctx_stash(
-        self,
-        info: ClassInfo,
-        forward: cst.FunctionDef,
-        flow: MethodFlow,
-        ctx_name: str,
-        tensors: set[str],
-    ) -> None:  # noqa: ARG002 - forward kept for symmetry with the other forward checks
+        self, info: ClassInfo, flow: MethodFlow, ctx_name: str, tensors: set[str]
+    ) -> None:
         metadata_only = self._metadata_only_attrs(info, ctx_name)
 
         found: list[tuple[cst.CSTNode, str, str]] = []
