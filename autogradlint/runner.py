@@ -158,13 +158,30 @@ def _lint_job(job: tuple[str, bytes, frozenset[str], Settings, frozenset[str]]) 
     return lint_source(data, path, enabled=enabled, settings=settings, known_function_bases=index)
 
 
-def read_source(path: Path) -> bytes | FileError:
+def read_source(path: Path | str) -> bytes | FileError:
     try:
-        return path.read_bytes()
+        return _read_bytes(path)
     except IsADirectoryError:
         return FileError(str(path), "is a directory")
     except OSError as exc:
         return FileError(str(path), f"cannot read: {exc.strerror or exc}")
+
+
+def _read_bytes(path: Path | str) -> bytes:
+    """The file's bytes with one open, one fstat and (usually) one read: a quarter of what
+    Path.read_bytes costs, which matters for the thousands of files the gates reject."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        data = os.read(fd, size + 1)
+        if len(data) == size:
+            return data
+        parts = [data]  # a short read, or the file changed since fstat: read to the end
+        while chunk := os.read(fd, 1 << 20):
+            parts.append(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
 
 
 @dataclass
@@ -199,7 +216,7 @@ def lint_paths(
             continue
         item.entry = cache.lookup_stat(item.key, item.stat) if cache else None
         if item.entry is None:
-            _read(item)
+            _read(item, hashed=cache is not None)
             if item.data is not None and cache is not None:
                 item.entry = cache.lookup_hash(item.key, item.digest or "")
         if item.entry is not None and cache is not None:
@@ -217,12 +234,12 @@ def lint_paths(
             item.result = result_from_json(str(item.path), item.entry[4])
             continue
         if item.data is None:
-            _read(item)
+            _read(item, hashed=cache is not None)
             if item.result is not None:
                 continue
         assert item.data is not None
         enabled = config.enabled_for(item.path)
-        if not can_hold_findings(item.data, enabled, index):
+        if not can_hold_findings(item.data, enabled, index, item.decls):
             item.result = FileResult(str(item.path))
             continue
         todo.append(item)
@@ -258,13 +275,13 @@ def _noop() -> None:
     return None
 
 
-def _read(item: _File) -> None:
+def _read(item: _File, hashed: bool) -> None:
     data = read_source(item.path)
     if isinstance(data, FileError):
         item.result = FileResult(str(item.path), error=data)
         return
     item.data = data
-    item.digest = content_hash(data)
+    item.digest = content_hash(data) if hashed else None  # only the cache needs it
     item.decls = class_declarations(data)
 
 
