@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import tokenize
+from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -11,11 +12,11 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from .analysis.facts import collect_facts
-from .analysis.names import iter_statements
+from .analysis.names import ImportTable, iter_statements
 from .checks import ALL_CHECKS, Check, CheckContext
 from .meta import all_rules
 from .model import FileError, FileResult, Finding, Violation
-from .prefilter import index_pattern
+from .prefilter import class_declarations, subclasses_index
 from .settings import Settings
 from .slicing import slice_source
 from .suppress import parse_suppressions
@@ -54,8 +55,8 @@ def analyse(
     enabled = frozenset(rules) if enabled is None else enabled
     settings = settings or Settings()
     raw = source.encode("utf-8") if isinstance(source, str) else source
-    mentions_index = bool(known_function_bases) and (
-        index_pattern(known_function_bases).search(raw) is not None
+    mentions_index = bool(known_function_bases) and subclasses_index(
+        class_declarations(raw), known_function_bases
     )
     checks = [
         c
@@ -75,8 +76,14 @@ def analyse(
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
         return Analysis(path, text=text, error=FileError(path, "source contains a NUL byte", line))
+    imports: ImportTable | None = None
     try:
-        sliced = slice_source(text, known_function_bases if mentions_index else frozenset())
+        sliced = slice_source(
+            text,
+            known_function_bases if mentions_index else frozenset(),
+            loaders=settings.loaders,
+            whole=full,
+        )
     except SyntaxError as exc:
         if _nesting_depth(text) > MAX_NESTING:
             # libcst's native parser overflows its stack on such input (a segfault, not an
@@ -93,6 +100,7 @@ def analyse(
         if sliced is None:
             return Analysis(path, text=text)
         extra_triton = sliced.triton_kernels
+        imports = ImportTable(sliced.imports)
         starts = sliced.all_starts
         if not full:
             parse_input = sliced.source
@@ -123,7 +131,11 @@ def analyse(
         return Analysis(path, text=text, error=FileError(path, f"cannot parse: {exc}"))
     try:
         facts = collect_facts(
-            module, text, loaders=settings.loaders, known_function_bases=known_function_bases
+            module,
+            text,
+            loaders=settings.loaders,
+            known_function_bases=known_function_bases,
+            imports=imports,
         )
         facts.triton_kernels |= extra_triton
         ctx = CheckContext(facts=facts, enabled=enabled, settings=settings)
@@ -259,14 +271,21 @@ def _positions(
         bare = stmt.with_changes(leading_lines=()) if hasattr(stmt, "leading_lines") else stmt
         sub = cst.Module(body=[bare])
         positions = MetadataWrapper(sub, unsafe_skip_copy=True).resolve(PositionProvider)
-        shift = starts[top] - 1
+        # Line n of the statement is line first+n of the parsed text; a slice may have dropped
+        # lines inside the statement (a long def around a Function class), so map each one.
+        first = bisect_left(line_map, starts[top]) if line_map else starts[top] - 1
+
+        def original(line: int, first: int = first) -> int:
+            index = first + line - 1  # 0-based line of the parsed text
+            return line_map[index] if line_map and index < len(line_map) else index + 1
+
         for key, node in wanted.items():
             where = positions.get(node)
             if where is not None:
                 out[key] = (
-                    where.start.line + shift,
+                    original(where.start.line),
                     where.start.column,
-                    where.end.line + shift,
+                    original(where.end.line),
                     where.end.column,
                 )
     missing = [node for key, node in wanted.items() if key not in out]

@@ -1,9 +1,11 @@
-"""Parse only what can hold a finding: locate classes of interest with the C `ast` parser.
+"""Parse only what can hold a finding: pick the statements that matter before libcst sees them.
 
-libcst costs ~50 ms per file; CPython's `ast` is an order of magnitude cheaper. We use `ast` to
-find the top-level statements that matter (imports, classes with autograd/override methods,
-extension loaders) and blank every other line, so libcst parses a much smaller text with the same
-line and column numbers. A file with no class of interest is never handed to libcst at all.
+libcst costs ~50 ms per file; CPython's `ast` is an order of magnitude cheaper, and a text scan
+cheaper still. The scan (chunks.py) finds the top-level statements and keeps those that can
+matter (classes of interest, imports, extension loaders); `ast` parses just those and picks the
+lines a check may read; libcst parses only these lines, positions mapped back. Import bindings
+are read from the `ast` tree, so import lines never reach libcst at all. A file with no class of
+interest is never handed to libcst.
 """
 
 from __future__ import annotations
@@ -12,10 +14,14 @@ import ast
 import re
 import warnings
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+
+from .analysis.bindings import Binding, Bindings
+from .chunks import blank_except, chunk_of, chunk_starts
+from .settings import DEFAULT_LOADERS
 
 # Every current check starts from one of these methods; a class without them cannot hold a finding.
 INTEREST_METHODS = frozenset({"backward", "__torch_function__", "__torch_dispatch__"})
-_LOADER_HINTS = ("load",)
 
 
 @dataclass
@@ -28,6 +34,8 @@ class Slice:
     all_starts: list[int] = field(default_factory=list)
     # The slice holds only the kept lines; line_map[i] is the original number of its line i+1.
     line_map: list[int] = field(default_factory=list)
+    # What the import statements bind, in source order (see import_bindings).
+    imports: list[Binding] = field(default_factory=list)
 
 
 HOOKS = frozenset({"__torch_function__", "__torch_dispatch__"})
@@ -111,72 +119,133 @@ def _span(stmt: ast.stmt) -> tuple[int, int]:
     return start, stmt.end_lineno or stmt.lineno
 
 
-def _select(stmt: ast.stmt, function_like: set[str], keep: list[tuple[int, int]]) -> bool:
-    """Add the line ranges of `stmt` that a check may read to `keep`; True if any.
+def _callee_text(expr: ast.expr) -> str:
+    """`a.b.c`, with intermediate calls rendered `()` (`MoeLoader().load`), as facts renders it."""
+    parts: list[str] = []
+    while True:
+        if isinstance(expr, ast.Attribute):
+            parts.append(expr.attr)
+            expr = expr.value
+        elif isinstance(expr, ast.Call):
+            parts.append("()")
+            expr = expr.func
+        elif isinstance(expr, ast.Name):
+            parts.append(expr.id)
+            break
+        else:
+            return ""
+    text = ""
+    for part in reversed(parts):
+        text = text + part if part == "()" or not text else f"{text}.{part}"
+    return text
 
-    Imports, classes of interest (minus methods no check reads) and extension loads are kept.
-    A def or class that merely contains them keeps only its header, so a Function defined inside
-    a 3,000-line test class costs its own lines, not the class's.
-    """
-    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-        keep.append(_span(stmt))
-        return True
-    if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
-        func = _decorator_text(stmt.value.func)
-        if any(hint in func.rsplit(".", 1)[-1] for hint in _LOADER_HINTS):
-            keep.append(_span(stmt))
-            return True
-        return False
-    if isinstance(stmt, ast.ClassDef) and stmt.name in function_like:
-        keep.append(_span(stmt))
-        return True
-    if isinstance(stmt, ast.ClassDef) and _class_of_interest(stmt, function_like):
-        start, end = _span(stmt)
-        cursor = start
-        for member in stmt.body:
-            if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
-                member.name not in INTEREST_METHODS
-            ):
-                m_start, m_end = _span(member)
-                if m_start > cursor:
-                    keep.append((cursor, m_start - 1))
-                cursor = m_end + 1
-        if cursor <= end:
-            keep.append((cursor, end))
-        return True
-    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        inner: list[tuple[int, int]] = []
-        if not any([_select(child, function_like, inner) for child in stmt.body]):
+
+@dataclass
+class _Selector:
+    """Decides which lines of each statement a check may read (see select)."""
+
+    function_like: set[str]
+    loaders: tuple[str, ...]
+    module_aliases: dict[str, str]  # module-scope import bindings: local name -> qualified
+    call_lines: set[int]  # lines with `Fn.forward(` / `Fn()(` (AGL407)
+
+    def is_loader(self, call: ast.Call) -> bool:
+        """`ext = load(...)` with a configured loader; a name bound at module scope must
+        resolve to one (`tl.load` is triton.language.load, `torch.load` is not a loader)."""
+        text = _callee_text(call.func)
+        last = text.rsplit(".", 1)[-1]
+        if not any(fnmatchcase(last, p.rsplit(".", 1)[-1]) for p in self.loaders):
             return False
+        head, dot, rest = text.partition(".")
+        target = self.module_aliases.get(head)
+        if target is None:
+            return True  # a local name or a function-local import: let facts decide
+        resolved = f"{target}{dot}{rest}"
+        return any(fnmatchcase(resolved, pattern) for pattern in self.loaders)
+
+    def select(self, stmt: ast.stmt, keep: list[tuple[int, int]]) -> bool:
+        """Add the line ranges of `stmt` that a check may read to `keep`; True if any.
+
+        Classes of interest (minus methods no check reads), extension loads and direct
+        Function calls are kept; imports are not (see import_bindings). A def, class or
+        compound statement that merely contains them keeps only its own header lines and,
+        in each clause, what is selected (or its smallest statement, so the clause stays
+        valid): a Function defined inside a 3,000-line test class or `if HAS_TRITON:` block
+        costs its own lines, not the block's.
+        """
         start, end = _span(stmt)
-        body_start = stmt.body[0].lineno
-        keep.append((start, max(start, body_start - 1)))
+        if isinstance(stmt, ast.ClassDef) and stmt.name in self.function_like:
+            keep.append((start, end))
+            return True
+        if isinstance(stmt, ast.ClassDef) and _class_of_interest(stmt, self.function_like):
+            cursor = start
+            for member in stmt.body:
+                if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+                    member.name not in INTEREST_METHODS
+                ):
+                    m_start, m_end = _span(member)
+                    if m_start > cursor:
+                        keep.append((cursor, m_start - 1))
+                    cursor = m_end + 1
+            if cursor <= end:
+                keep.append((cursor, end))
+            return True
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            inner: list[tuple[int, int]] = []
+            if not any([self.select(child, inner) for child in stmt.body]):
+                return False
+            keep.append((start, max(start, stmt.body[0].lineno - 1)))
+            keep.extend(inner)
+            return True
+        blocks = _blocks(stmt)
+        if not blocks:  # a simple statement
+            if (
+                isinstance(stmt, ast.Assign)
+                and isinstance(stmt.value, ast.Call)
+                and self.is_loader(stmt.value)
+            ) or any(start <= line <= end for line in self.call_lines):
+                keep.append((start, end))
+                return True
+            return False
+        inner = []
+        chosen = [any([self.select(child, inner) for child in block]) for block in blocks]
+        if not any(chosen):
+            return False
+        inside: set[int] = set()
+        for block in blocks:
+            for child in block:
+                first, last = _span(child)
+                inside.update(range(first, last + 1))
+        # The statement's own lines (`if ...:`, `else:`, `except ...:`), then each clause.
+        keep.extend((line, line) for line in range(start, end + 1) if line not in inside)
         keep.extend(inner)
+        for block, selected in zip(blocks, chosen, strict=True):
+            if not selected:
+                keep.append(_span(min(block, key=lambda c: _span(c)[1] - _span(c)[0])))
         return True
-    probe: list[tuple[int, int]] = []
-    children: list[ast.stmt] = []
-    for attr in ("body", "orelse", "finalbody", "handlers", "cases"):
+
+
+def _blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
+    """The statement lists of a compound statement's clauses (none for a simple statement)."""
+    blocks: list[list[ast.stmt]] = []
+    for attr in ("body", "handlers", "orelse", "finalbody", "cases"):
         value = getattr(stmt, attr, None)
-        if isinstance(value, list):
-            for child in value:
-                # except handlers and match cases hold statements one level further down
-                children.extend(
-                    child.body
-                    if hasattr(child, "body") and not isinstance(child, ast.stmt)
-                    else [child]
-                )
-    if any([_select(child, function_like, probe) for child in children]):
-        keep.append(_span(stmt))  # if/try/with/for: keep whole, its clauses must stay valid
-        return True
-    return False
+        if not value:
+            continue
+        if attr in ("handlers", "cases"):  # except handlers and match cases hold a body each
+            blocks.extend(clause.body for clause in value if clause.body)
+        else:
+            blocks.append(value)
+    return blocks
 
 
-def _helper_classes(tree: ast.Module, function_like: set[str]) -> set[str]:
-    """Top-level classes whose static helpers a Function calls (`Helpers.prepare(x)`)."""
+def _helper_methods(tree: ast.Module, function_like: set[str]) -> dict[str, set[str]]:
+    """Top-level classes whose static helpers a Function calls (`Helpers.prepare(x)`), and the
+    names it calls them by."""
     top = {s.name for s in tree.body if isinstance(s, ast.ClassDef)} - function_like
     if not top:
-        return set()
-    used: set[str] = set()
+        return {}
+    used: dict[str, set[str]] = {}
     for stmt in tree.body:
         if isinstance(stmt, ast.ClassDef) and stmt.name in function_like:
             for node in ast.walk(stmt):
@@ -185,55 +254,220 @@ def _helper_classes(tree: ast.Module, function_like: set[str]) -> set[str]:
                     and isinstance(node.value, ast.Name)
                     and node.value.id in top
                 ):
-                    used.add(node.value.id)
+                    used.setdefault(node.value.id, set()).add(node.attr)
     return used
 
 
+def _helper_ranges(stmt: ast.ClassDef, names: set[str]) -> list[tuple[int, int]]:
+    """The header and the named static methods of a helper class (all the contract check
+    summarises); nothing when none of the names is one."""
+    methods = [
+        _span(member)
+        for member in stmt.body
+        if isinstance(member, ast.FunctionDef)
+        and member.name in names
+        and any(_decorator_text(d) == "staticmethod" for d in member.decorator_list)
+    ]
+    if not methods:
+        return []
+    start = _span(stmt)[0]
+    return [(start, max(start, stmt.body[0].lineno - 1)), *methods]
+
+
+def direct_call_offsets(text: str, function_like: set[str]) -> list[int]:
+    """Where `Fn.forward(` or `Fn()(` is called on a Function class (AGL407 reads those).
+
+    Found from the two literal tails, so the search runs at memory speed on large files."""
+    if not function_like:
+        return []
+    out: list[int] = []
+    for tail in (".forward(", "()("):
+        at = text.find(tail)
+        while at != -1:
+            head = at
+            while head > 0 and (text[head - 1].isalnum() or text[head - 1] == "_"):
+                head -= 1
+            if text[head:at] in function_like:
+                out.append(head)
+            at = text.find(tail, at + 1)
+    return out
+
+
 def _direct_call_lines(text: str, function_like: set[str]) -> set[int]:
-    """Lines calling `Fn.forward(` or `Fn()(` on a Function class (AGL407 reads those)."""
-    names = sorted(n for n in function_like if n.isidentifier())
-    if not names:
-        return set()
-    pattern = re.compile(rf"\b(?:{'|'.join(names)})(?:\.forward\(|\(\)\()")
-    return {text.count("\n", 0, m.start()) + 1 for m in pattern.finditer(text)}
+    return {text.count("\n", 0, offset) + 1 for offset in direct_call_offsets(text, function_like)}
 
 
-def slice_source(text: str, known_functions: frozenset[str] = frozenset()) -> Slice | None:
-    """The text with irrelevant top-level statements blanked; None when nothing can be found.
+# Text-level twins of the `ast` criteria above. Each may match more than its twin (inside a
+# string, say); it must never match less, or a statement `ast` would keep is blanked.
+_CLASS_DECL = re.compile(r"class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?")
+# A hook defined as a method, or bound as a class attribute (`__torch_function__ = impl`).
+_HOOK_NAME = re.compile(r"__torch_(?:function|dispatch)__(?=[ \t]*(?:\(|=[^=]))")
+_FUNCTION_ALIAS = re.compile(r"Function[ \t]+as[ \t]+(\w+)")
+_IMPORT = re.compile(r"import[ \t\\(]")
+_TRITON = re.compile(r"@[ \t]*triton\.")
+_NOT_MODULE_SCOPE = re.compile(r"(?:@|def\b|async\b|class\b)")
 
-    Raises SyntaxError/ValueError when `ast` cannot parse the text (the caller then lets libcst
-    parse the whole file, which gives the user-facing error or handles newer syntax).
-    """
+
+def _at_line_start(text: str, offset: int) -> bool:
+    return not text[text.rfind("\n", 0, offset) + 1 : offset].strip(" \t\f")
+
+
+def preslice(
+    text: str,
+    known_functions: frozenset[str] = frozenset(),
+    loaders: tuple[str, ...] = DEFAULT_LOADERS,
+) -> str | None:
+    """`text` with the top-level statements no check can read blanked (line numbers kept), or
+    None when it holds no class of interest at all."""
+    found = kept_chunks(text, known_functions, loaders)
+    return None if found is None else blank_except(text, *found)
+
+
+def _loader_call(loaders: tuple[str, ...]) -> re.Pattern[str]:
+    """Calls whose last name matches a loader pattern's last component (`load(`)."""
+    names = sorted({pattern.rsplit(".", 1)[-1] for pattern in loaders})
+    alternatives = "|".join(
+        "".join(r"\w*" if c == "*" else r"\w" if c == "?" else re.escape(c) for c in name)
+        for name in names
+    )
+    return re.compile(rf"(?<![\w])(?:{alternatives})[ \t]*\(")
+
+
+def kept_chunks(
+    text: str, known_functions: frozenset[str], loaders: tuple[str, ...] = DEFAULT_LOADERS
+) -> tuple[list[int], set[int]] | None:
+    """The top-level chunks of `text` (their start offsets) and the indexes of those to keep."""
+    decls = [
+        (m.start(), m.group(1), m.group(2) or "")
+        for m in _CLASS_DECL.finditer(text)
+        if _at_line_start(text, m.start())
+    ]
+    names = set(known_functions) | set(_FUNCTION_ALIAS.findall(text))
+    changed = True
+    while changed:  # the same fixpoint as _function_like_names, over the class statements' text
+        changed = False
+        for _, name, bases in decls:
+            if name in names:
+                continue
+            for base in bases.split(","):
+                last = base.split("=", 1)[0].strip().rsplit(".", 1)[-1]
+                if "Function" in base or last in names:
+                    names.add(name)
+                    changed = True
+                    break
+    function_offsets = [offset for offset, name, _ in decls if name in names]
+    hook_offsets = [m.start() for m in _HOOK_NAME.finditer(text)]
+    if not function_offsets and not hook_offsets:
+        return None
+    starts = chunk_starts(text)
+    function_chunks = chunk_of(starts, function_offsets)
+    keep = function_chunks | chunk_of(starts, hook_offsets)
+    # Top-level classes whose static helpers a Function calls (`Helpers.prepare(x)`).
+    top_classes = {name: offset for offset, name, _ in decls if text[offset - 1 : offset] in "\n"}
+    bounds = [*starts, len(text)]
+    for index in function_chunks:
+        chunk = text[bounds[index] : bounds[index + 1]]
+        for name, offset in top_classes.items():
+            if f"{name}." in chunk:
+                keep |= chunk_of(starts, [offset])
+    keep |= chunk_of(starts, direct_call_offsets(text, names))
+    keep |= chunk_of(starts, [m.start() for m in _loader_call(loaders).finditer(text)])
+    keep |= chunk_of(starts, [m.start() for m in _TRITON.finditer(text)])
+    for index in chunk_of(starts, [m.start() for m in _IMPORT.finditer(text)]):
+        if not _NOT_MODULE_SCOPE.match(text, starts[index]):
+            keep.add(index)  # module-scope imports (inside if/try at top level too)
+    return starts, keep
+
+
+def _parse(text: str) -> ast.Module:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # invalid escape sequences etc. are not our findings
-        tree = ast.parse(text)
+        return ast.parse(text)
+
+
+def import_bindings(tree: ast.Module, keep: list[bool] | None = None) -> list[Binding]:
+    """What import statements bind for the checks, in source order: module-scope imports
+    (inside top-level if/try too), and imports in the scope of each kept def or class
+    (`from torch.autograd import grad` in a backward, or in a function that defines a
+    Function). Imports local to other functions bind nothing the checked code can see.
+    `keep=None` lists module-scope imports only."""
+    out: list[Binding] = []
+
+    def visit(statements: list[ast.stmt]) -> None:
+        for node in statements:
+            if isinstance(node, ast.Import):
+                out.extend(("import", alias.name, alias.asname) for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = "." * node.level + (node.module or "")
+                out.extend(
+                    ("from", base, alias.name, alias.asname)
+                    for alias in node.names
+                    if alias.name != "*"
+                )
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if keep is not None and keep[_span(node)[0]]:
+                    visit(node.body)
+            else:
+                for block in _blocks(node):
+                    visit(block)
+
+    visit(tree.body)
+    return out
+
+
+def slice_source(
+    text: str,
+    known_functions: frozenset[str] = frozenset(),
+    *,
+    loaders: tuple[str, ...] = DEFAULT_LOADERS,
+    whole: bool = False,
+) -> Slice | None:
+    """The lines of `text` a check may read; None when nothing can be found.
+
+    `whole=True` has `ast` parse the whole text (all_starts then lists every top-level
+    statement, which fixes need). Raises SyntaxError/ValueError when `ast` cannot parse the
+    text (the caller then lets libcst parse the whole file, which gives the user-facing error
+    or handles newer syntax).
+    """
+    tree: ast.Module | None = None
+    if not whole:
+        blanked = preslice(text, known_functions, loaders)
+        if blanked is None:
+            return None
+        try:
+            tree = _parse(blanked)
+        except (SyntaxError, ValueError):
+            tree = None  # a column-0 line inside brackets split a statement: parse it all
+    if tree is None:
+        tree = _parse(text)
     statements = _statements(tree)
     function_like = _function_like_names(tree, known_functions, statements)
     if not any(
         isinstance(n, ast.ClassDef) and _class_of_interest(n, function_like) for n in statements
     ):
         return None
-    lines = text.splitlines(keepends=True)
+    lines = _LINE.findall(text)
     keep = [False] * (len(lines) + 1)
     triton: set[str] = set()
-    calls = _direct_call_lines(text, function_like)
-    helpers = _helper_classes(tree, function_like)
+    selector = _Selector(
+        function_like,
+        loaders,
+        Bindings(import_bindings(tree)).aliases,
+        _direct_call_lines(text, function_like),
+    )
+    helpers = _helper_methods(tree, function_like)
     for stmt in tree.body:
+        ranges: list[tuple[int, int]] = []
         if isinstance(stmt, ast.ClassDef) and stmt.name in helpers:
-            for number in range(_span(stmt)[0], (stmt.end_lineno or stmt.lineno) + 1):
-                keep[number] = True
-        if calls and any(stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno) for line in calls):
-            for number in range(_span(stmt)[0], (stmt.end_lineno or stmt.lineno) + 1):
-                keep[number] = True
+            ranges.extend(_helper_ranges(stmt, helpers[stmt.name]))
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for decorator in stmt.decorator_list:
                 if _decorator_text(decorator).startswith("triton."):
                     triton.add(stmt.name)
-        ranges: list[tuple[int, int]] = []
-        if _select(stmt, function_like, ranges):
-            for start, end in ranges:
-                for number in range(start, end + 1):
-                    keep[number] = True
+        selector.select(stmt, ranges)
+        for start, end in ranges:
+            for number in range(start, end + 1):
+                keep[number] = True
     # Dropped lines are left out entirely (libcst tokenises blank lines too: a 5 MB file would
     # cost seconds); positions are mapped back through line_map / the statement starts.
     out: list[str] = []
@@ -244,4 +478,9 @@ def slice_source(text: str, known_functions: frozenset[str] = frozenset()) -> Sl
             line_map.append(number)
     starts = sorted({_span(stmt)[0] for stmt in tree.body})
     kept = [start for start in starts if keep[start]]
-    return Slice("".join(out), triton, kept, starts, line_map)
+    return Slice("".join(out), triton, kept, starts, line_map, import_bindings(tree, keep))
+
+
+# Lines as Python's tokenizer counts them (str.splitlines also breaks at form feeds and other
+# separators, which would shift every line after them).
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")

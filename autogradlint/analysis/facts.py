@@ -88,16 +88,22 @@ def collect_facts(
     *,
     loaders: tuple[str, ...] = DEFAULT_LOADERS,
     known_function_bases: frozenset[str] = frozenset(),
+    imports: ImportTable | None = None,
 ) -> FileFacts:
-    """Walk the statements once and derive every file-level fact the checks need."""
-    imports = ImportTable()
+    """Walk the statements once and derive every file-level fact the checks need.
+
+    `imports` comes from the slicer (CPython's `ast`) when it could read the file; otherwise
+    the module's own import statements are collected."""
+    collect_imports = imports is None
+    imports = ImportTable() if imports is None else imports
     class_defs: list[cst.ClassDef] = []
     assigns: list[cst.Assign] = []
     triton: set[str] = set()
     function_defs: list[cst.FunctionDef] = []
     for stmt in iter_statements(module):
         if isinstance(stmt, (cst.Import, cst.ImportFrom)):
-            imports.add(stmt)
+            if collect_imports:
+                imports.add(stmt)
         elif isinstance(stmt, cst.ClassDef):
             class_defs.append(stmt)
         elif isinstance(stmt, cst.FunctionDef):

@@ -6,6 +6,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from .bindings import Bindings
+
 
 def dotted(expr: cst.BaseExpression) -> str | None:
     """`a.b.c` for a Name/Attribute chain, else None."""
@@ -44,48 +46,32 @@ def _module_name(node: cst.BaseExpression | None) -> str:
     return (dotted(node) or "") if node is not None else ""
 
 
-class ImportTable:
-    """Maps local names bound by import statements to the qualified names they stand for."""
-
-    def __init__(self) -> None:
-        self.aliases: dict[str, str] = {}
+class ImportTable(Bindings):
+    """Bindings read from libcst import statements, resolving libcst expressions."""
 
     def add(self, node: cst.Import | cst.ImportFrom) -> None:
         if isinstance(node, cst.Import):
             for alias in node.names:
-                full = _module_name(alias.name)
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    self.aliases[alias.asname.name.value] = full
-                else:
-                    # `import torch.autograd` binds `torch`, which still means torch.
-                    head = full.split(".", 1)[0]
-                    self.aliases.setdefault(head, head)
+                asname = alias.asname.name if alias.asname is not None else None
+                self.bind_import(
+                    _module_name(alias.name), asname.value if isinstance(asname, cst.Name) else None
+                )
             return
         if isinstance(node.names, cst.ImportStar):
             return
-        base = _module_name(node.module)
-        dots = "." * len(node.relative)
+        base = "." * len(node.relative) + _module_name(node.module)
         for alias in node.names:
-            name = _module_name(alias.name)
-            local = name
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                local = alias.asname.name.value
-            self.aliases[local] = f"{dots}{base}.{name}" if base else f"{dots}{name}"
-
-    def resolve_dotted(self, text: str) -> str:
-        head, sep, rest = text.partition(".")
-        target = self.aliases.get(head)
-        if target is None:
-            return text
-        return f"{target}{sep}{rest}" if rest else target
+            asname = alias.asname.name if alias.asname is not None else None
+            self.bind_from(
+                base,
+                _module_name(alias.name),
+                asname.value if isinstance(asname, cst.Name) else None,
+            )
 
     def resolve(self, expr: cst.BaseExpression) -> str | None:
         """The qualified name an expression stands for, or its own dotted text when local."""
         text = dotted(expr)
         return None if text is None else self.resolve_dotted(text)
-
-    def is_imported(self, name: str) -> bool:
-        return name in self.aliases
 
 
 def iter_statements(body: cst.CSTNode) -> Iterator[cst.CSTNode]:

@@ -14,6 +14,7 @@ from ..analysis.names import dotted
 from ..analysis.walk import FastVisitor
 from ..fixes import Edits, Fix
 from ..prefilter import CONTRACT
+from ..slicing import direct_call_offsets
 from .base import Check
 from .common import expression_statement, source_of, statement_in_block
 
@@ -714,8 +715,7 @@ class FunctionContract(Check):
         if not functions:
             return
         # The whole-module visit is the expensive part: only do it when the text has a call.
-        names = "|".join(sorted(re.escape(n) for n in functions))
-        if not re.search(rf"\b(?:{names})(?:\.forward\(|\(\)\()", facts.source):
+        if not direct_call_offsets(facts.source, functions):
             return
         reporter = self
 
