@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
 
 # One pass over the text: comments and string literals are consumed whole (so a quote, `#` or
 # line start inside them is never seen), and every newline followed by a column-0 character that
@@ -53,6 +54,27 @@ def chunk_starts(text: str) -> list[int]:
         decorated = text.startswith("@", offset)
         starts.append(offset)
     return starts
+
+
+class Comment(NamedTuple):
+    line: int  # 1-based, counting \r\n, \r and \n like Python's tokenizer
+    column: int
+    text: str
+    alone: bool  # nothing but whitespace before it on its line
+
+
+def comments(text: str) -> Iterator[Comment]:
+    """Every comment, strings skipped: tokenize's COMMENT tokens at a fraction of the cost."""
+    line, cursor = 1, 0
+    for match in _SCAN.finditer(text):
+        if match.group()[:1] != "#":
+            continue
+        start = match.start()
+        line += line_breaks(text[cursor:start])
+        cursor = start
+        line_start = max(text.rfind("\n", 0, start), text.rfind("\r", 0, start)) + 1
+        before = text[line_start:start]
+        yield Comment(line, start - line_start, match.group(), not before.strip())
 
 
 def chunk_of(starts: list[int], offsets: Iterable[int]) -> set[int]:

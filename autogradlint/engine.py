@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import io
 import tokenize
-from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
-from .analysis.facts import collect_facts
-from .analysis.names import ImportTable, iter_statements
+from .analysis.facts import FileFacts, collect_facts
+from .analysis.names import ImportTable
 from .checks import ALL_CHECKS, Check, CheckContext
 from .meta import all_rules
 from .model import FileError, FileResult, Finding, Violation
+from .positions import Layout, StatementAt, node_positions
 from .prefilter import class_declarations, subclasses_index
 from .settings import Settings
 from .slicing import slice_source
@@ -37,8 +36,8 @@ class Analysis:
     violations: list[Violation] = field(default_factory=list)
     error: FileError | None = None
     parsed: bool = False
-    starts: list[int] | None = None  # first line of each of module.body's statements
-    line_map: list[int] | None = None  # module line i+1 -> original line (sliced modules)
+    layout: Layout = field(default_factory=Layout)  # how the module sits in the text
+    facts: FileFacts | None = None  # what the checks read
 
 
 def analyse(
@@ -70,7 +69,7 @@ def analyse(
         return Analysis(path, error=FileError(path, text.message, text.line, text.col))
     parse_input = text
     extra_triton: set[str] = set()
-    starts: list[int] | None = None
+    statements: list[StatementAt] | None = None
     line_map: list[int] | None = None
     ast_error: SyntaxError | None = None
     if "\x00" in text:
@@ -101,10 +100,10 @@ def analyse(
             return Analysis(path, text=text)
         extra_triton = sliced.triton_kernels
         imports = ImportTable(sliced.imports)
-        starts = sliced.all_starts
+        statements = sliced.all_statements
         if not full:
             parse_input = sliced.source
-            starts = sliced.kept_starts
+            statements = sliced.kept_statements
             line_map = sliced.line_map
     try:
         module = cst.parse_module(parse_input)
@@ -139,7 +138,6 @@ def analyse(
         )
         facts.triton_kernels |= extra_triton
         ctx = CheckContext(facts=facts, enabled=enabled, settings=settings)
-        ctx.top_of = _top_level_index(module)
         for check in checks:
             check(ctx).run()
     except RecursionError:
@@ -148,16 +146,14 @@ def analyse(
     except Exception as exc:  # noqa: BLE001 - a bug of ours must not stop the run
         message = f"internal error (please report): {type(exc).__name__}: {exc}"
         return Analysis(path, text=text, module=module, error=FileError(path, message), parsed=True)
-    if starts is not None and len(starts) != len(module.body):
-        starts = None  # e.g. `a = 1; b = 2`: fall back to a whole-module position pass
     return Analysis(
         path,
         text=text,
         module=module,
         violations=ctx.violations,
         parsed=True,
-        starts=starts,
-        line_map=line_map,
+        layout=Layout(line_map, statements),
+        facts=facts,
     )
 
 
@@ -175,19 +171,6 @@ def _nesting_depth(text: str) -> int:
         elif char in ")]}":
             depth = max(0, depth - 1)
     return deepest
-
-
-def _top_level_index(module: cst.Module) -> dict[int, int]:
-    """id(class node) -> index of the module statement that holds it (statement walk only)."""
-    out: dict[int, int] = {}
-    for index, stmt in enumerate(module.body):
-        if isinstance(stmt, cst.ClassDef):
-            out[id(stmt)] = index
-        if isinstance(stmt, cst.BaseCompoundStatement):
-            for inner in iter_statements(stmt):
-                if isinstance(inner, cst.ClassDef):
-                    out[id(inner)] = index
-    return out
 
 
 def lint_source(
@@ -210,9 +193,7 @@ def lint_source(
         return FileResult(path, error=result.error, parsed=result.parsed)
     if not result.violations or result.module is None or result.text is None:
         return FileResult(path, parsed=result.parsed)
-    located = locate(
-        result.module, result.text, result.violations, path, result.starts, result.line_map
-    )
+    located = locate(result.module, result.text, result.violations, path, result.layout)
     return FileResult(path, findings=[finding for finding, _ in located], parsed=True)
 
 
@@ -237,74 +218,17 @@ def _decode(raw: bytes) -> str | FileError:
         )
 
 
-def _positions(
-    module: cst.Module,
-    violations: list[Violation],
-    starts: list[int] | None,
-    line_map: list[int] | None = None,
-) -> dict[int, tuple[int, int, int, int]]:
-    """(line, col, end_line, end_col) by node id, for the nodes violations point at.
-
-    PositionProvider generates the code of whatever it is given; on a big file that is most of
-    the cost of a lint. When the first line of each top-level statement is known (from the `ast`
-    pass), only the statements that hold a violation are generated, and shifted into place.
-    """
-    wanted = {id(v.anchor or v.node): v.anchor or v.node for v in violations}
-    out: dict[int, tuple[int, int, int, int]] = {}
-    if starts is None or any(v.top is None for v in violations):
-        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-
-        def original(line: int) -> int:
-            return line_map[line - 1] if line_map and 0 < line <= len(line_map) else line
-
-        for key, node in wanted.items():
-            where = positions[node]
-            out[key] = (
-                original(where.start.line),
-                where.start.column,
-                original(where.end.line),
-                where.end.column,
-            )
-        return out
-    for top in sorted({v.top for v in violations if v.top is not None}):
-        stmt = module.body[top]
-        bare = stmt.with_changes(leading_lines=()) if hasattr(stmt, "leading_lines") else stmt
-        sub = cst.Module(body=[bare])
-        positions = MetadataWrapper(sub, unsafe_skip_copy=True).resolve(PositionProvider)
-        # Line n of the statement is line first+n of the parsed text; a slice may have dropped
-        # lines inside the statement (a long def around a Function class), so map each one.
-        first = bisect_left(line_map, starts[top]) if line_map else starts[top] - 1
-
-        def original(line: int, first: int = first) -> int:
-            index = first + line - 1  # 0-based line of the parsed text
-            return line_map[index] if line_map and index < len(line_map) else index + 1
-
-        for key, node in wanted.items():
-            where = positions.get(node)
-            if where is not None:
-                out[key] = (
-                    original(where.start.line),
-                    where.start.column,
-                    original(where.end.line),
-                    where.end.column,
-                )
-    missing = [node for key, node in wanted.items() if key not in out]
-    if missing:  # a node outside the statement we expected: use the exact, slower pass
-        return _positions(module, violations, None, line_map)
-    return out
-
-
 def locate(
     module: cst.Module,
     text: str,
     violations: list[Violation],
     path: str,
-    starts: list[int] | None = None,
-    line_map: list[int] | None = None,
+    layout: Layout | None = None,
 ) -> list[tuple[Finding, Violation]]:
     """Positions for unsuppressed violations; only files with findings pay for positions."""
     rules = all_rules()
-    positions = _positions(module, violations, starts, line_map)
+    anchors = [v.anchor or v.node for v in violations]
+    positions = node_positions(module, anchors, layout or Layout(), text)
     suppressions = parse_suppressions(text)
     findings: dict[tuple[str, int, int], tuple[Finding, Violation]] = {}
     for violation in violations:

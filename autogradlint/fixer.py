@@ -48,7 +48,7 @@ def fix_text(
         return FixOutcome(text, error=first.error.describe())
     if first.module is None or first.text is None or not first.violations:
         return FixOutcome(text)
-    located = locate(first.module, first.text, first.violations, path, first.starts, first.line_map)
+    located = locate(first.module, first.text, first.violations, path, first.layout)
     if not any(v.fix is not None and (v.fix.safety == "safe" or unsafe) for _, v in located):
         return FixOutcome(text, remaining=[finding for finding, _ in located])
     for attempt in range(max_passes):
@@ -66,9 +66,7 @@ def fix_text(
             )
         if result.module is None or not result.violations:
             return FixOutcome(current, applied)
-        located = locate(
-            result.module, current, result.violations, path, result.starts, result.line_map
-        )
+        located = locate(result.module, current, result.violations, path, result.layout)
         wanted = [
             (finding, violation)
             for finding, violation in located
@@ -109,9 +107,7 @@ def single_fix_edits(
     if result.module is None or result.error is not None:
         return {}
     out: dict[tuple[str, str, int, int], dict[str, object]] = {}
-    for finding, violation in locate(
-        result.module, text, result.violations, path, result.starts, result.line_map
-    ):
+    for finding, violation in locate(result.module, text, result.violations, path, result.layout):
         if violation.fix is None:
             continue
         new, applied = apply_fixes(result.module, [violation.fix])

@@ -21,7 +21,6 @@ class Violation:
     # Where a finding should be placed when the node spans many lines (e.g. a call's `func`).
     anchor: cst.CSTNode | None = None
     fix: Fix | None = None
-    top: int | None = None  # index of the module statement holding it (None: unknown)
     subject: str | None = None  # the class it is about
 
 

@@ -18,6 +18,7 @@ from fnmatch import fnmatchcase
 
 from .analysis.bindings import Binding, Bindings
 from .chunks import blank_except, chunk_of, chunk_starts
+from .positions import StatementAt
 from .settings import DEFAULT_LOADERS
 
 # Every current check starts from one of these methods; a class without them cannot hold a finding.
@@ -28,10 +29,10 @@ INTEREST_METHODS = frozenset({"backward", "__torch_function__", "__torch_dispatc
 class Slice:
     source: str
     triton_kernels: set[str] = field(default_factory=set)
-    # First line of each top-level statement libcst will see, for the sliced and the full text:
-    # the engine places findings from these without a whole-module PositionProvider pass.
-    kept_starts: list[int] = field(default_factory=list)
-    all_starts: list[int] = field(default_factory=list)
+    # Where each statement is, in libcst's iter_statements order (see positions.py), for the
+    # sliced and the full text.
+    kept_statements: list[StatementAt] = field(default_factory=list)
+    all_statements: list[StatementAt] = field(default_factory=list)
     # The slice holds only the kept lines; line_map[i] is the original number of its line i+1.
     line_map: list[int] = field(default_factory=list)
     # What the import statements bind, in source order (see import_bindings).
@@ -424,8 +425,8 @@ def slice_source(
 ) -> Slice | None:
     """The lines of `text` a check may read; None when nothing can be found.
 
-    `whole=True` has `ast` parse the whole text (all_starts then lists every top-level
-    statement, which fixes need). Raises SyntaxError/ValueError when `ast` cannot parse the
+    `whole=True` has `ast` parse the whole text (all_statements then lists every statement,
+    which fixes need). Raises SyntaxError/ValueError when `ast` cannot parse the
     text (the caller then lets libcst parse the whole file, which gives the user-facing error
     or handles newer syntax).
     """
@@ -476,9 +477,40 @@ def slice_source(
         if keep[number]:
             out.append(line if line.endswith(("\n", "\r")) else line + "\n")
             line_map.append(number)
-    starts = sorted({_span(stmt)[0] for stmt in tree.body})
-    kept = [start for start in starts if keep[start]]
-    return Slice("".join(out), triton, kept, starts, line_map, import_bindings(tree, keep))
+    statements = statement_layout(tree)
+    return Slice(
+        "".join(out),
+        triton,
+        [seen for seen in statements if keep[seen[1]]],
+        statements,
+        line_map,
+        import_bindings(tree, keep),
+    )
+
+
+# ast kinds libcst spells differently (async variants are flags there).
+_CST_KIND = {"AsyncFunctionDef": "FunctionDef", "AsyncFor": "For", "AsyncWith": "With"}
+_CST_KIND["Delete"] = "Del"
+
+
+def statement_layout(tree: ast.Module) -> list[StatementAt]:
+    """Every statement as (libcst kind, keyword line, column), in the order libcst's
+    iter_statements meets them (pre-order; clauses as body, else, finally, handlers, cases)."""
+    out: list[StatementAt] = []
+
+    def visit(statements: list[ast.stmt]) -> None:
+        for node in statements:
+            kind = type(node).__name__
+            out.append((_CST_KIND.get(kind, kind), node.lineno, node.col_offset))
+            for attr in ("body", "orelse", "finalbody"):
+                visit(getattr(node, attr, None) or [])
+            for clause in (getattr(node, "handlers", None) or []) + (
+                getattr(node, "cases", None) or []
+            ):
+                visit(clause.body)
+
+    visit(tree.body)
+    return out
 
 
 # Lines as Python's tokenizer counts them (str.splitlines also breaks at form feeds and other

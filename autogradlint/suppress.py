@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import io
 import re
-import tokenize
 from dataclasses import dataclass, field
+
+from .chunks import comments
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[\w\-]+(?:[\s,]+[\w\-]+)*))?", re.IGNORECASE)
 _IGNORE = re.compile(r"#\s*autogradlint:\s*ignore(?:\[(?P<codes>[^\]]*)\])?")
@@ -38,20 +38,16 @@ def _codes(text: str | None) -> set[str]:
     return {code for code in re.split(r"[\s,]+", text.strip()) if code}
 
 
+# Every suppression comment holds one of these; a file without them needs no comment scan.
+_ANY_MARKER = re.compile(r"noqa|autogradlint:", re.IGNORECASE)
+
+
 def parse_suppressions(source: str) -> Suppressions:
-    """Read suppression comments with tokenize, so `# noqa` inside a string never counts."""
+    """Read suppression comments; `# noqa` inside a string never counts."""
     result = Suppressions()
-    lines = source.splitlines()
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
-    except (tokenize.TokenError, SyntaxError, IndentationError):
+    if _ANY_MARKER.search(source) is None:
         return result
-    for token in tokens:
-        if token.type != tokenize.COMMENT:
-            continue
-        line = token.start[0]
-        comment = token.string
-        own_line = lines[line - 1][: token.start[1]].strip() == "" if line <= len(lines) else False
+    for line, _, comment, own_line in comments(source):
         file_match = _FILE_IGNORE.search(comment)
         if file_match:
             result.file_wide |= _codes(file_match.group("codes"))

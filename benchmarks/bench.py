@@ -120,7 +120,7 @@ def _lsp_latency() -> float:
         start = time.perf_counter()
         result = analyse(text, "big.py")
         if result.module is not None and result.text is not None:
-            locate(result.module, result.text, result.violations, "big.py", result.starts)
+            locate(result.module, result.text, result.violations, "big.py", result.layout)
         timings.append(time.perf_counter() - start)
     print(f"LSP file: {text.count(chr(10))} lines", end="; ")
     return statistics.median(timings)

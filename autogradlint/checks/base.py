@@ -25,13 +25,10 @@ class CheckContext:
     settings: Settings
     violations: list[Violation] = field(default_factory=list)
     _flows: dict[int, MethodFlow] = field(default_factory=dict)
-    top_of: dict[int, int] = field(default_factory=dict)  # id(class node) -> module stmt index
-    current_top: int | None = None  # set by checks while they examine one class
     current_subject: str | None = None  # that class's name (what the confirmer imports)
 
     def enter(self, class_node: cst.ClassDef | None) -> None:
-        """Checks call this per class so violations know their top-level statement and class."""
-        self.current_top = None if class_node is None else self.top_of.get(id(class_node))
+        """Checks call this per class so violations know the class they are about."""
         self.current_subject = None if class_node is None else class_node.name.value
 
     def flow(self, function: cst.FunctionDef) -> MethodFlow:
@@ -76,7 +73,6 @@ class Check:
                 node,
                 anchor,
                 fix,
-                self.ctx.current_top,
                 self.ctx.current_subject,
             )
         )

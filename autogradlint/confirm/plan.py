@@ -12,6 +12,7 @@ from ..checks.compiled_grads import CompiledGradients
 from ..config import Config
 from ..engine import analyse
 from ..model import FileResult, Finding
+from ..positions import node_positions
 
 # Which probe confirms which finding (semantics A.9, B.6, C.3; the arity rule has its own).
 PROBE_OF_FAMILY = {"A": "A", "B": "B"}
@@ -85,24 +86,21 @@ def _clean_classes(path: Path, config: Config, flagged: set[str]) -> list[tuple[
     result = analyse(
         text, str(path), enabled=config.enabled_rules(), settings=config.settings, full=True
     )
-    if result.module is None:
+    if result.module is None or result.facts is None:
         return []
-    from ..analysis.facts import collect_facts
-
-    facts = collect_facts(result.module, text, loaders=config.settings.loaders)
+    facts = result.facts
     ctx = CheckContext(facts=facts, enabled=frozenset({"AGL201"}), settings=config.settings)
     compiled = CompiledGradients(ctx)
     top_level = {
-        stmt.name.value: i
-        for i, stmt in enumerate(result.module.body)
-        if isinstance(stmt, cst.ClassDef)
+        stmt.name.value: stmt for stmt in result.module.body if isinstance(stmt, cst.ClassDef)
     }
-    starts = result.starts or []
+    names = [stmt.name for stmt in top_level.values()]
+    lines = node_positions(result.module, names, result.layout, text)
     out: list[tuple[str, str, int]] = []
     for info in facts.classes:
         if info.name in flagged or info.name not in top_level:
             continue
-        line = starts[top_level[info.name]] if top_level[info.name] < len(starts) else 1
+        line = lines[id(top_level[info.name].name)][0]
         if info.is_function and "backward" in info.methods:
             flow = ctx.flow(info.methods["backward"])
             uses_compiled = any(compiled._compiled_callee(site.node) for site in flow.calls)

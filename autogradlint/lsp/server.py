@@ -68,8 +68,7 @@ class AutogradLintServer(LanguageServer):
                     result.text,
                     result.violations,
                     str(path),
-                    result.starts,
-                    result.line_map,
+                    result.layout,
                 )
             ]
         state.version = document.version
@@ -224,7 +223,7 @@ def _quick_fix(source, path, config, diagnostic, document):  # type: ignore[no-u
         return None
     lines = [line.rstrip("\r\n") for line in document.lines]
     for finding, violation in locate(
-        result.module, result.text, result.violations, path, result.starts, result.line_map
+        result.module, result.text, result.violations, path, result.layout
     ):
         if finding.rule_id != diagnostic.code or violation.fix is None:
             continue

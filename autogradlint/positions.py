@@ -1,0 +1,218 @@
+"""Where findings are: line and column of CST nodes, generating as little code as possible.
+
+libcst's PositionProvider generates the code of whatever it is given; on a whole file that is
+most of the cost of a lint with findings. CPython's `ast` already knows where every statement
+starts, so a node is placed by generating only the innermost statement around it (a compound
+statement without its body when the node is in its header), inside a block indented like the
+original (libcst writes continuation lines relative to their block), and shifting lines.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from .analysis.names import iter_statements
+from .analysis.walk import children
+
+Span = tuple[int, int, int, int]  # line, column, end line, end column (original text)
+# One statement as `ast` saw it: node kind (without "Async"), original line of its keyword (the
+# `def` line of a decorated def), column.
+StatementAt = tuple[str, int, int]
+_STATEMENT = (cst.BaseSmallStatement, cst.BaseCompoundStatement)
+# Compound statements whose header can be generated without their body.
+_HEADED = (cst.If, cst.For, cst.While, cst.With, cst.FunctionDef, cst.ClassDef)
+_PASS_BLOCK = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Pass()])])
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How the parsed module sits in the original text (all lines 1-based)."""
+
+    line_map: list[int] | None = None  # parsed line i+1 -> original line (sliced modules)
+    # Every statement the module holds, in iter_statements order (see slicing.statement_layout).
+    statements: list[StatementAt] | None = None
+
+
+def node_positions(
+    module: cst.Module, nodes: Iterable[cst.CSTNode], layout: Layout, text: str
+) -> dict[int, Span]:
+    """Spans of `nodes` in the original text, by node id."""
+    wanted = {id(node): node for node in nodes}
+    index = _statement_index(module, layout.statements)
+    if index is None:
+        return _whole_module(module, wanted, layout.line_map)
+    owners = _innermost_statements(module, set(wanted))
+    groups: dict[int, list[int]] = {}
+    for key in wanted:
+        owner = owners.get(key)
+        if owner is None:
+            return _whole_module(module, wanted, layout.line_map)
+        groups.setdefault(id(owner), []).append(key)
+    out: dict[int, Span] = {}
+    lines = _Lines(text)
+    for keys in groups.values():
+        statement = owners[keys[0]]
+        seen = index[id(statement)]
+        content = lines.line(seen[1])
+        indent = None if content is None else content[: len(content) - len(content.lstrip())]
+        placed = None
+        if indent is not None and len(indent) <= seen[2]:
+            # An `elif` is an If of its own, which libcst writes as `if`: two columns short.
+            extra = 2 if content[seen[2] : seen[2] + 4] == "elif" else 0  # type: ignore[index]
+            placed = _in_statement(
+                module, statement, {k: wanted[k] for k in keys}, seen, layout, indent, extra
+            )
+        if placed is None:
+            return _whole_module(module, wanted, layout.line_map)
+        out.update(placed)
+    return out
+
+
+def _original(line: int, line_map: list[int] | None) -> int:
+    return line_map[line - 1] if line_map and 0 < line <= len(line_map) else line
+
+
+def _whole_module(
+    module: cst.Module, wanted: dict[int, cst.CSTNode], line_map: list[int] | None
+) -> dict[int, Span]:
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    out: dict[int, Span] = {}
+    for key, node in wanted.items():
+        where = positions[node]
+        out[key] = (
+            _original(where.start.line, line_map),
+            where.start.column,
+            _original(where.end.line, line_map),
+            where.end.column,
+        )
+    return out
+
+
+def _statement_index(
+    module: cst.Module, statements: list[StatementAt] | None
+) -> dict[int, StatementAt] | None:
+    """id(statement node) -> where `ast` saw it; None unless both walks agree node for node."""
+    if statements is None:
+        return None
+    nodes = [node for node in iter_statements(module) if isinstance(node, _STATEMENT)]
+    if len(nodes) != len(statements):
+        return None
+    index: dict[int, StatementAt] = {}
+    for node, seen in zip(nodes, statements, strict=True):
+        if type(node).__name__ != seen[0]:
+            return None
+        index[id(node)] = seen
+    return index
+
+
+def _innermost_statements(module: cst.Module, wanted: set[int]) -> dict[int, cst.CSTNode]:
+    """For each wanted node id, the innermost statement holding it (itself, if a statement)."""
+    found: dict[int, cst.CSTNode] = {}
+    stack: list[cst.CSTNode] = []
+
+    def visit(node: cst.CSTNode) -> None:
+        statement = isinstance(node, _STATEMENT)
+        if statement:
+            stack.append(node)
+        if id(node) in wanted and stack:
+            found[id(node)] = stack[-1]
+        if len(found) < len(wanted):
+            for child in children(node):
+                visit(child)
+        if statement:
+            stack.pop()
+
+    for top in module.body:
+        visit(top)
+        if len(found) == len(wanted):
+            break
+    return found
+
+
+def _in_statement(
+    module: cst.Module,
+    statement: cst.CSTNode,
+    wanted: dict[int, cst.CSTNode],
+    seen: StatementAt,
+    layout: Layout,
+    indent: str,
+    extra: int = 0,
+) -> dict[int, Span] | None:
+    """Generate `statement` (just its header when that holds every wanted node) inside a block
+    indented like the original (libcst re-indents continuation lines relative to the block)."""
+    _, keyword_line, column = seen
+    generated = statement
+    if isinstance(statement, cst.BaseSmallStatement):
+        body: cst.BaseStatement = cst.SimpleStatementLine(body=[statement])
+    else:
+        assert isinstance(statement, cst.BaseCompoundStatement)
+        changes: dict[str, object] = {"leading_lines": ()}
+        if isinstance(statement, _HEADED) and id(statement) not in wanted:
+            changes["body"] = _PASS_BLOCK
+            if isinstance(statement, (cst.If, cst.For, cst.While)):
+                changes["orelse"] = None
+        body = generated = statement.with_changes(**changes)
+    if indent:
+        body = cst.If(test=cst.Name("_"), body=cst.IndentedBlock(body=[body], indent=indent))
+    # Blocks without their own indentation use the module's default: keep the original's.
+    generated_module = cst.Module(
+        body=[body],
+        default_indent=module.default_indent,
+        default_newline=module.default_newline,
+    )
+    positions = MetadataWrapper(generated_module, unsafe_skip_copy=True).resolve(PositionProvider)
+    line_map = layout.line_map
+    # The line of the statement's keyword, generated and parsed (slice coordinates).
+    if isinstance(generated, (cst.FunctionDef, cst.ClassDef)):
+        generated_line = positions[generated.name].start.line
+    else:
+        generated_line = positions[generated].start.line
+    parsed_line = bisect_left(line_map, keyword_line) + 1 if line_map else keyword_line
+    if line_map and (parsed_line > len(line_map) or line_map[parsed_line - 1] != keyword_line):
+        return None
+    shift = parsed_line - generated_line
+    # `a = 1; b = f(x)`: b starts mid-line; an `elif` is written as `if`.
+    first_line = column - len(indent) + extra
+
+    def place(line: int, col: int) -> tuple[int, int]:
+        return (
+            _original(line + shift, line_map),
+            col + (first_line if line == generated_line else 0),
+        )
+
+    out: dict[int, Span] = {}
+    for key, target in wanted.items():
+        where = positions.get(generated if target is statement else target)
+        if where is None:
+            return None
+        line, col = place(where.start.line, where.start.column)
+        if target is statement:
+            col -= extra  # the elif statement itself starts at its `elif`
+        out[key] = (line, col, *place(where.end.line, where.end.column))
+    return out
+
+
+_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+class _Lines:
+    """Lines of the original text, counting line breaks as Python does."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts: list[int] | None = None
+
+    def line(self, number: int) -> str | None:
+        if self.starts is None:
+            self.starts = [0, *(m.end() for m in _BREAK.finditer(self.text))]
+        if not 0 < number <= len(self.starts):
+            return None
+        start = self.starts[number - 1]
+        end = self.starts[number] if number < len(self.starts) else len(self.text)
+        return self.text[start:end]

@@ -1,0 +1,245 @@
+"""The slicer reads less than the file but must find exactly what the whole file holds.
+
+Each case is linted twice: sliced (what `check` does) and whole (what `fix` and the editor do);
+the findings, with their positions, must be the same, and equal the `# AGLxxx` markers.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from conftest import ROOT, expected_findings
+
+from autogradlint.analysis.walk import children
+from autogradlint.chunks import chunk_starts, comments
+from autogradlint.engine import analyse, locate
+from autogradlint.positions import _whole_module, node_positions
+from autogradlint.slicing import preslice, slice_source
+
+FUNCTION = """\
+class {name}(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight):
+        ctx.weight = weight  # AGL403
+        ctx.save_for_backward(x)
+        return x @ weight.t()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g @ ctx.weight, g.t() @ x
+"""
+
+CASES = {
+    # A Function nested in a long function: the slice drops the lines around it, and
+    # positions inside must still be those of the file (they were once 73 lines off).
+    "nested_in_long_def": "import torch\n\n\ndef build():\n"
+    + "".join(f"    value_{i} = {i}\n" for i in range(80))
+    + "\n".join("    " + line if line else "" for line in FUNCTION.format(name="F").splitlines())
+    + "\n    return F\n",
+    # A form feed is whitespace to Python, a line break to str.splitlines.
+    "form_feed": "import torch\n\x0c\n" + FUNCTION.format(name="F"),
+    # Example code in a docstring, at column 0, is text, not a class.
+    "docstring_example": 'import torch\n\nDOC = """\n'
+    + FUNCTION.format(name="InDoc").replace("  # AGL403", "")
+    + '"""\n\n'
+    + FUNCTION.format(name="Real"),
+    # A column-0 line inside brackets splits a statement where the scan cuts: ast rejects
+    # the cut and the whole file is parsed instead.
+    "column_0_in_brackets": "import torch\nx = dict(\na=1)\n" + FUNCTION.format(name="F"),
+    # Only some clauses of an if/try matter; the others keep their smallest statement.
+    "if_try_clauses": "import torch\ntry:\n    import triton\n    def big():\n"
+    + "".join(f"        v{i} = {i}\n" for i in range(30))
+    + "except ImportError:\n    triton = None\n\nif triton is None:\n"
+    + "\n".join("    " + line if line else "" for line in FUNCTION.format(name="F").splitlines())
+    + "\nelse:\n    HAS = True\n",
+    # Imports local to an unrelated function bind nothing; those around a Function do.
+    "scoped_imports": """\
+import torch
+
+
+def unrelated():
+    from somewhere import grad
+
+
+class F(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        from torch.autograd import grad
+        (x,) = ctx.saved_tensors
+        return grad(x * x, x, g)[0]  # AGL101
+""",
+    "crlf": (FUNCTION.format(name="F")).replace("\n", "\r\n").join(["import torch\r\n", ""]),
+    "tabs_and_semicolons": "import torch\n\nclass F(torch.autograd.Function):\n"
+    "\t@staticmethod\n\tdef forward(ctx, x, w):\n\t\ty = 1; ctx.w = w  # AGL403\n\t\treturn x @ w.t()\n\n"
+    "\t@staticmethod\n\tdef backward(ctx, g):\n\t\treturn g @ ctx.w, None\n",
+    "helper_class": """\
+import torch
+
+
+class Helpers:
+    \"\"\"Only the static helper a Function calls is read.\"\"\"
+
+    unrelated = 1
+
+    @staticmethod
+    def scale(t):
+        t.mul_(2)  # AGL405
+        return t
+
+    def other(self):
+        return 3
+
+
+class F(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return Helpers.scale(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+""",
+}
+
+
+def _findings(source: str, *, full: bool) -> list[tuple[str, int, int]]:
+    result = analyse(source, "case.py", full=full)
+    assert result.error is None, result.error
+    assert result.module is not None and result.text is not None
+    located = locate(result.module, result.text, result.violations, "case.py", result.layout)
+    return sorted((f.rule_id, f.line, f.col) for f, _ in located)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_sliced_and_whole_agree(name: str) -> None:
+    source = CASES[name]
+    sliced = _findings(source, full=False)
+    assert sliced == _findings(source, full=True)
+    assert [(rule, line) for rule, line, _ in sliced] == _markers(source)
+
+
+def _markers(source: str) -> list[tuple[str, int]]:
+    """`# AGLxxx` markers, numbering lines as Python does (not str.splitlines: form feeds)."""
+    return sorted(
+        (rule, number)
+        for number, line in enumerate(source.replace("\r\n", "\n").split("\n"), start=1)
+        for rule, _ in expected_findings(line)
+    )
+
+
+def test_the_slice_is_small() -> None:
+    """The nested case keeps the Function and its def's header, not the 80 other lines."""
+    sliced = slice_source(CASES["nested_in_long_def"])
+    assert sliced is not None
+    assert "value_" not in sliced.source
+    assert "class F(torch.autograd.Function)" in sliced.source
+    helper = slice_source(CASES["helper_class"])
+    assert helper is not None
+    assert "def scale" in helper.source
+    assert "def other" not in helper.source and "unrelated = 1" not in helper.source
+
+
+def test_loaders_must_resolve_to_a_configured_loader() -> None:
+    source = (
+        "import torch\nimport triton.language as tl\n"
+        "from torch.utils.cpp_extension import load\n\n"
+        "def kernel(p):\n    x = tl.load(p)\n    y = torch.load(p)\n\n"
+        "ext = load(name='e', sources=['e.cpp'])\n\n" + FUNCTION.format(name="F")
+    )
+    sliced = slice_source(source)
+    assert sliced is not None
+    assert "ext = load(" in sliced.source
+    assert "tl.load" not in sliced.source and "torch.load" not in sliced.source
+    custom = slice_source(
+        source.replace("ext = load(", "ext = build_ext("), loaders=("mypkg.build_ext",)
+    )
+    assert custom is not None and "ext = build_ext(" in custom.source
+
+
+def test_chunks_never_start_inside_strings() -> None:
+    text = CASES["docstring_example"]
+    starts = chunk_starts(text)
+    lines = {text.count("\n", 0, offset) + 1 for offset in starts}
+    tree = ast.parse(text)
+    assert lines == {1} | {node.lineno for node in tree.body}
+    assert preslice("x = 1\n") is None  # nothing of interest: nothing to parse
+
+
+def test_chunks_keep_decorators_and_clauses_with_their_statement() -> None:
+    text = (
+        "@a\n@b(\n  1)\ndef f():\n    pass\nif x:\n    pass\nelif y:\n    pass\nelse:\n    pass\n"
+    )
+    text += "try:\n    pass\nexcept E:\n    pass\nfinally:\n    pass\ny = 1 + \\\n2\n"
+    starts = chunk_starts(text)
+    assert [text.count("\n", 0, offset) + 1 for offset in starts] == [1, 6, 12, 18]
+
+
+def test_comments_skip_strings_and_count_lines_like_python() -> None:
+    text = 's = "# not a comment"\r\nt = """\n# nor this\n"""  # but this\n\x0c# and this\n'
+    found = [(c.line, c.column, c.text, c.alone) for c in comments(text)]
+    assert found == [(4, 5, "# but this", False), (5, 1, "# and this", True)]
+
+
+POSITION_SOURCES = [
+    ROOT / "tests" / "fixtures" / name
+    for name in (
+        "family_a_realistic.py",
+        "family_b_realistic.py",
+        "family_c_realistic.py",
+        "family_d_realistic.py",
+    )
+] + sorted(p for p in (ROOT / "examples").glob("*.py") if p.name != "scale_ext.py")
+
+TRICKY = """\
+import torch
+
+class F(torch.autograd.Function):
+\t@staticmethod
+\tdef forward(ctx, x): y = 1; z = torch.relu(
+\t\t\tx); return z
+
+\t@staticmethod
+\tdef backward(ctx, g):
+\t\tif g is None: return None
+\t\telif g.dim() == 0:
+\t\t\treturn g
+\t\telse:
+\t\t\ts = '''a
+b'''; return g.mul(
+  2)
+"""
+
+
+@pytest.mark.parametrize("full", [False, True], ids=["sliced", "whole"])
+@pytest.mark.parametrize(
+    "source",
+    [*POSITION_SOURCES, "tricky"],
+    ids=[p.name for p in POSITION_SOURCES] + ["tricky"],
+)
+def test_positions_of_every_node_match_a_whole_module_pass(source: Path | str, full: bool) -> None:
+    """Placing a node by generating only its innermost statement (in a block indented like the
+    original) gives exactly what libcst's PositionProvider gives on the whole module."""
+    text = TRICKY if source == "tricky" else Path(source).read_text()
+    result = analyse(text, "case.py", full=full)
+    assert result.module is not None and result.text is not None
+    nodes: list[cst.CSTNode] = []
+
+    def visit(node: cst.CSTNode) -> None:
+        nodes.append(node)
+        for child in children(node):
+            visit(child)
+
+    for statement in result.module.body:
+        visit(statement)
+    fast = node_positions(result.module, nodes, result.layout, result.text)
+    whole = _whole_module(result.module, {id(n): n for n in nodes}, result.layout.line_map)
+    assert len(nodes) > 20
+    assert {k: fast[k] for k in whole} == whole
