@@ -9,51 +9,112 @@ falls back to parsing the whole file); it never takes string contents for code.
 
 from __future__ import annotations
 
+import functools
 import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-# One pass over the text: comments and string literals are consumed whole (so a quote, `#` or
-# line start inside them is never seen), and every newline followed by a column-0 character that
-# can start a statement is reported. Prefixes (r, b, f, u) need no handling: a backslash escapes
-# the next character for termination in raw strings too. Every alternative starts with one of
-# `#`, `"`, `'`, `\n`, so `re` skips over everything else at memory speed.
-_SCAN = re.compile(
-    r"""
+# Comments and string literals, consumed whole (so a quote, `#` or line start inside them is
+# never seen). Prefixes (r, b, f, u) need no handling: a backslash escapes the next character
+# for termination in raw strings too.
+_STRINGS_AND_COMMENTS = r"""
       \#[^\n]*
     | \"\"\"[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*\"\"\"
     | '''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''
     | "[^"\\\n]*(?:\\.[^"\\\n]*)*"
     | '[^'\\\n]*(?:\\.[^'\\\n]*)*'
-    | \n(?=[^\s\#)\]}])
-    """,
-    re.VERBOSE | re.DOTALL,
-)
-# Column-0 lines that continue the statement before them rather than start one.
+"""
+
+
+@functools.lru_cache(maxsize=32)
+def _scanner(indent: str) -> re.Pattern[str]:
+    """One pass over the text: strings and comments are skipped, and every newline followed by
+    `indent` and a character that can start a statement is reported. Every alternative starts
+    with one of `#`, `"`, `'`, `\\n`, so `re` skips everything else at memory speed."""
+    return re.compile(
+        _STRINGS_AND_COMMENTS + "| \\n" + re.escape(indent) + r"(?=[^\s\#)\]}])",
+        re.VERBOSE | re.DOTALL,
+    )
+
+
+_SCAN = _scanner("")
+# Lines that continue the statement before them rather than start one.
 _CLAUSE = re.compile(r"(?:else|elif|except|finally)\b")
 
 
-def chunk_starts(text: str) -> list[int]:
-    """Offsets where top-level statements (with their decorators and clauses) start.
-
-    The first chunk starts at 0 and holds any leading comments; each later one starts at the
-    beginning of a line."""
-    starts = [0]
-    decorated = text.startswith("@")
-    for match in _SCAN.finditer(text):
+def chunk_starts(text: str, indent: str = "", start: int = 0, end: int | None = None) -> list[int]:
+    """Offsets where the statements at `indent` (with their decorators and clauses) start
+    between `start` (the first, which holds any leading comments) and `end`; each later one
+    is the beginning of a line."""
+    end = len(text) if end is None else end
+    starts = [start]
+    width = len(indent)
+    decorated = text.startswith("@", start + width if start else 0)
+    for match in _scanner(indent).finditer(text, start, end):
         if match.group()[:1] != "\n":
             continue
-        offset = match.end()
+        offset = match.start() + 1  # the line start
         before = offset - 2 if text[offset - 2 : offset - 1] != "\r" else offset - 3
         if text[before : before + 1] == "\\":
             continue  # a backslash continuation line
-        if decorated or _CLAUSE.match(text, offset):
-            decorated = text.startswith("@", offset)
+        code = offset + width
+        if decorated or _CLAUSE.match(text, code):
+            decorated = text.startswith("@", code)
             continue  # a decorated def/class, or an else/except clause, continues the chunk
-        decorated = text.startswith("@", offset)
+        decorated = text.startswith("@", code)
         starts.append(offset)
     return starts
+
+
+_HEADER_TOKENS = re.compile(_STRINGS_AND_COMMENTS + r"| [()\[\]{}:\n]", re.VERBOSE | re.DOTALL)
+_KEYWORD = re.compile(r"[ \t]*(?:async[ \t]+)?(?:def|class)\b")
+_DECORATOR_OR_COMMENT = re.compile(r"[ \t]*(?:[@#]|\r?\n)")
+
+
+def body_start(text: str, start: int, end: int) -> tuple[int, str] | None:
+    """For the def or class (with any decorators) in text[start:end]: the offset of the line
+    where its indented body starts, and that body's indentation; None for anything else (a
+    one-line body, an `if`, code that does not parse)."""
+    keyword = start
+    while not _KEYWORD.match(text, keyword):
+        if not _DECORATOR_OR_COMMENT.match(text, keyword):
+            return None  # an if, a for, an assignment...
+        keyword = text.find("\n", keyword, end) + 1
+        if keyword <= 0:
+            return None
+    depth = 0
+    for token in _HEADER_TOKENS.finditer(text, keyword, end):
+        char = token.group()
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == ":" and depth == 0:
+            line_end = text.find("\n", token.end(), end)
+            rest = text[token.end() : line_end if line_end != -1 else end]
+            if rest.strip() and not rest.strip().startswith("#"):
+                return None  # `class A: pass`
+            own = _INDENT.match(text, keyword).end() - keyword  # the statement's indentation
+            return _first_body_line(text, line_end + 1, end, own)
+    return None
+
+
+_INDENT = re.compile(r"[ \t]*")
+
+
+def _first_body_line(text: str, offset: int, end: int, own: int) -> tuple[int, str] | None:
+    while 0 < offset < end:
+        line_end = text.find("\n", offset, end)
+        line = text[offset : line_end if line_end != -1 else end]
+        stripped = line.lstrip(" \t")
+        if stripped.strip() and not stripped.startswith("#"):
+            indent = line[: len(line) - len(stripped)]
+            return (offset, indent) if len(indent) > own else None
+        if line_end == -1:
+            return None
+        offset = line_end + 1
+    return None
 
 
 class Comment(NamedTuple):
@@ -82,18 +143,26 @@ def chunk_of(starts: list[int], offsets: Iterable[int]) -> set[int]:
     return {bisect_right(starts, offset) - 1 for offset in offsets}
 
 
-def blank_except(text: str, starts: list[int], keep: set[int]) -> str:
-    """`text` with every chunk not in `keep` replaced by as many empty lines as it spans, so
-    line numbers and the columns of what is kept stay those of the original."""
-    bounds = [*starts, len(text)]
+def blank_outside(text: str, ranges: list[tuple[int, int]]) -> tuple[str, list[int]]:
+    """`text` with everything outside the sorted `ranges` (which start and end at line starts)
+    replaced by as many empty lines as it spans, so line numbers and the columns of what is
+    kept stay those of the original; and the first line of each blanked stretch followed by
+    the first line after it, alternately (1-based)."""
     parts: list[str] = []
-    for index in range(len(starts)):
-        chunk = text[bounds[index] : bounds[index + 1]]
-        if index in keep:
-            parts.append(chunk)
-        else:
-            parts.append("\n" * line_breaks(chunk))
-    return "".join(parts)
+    blanked: list[int] = []
+    cursor = 0
+    line = 1
+    for start, end in [*ranges, (len(text), len(text))]:
+        if start > cursor:
+            gap = line_breaks(text[cursor:start])
+            parts.append("\n" * gap)
+            blanked += [line, line + gap]
+            line += gap
+        kept = text[start:end]
+        parts.append(kept)
+        line += line_breaks(kept)
+        cursor = end
+    return "".join(parts), blanked
 
 
 def line_breaks(text: str) -> int:

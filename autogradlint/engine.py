@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import io
 import tokenize
 from collections.abc import Iterable
@@ -14,7 +15,7 @@ from .analysis.names import ImportTable
 from .checks import ALL_CHECKS, Check, CheckContext
 from .meta import all_rules
 from .model import FileError, FileResult, Finding, Violation
-from .positions import Layout, StatementAt, node_positions
+from .positions import Layout, node_positions
 from .prefilter import class_declarations, subclasses_index
 from .settings import Settings
 from .slicing import slice_source
@@ -69,7 +70,8 @@ def analyse(
         return Analysis(path, error=FileError(path, text.message, text.line, text.col))
     parse_input = text
     extra_triton: set[str] = set()
-    statements: list[StatementAt] | None = None
+    tree: ast.Module | None = None
+    kept: list[bool] | None = None
     line_map: list[int] | None = None
     ast_error: SyntaxError | None = None
     if "\x00" in text:
@@ -100,10 +102,10 @@ def analyse(
             return Analysis(path, text=text)
         extra_triton = sliced.triton_kernels
         imports = ImportTable(sliced.imports)
-        statements = sliced.all_statements
+        tree = sliced.tree
         if not full:
             parse_input = sliced.source
-            statements = sliced.kept_statements
+            kept = sliced.kept
             line_map = sliced.line_map
     try:
         module = cst.parse_module(parse_input)
@@ -152,7 +154,7 @@ def analyse(
         module=module,
         violations=ctx.violations,
         parsed=True,
-        layout=Layout(line_map, statements),
+        layout=Layout(line_map, tree, kept),
         facts=facts,
     )
 

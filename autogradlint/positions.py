@@ -9,10 +9,11 @@ original (libcst writes continuation lines relative to their block), and shiftin
 
 from __future__ import annotations
 
+import ast
 import re
 from bisect import bisect_left
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -30,13 +31,51 @@ _HEADED = (cst.If, cst.For, cst.While, cst.With, cst.FunctionDef, cst.ClassDef)
 _PASS_BLOCK = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Pass()])])
 
 
-@dataclass(frozen=True)
+@dataclass
 class Layout:
     """How the parsed module sits in the original text (all lines 1-based)."""
 
     line_map: list[int] | None = None  # parsed line i+1 -> original line (sliced modules)
-    # Every statement the module holds, in iter_statements order (see slicing.statement_layout).
-    statements: list[StatementAt] | None = None
+    # CPython's tree of the text and, for a slice, which original lines libcst was given.
+    tree: ast.Module | None = None
+    kept: list[bool] | None = None
+    _statements: list[StatementAt] | None = field(default=None, repr=False)
+
+    @property
+    def statements(self) -> list[StatementAt] | None:
+        """Every statement the module holds, in iter_statements order (computed on demand:
+        only files with findings need it)."""
+        if self._statements is None and self.tree is not None:
+            kept = self.kept
+            self._statements = [
+                seen for seen in statement_layout(self.tree) if kept is None or kept[seen[1]]
+            ]
+        return self._statements
+
+
+# ast kinds libcst spells differently (async variants are flags there).
+_CST_KIND = {"AsyncFunctionDef": "FunctionDef", "AsyncFor": "For", "AsyncWith": "With"}
+_CST_KIND["Delete"] = "Del"
+
+
+def statement_layout(tree: ast.Module) -> list[StatementAt]:
+    """Every statement as (libcst kind, keyword line, column), in the order libcst's
+    iter_statements meets them (pre-order; clauses as body, else, finally, handlers, cases)."""
+    out: list[StatementAt] = []
+
+    def visit(statements: list[ast.stmt]) -> None:
+        for node in statements:
+            kind = type(node).__name__
+            out.append((_CST_KIND.get(kind, kind), node.lineno, node.col_offset))
+            for attr in ("body", "orelse", "finalbody"):
+                visit(getattr(node, attr, None) or [])
+            for clause in (getattr(node, "handlers", None) or []) + (
+                getattr(node, "cases", None) or []
+            ):
+                visit(clause.body)
+
+    visit(tree.body)
+    return out
 
 
 def node_positions(

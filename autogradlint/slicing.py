@@ -11,28 +11,26 @@ interest is never handed to libcst.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import warnings
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
 from .analysis.bindings import Binding, Bindings
-from .chunks import blank_except, chunk_of, chunk_starts
-from .positions import StatementAt
+from .chunks import blank_outside, body_start, chunk_of, chunk_starts
 from .settings import DEFAULT_LOADERS
-
-# Every current check starts from one of these methods; a class without them cannot hold a finding.
-INTEREST_METHODS = frozenset({"backward", "__torch_function__", "__torch_dispatch__"})
 
 
 @dataclass
 class Slice:
     source: str
     triton_kernels: set[str] = field(default_factory=set)
-    # Where each statement is, in libcst's iter_statements order (see positions.py), for the
-    # sliced and the full text.
-    kept_statements: list[StatementAt] = field(default_factory=list)
-    all_statements: list[StatementAt] = field(default_factory=list)
+    # The `ast` tree and which original lines the slice kept: positions.Layout reads where
+    # statements are from them, and only when a finding needs placing.
+    tree: ast.Module | None = None
+    kept: list[bool] = field(default_factory=list)
     # The slice holds only the kept lines; line_map[i] is the original number of its line i+1.
     line_map: list[int] = field(default_factory=list)
     # What the import statements bind, in source order (see import_bindings).
@@ -72,20 +70,19 @@ def _function_like_names(
     return names
 
 
-def _class_of_interest(node: ast.ClassDef, function_like: set[str] | None = None) -> bool:
-    if function_like is not None and node.name in function_like:
-        return True  # every autograd.Function is read by the contract checks
-    for stmt in node.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if stmt.name in HOOKS:
-                return True
-            if stmt.name == "backward" and (function_like is None or node.name in function_like):
-                return True
-        elif isinstance(stmt, ast.Assign):
-            for target in stmt.targets:
-                if isinstance(target, ast.Name) and target.id == "__torch_function__":
-                    return True
-    return False
+def _is_hook(stmt: ast.stmt) -> bool:
+    """`def __torch_function__`/`__torch_dispatch__`, or `__torch_function__ = ...`."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return stmt.name in HOOKS
+    return isinstance(stmt, ast.Assign) and any(
+        isinstance(target, ast.Name) and target.id in HOOKS for target in stmt.targets
+    )
+
+
+def _class_of_interest(node: ast.ClassDef, function_like: set[str]) -> bool:
+    """An autograd Function (every one is read by the contract checks), or a class with a
+    hook."""
+    return node.name in function_like or any(_is_hook(stmt) for stmt in node.body)
 
 
 def _decorator_text(node: ast.expr) -> str:
@@ -179,23 +176,19 @@ class _Selector:
             keep.append((start, end))
             return True
         if isinstance(stmt, ast.ClassDef) and _class_of_interest(stmt, self.function_like):
-            cursor = start
+            # A class with a hook: the checks read its bases and the hook methods only.
+            keep.append((start, max(start, _span(stmt.body[0])[0] - 1)))
             for member in stmt.body:
-                if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
-                    member.name not in INTEREST_METHODS
-                ):
-                    m_start, m_end = _span(member)
-                    if m_start > cursor:
-                        keep.append((cursor, m_start - 1))
-                    cursor = m_end + 1
-            if cursor <= end:
-                keep.append((cursor, end))
+                if _is_hook(member):
+                    keep.append(_span(member))
+                else:
+                    self.select(member, keep)
             return True
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             inner: list[tuple[int, int]] = []
             if not any([self.select(child, inner) for child in stmt.body]):
                 return False
-            keep.append((start, max(start, stmt.body[0].lineno - 1)))
+            keep.append((start, max(start, _span(stmt.body[0])[0] - 1)))
             keep.extend(inner)
             return True
         blocks = _blocks(stmt)
@@ -272,7 +265,7 @@ def _helper_ranges(stmt: ast.ClassDef, names: set[str]) -> list[tuple[int, int]]
     if not methods:
         return []
     start = _span(stmt)[0]
-    return [(start, max(start, stmt.body[0].lineno - 1)), *methods]
+    return [(start, max(start, _span(stmt.body[0])[0] - 1)), *methods]
 
 
 def direct_call_offsets(text: str, function_like: set[str]) -> list[int]:
@@ -306,6 +299,7 @@ _HOOK_NAME = re.compile(r"__torch_(?:function|dispatch)__(?=[ \t]*(?:\(|=[^=]))"
 _FUNCTION_ALIAS = re.compile(r"Function[ \t]+as[ \t]+(\w+)")
 _IMPORT = re.compile(r"import[ \t\\(]")
 _TRITON = re.compile(r"@[ \t]*triton\.")
+_DEF_NAME = re.compile(r"\n(?:async[ \t]+)?def[ \t]+(\w+)")
 _NOT_MODULE_SCOPE = re.compile(r"(?:@|def\b|async\b|class\b)")
 
 
@@ -318,26 +312,72 @@ def preslice(
     known_functions: frozenset[str] = frozenset(),
     loaders: tuple[str, ...] = DEFAULT_LOADERS,
 ) -> str | None:
-    """`text` with the top-level statements no check can read blanked (line numbers kept), or
-    None when it holds no class of interest at all."""
-    found = kept_chunks(text, known_functions, loaders)
-    return None if found is None else blank_except(text, *found)
+    """`text` with the statements no check can read blanked (line numbers kept), or None when
+    it holds no class of interest at all."""
+    ranges = kept_ranges(text, chunk_starts(text), known_functions, loaders)
+    return None if ranges is None else blank_outside(text, ranges)[0]
 
 
-def _loader_call(loaders: tuple[str, ...]) -> re.Pattern[str]:
-    """Calls whose last name matches a loader pattern's last component (`load(`)."""
+@functools.lru_cache(maxsize=8)
+def _loader_calls(loaders: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    """Calls whose last name matches a loader pattern's last component (`load(`): one pattern
+    per name, each starting with a literal where it can (an alternation, or a leading
+    lookbehind, makes `re` try every position of a 5 MB file)."""
     names = sorted({pattern.rsplit(".", 1)[-1] for pattern in loaders})
-    alternatives = "|".join(
-        "".join(r"\w*" if c == "*" else r"\w" if c == "?" else re.escape(c) for c in name)
+    return tuple(
+        re.compile(
+            "".join(r"\w*" if c == "*" else r"\w" if c == "?" else re.escape(c) for c in name)
+            + r"[ \t]*\("
+        )
         for name in names
     )
-    return re.compile(rf"(?<![\w])(?:{alternatives})[ \t]*\(")
 
 
-def kept_chunks(
-    text: str, known_functions: frozenset[str], loaders: tuple[str, ...] = DEFAULT_LOADERS
-) -> tuple[list[int], set[int]] | None:
-    """The top-level chunks of `text` (their start offsets) and the indexes of those to keep."""
+def _loader_offsets(text: str, loaders: tuple[str, ...]) -> list[int]:
+    return [
+        match.start()
+        for pattern in _loader_calls(loaders)
+        for match in pattern.finditer(text)
+        if not _word_char(text[match.start() - 1 : match.start()])
+    ]
+
+
+def _word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+# A def or class larger than this (in characters) that merely holds something of interest is
+# split into its own statements, and so on down to _MAX_DEPTH levels.
+_BIG = 4000
+_MAX_DEPTH = 4
+
+
+@dataclass
+class _Marks:
+    """Offsets in the text of what makes a statement worth parsing, sorted."""
+
+    functions: list[int]  # class statements of Function classes
+    others: list[int]  # hooks, direct Function calls, extension loaders
+    imports: list[int]
+
+    def within(self, start: int, end: int) -> list[int]:
+        return [
+            offset
+            for found in (self.functions, self.others, self.imports)
+            for offset in found[bisect_left(found, start) : bisect_left(found, end)]
+        ]
+
+
+def kept_ranges(
+    text: str,
+    starts: list[int],
+    known_functions: frozenset[str],
+    loaders: tuple[str, ...] = DEFAULT_LOADERS,
+) -> list[tuple[int, int]] | None:
+    """The (start, end) offsets of the statements a check may read, in order, found from the
+    text; None when it holds no class of interest. Top-level statements (whose chunks begin at
+    `starts`) are kept whole, except large defs and classes that merely contain something of
+    interest: those keep their header and, recursively, the statements of their body that do."""
     decls = [
         (m.start(), m.group(1), m.group(2) or "")
         for m in _CLASS_DECL.finditer(text)
@@ -360,24 +400,82 @@ def kept_chunks(
     hook_offsets = [m.start() for m in _HOOK_NAME.finditer(text)]
     if not function_offsets and not hook_offsets:
         return None
-    starts = chunk_starts(text)
-    function_chunks = chunk_of(starts, function_offsets)
-    keep = function_chunks | chunk_of(starts, hook_offsets)
-    # Top-level classes whose static helpers a Function calls (`Helpers.prepare(x)`).
+    marks = _Marks(
+        function_offsets,
+        sorted(hook_offsets + direct_call_offsets(text, names) + _loader_offsets(text, loaders)),
+        [m.start() for m in _IMPORT.finditer(text)],
+    )
+    keep = chunk_of(starts, marks.functions) | chunk_of(starts, marks.others)
+    whole: set[int] = set()  # chunks that must stay whole (Functions' helper classes)
     top_classes = {name: offset for offset, name, _ in decls if text[offset - 1 : offset] in "\n"}
     bounds = [*starts, len(text)]
-    for index in function_chunks:
+    for index in chunk_of(starts, marks.functions):
         chunk = text[bounds[index] : bounds[index + 1]]
         for name, offset in top_classes.items():
             if f"{name}." in chunk:
-                keep |= chunk_of(starts, [offset])
-    keep |= chunk_of(starts, direct_call_offsets(text, names))
-    keep |= chunk_of(starts, [m.start() for m in _loader_call(loaders).finditer(text)])
-    keep |= chunk_of(starts, [m.start() for m in _TRITON.finditer(text)])
-    for index in chunk_of(starts, [m.start() for m in _IMPORT.finditer(text)]):
+                whole |= chunk_of(starts, [offset])
+    keep |= whole
+    for index in chunk_of(starts, marks.imports):
         if not _NOT_MODULE_SCOPE.match(text, starts[index]):
             keep.add(index)  # module-scope imports (inside if/try at top level too)
-    return starts, keep
+    ranges: list[tuple[int, int]] = []
+    for index in sorted(keep):
+        start, end = bounds[index], bounds[index + 1]
+        if index in whole:
+            ranges.append((start, end))
+        else:
+            ranges.extend(_refine(text, start, end, marks, 0))
+    return ranges
+
+
+def _refine(text: str, start: int, end: int, marks: _Marks, depth: int) -> list[tuple[int, int]]:
+    """One statement's kept ranges: itself, or its header and the body statements that hold a
+    mark (a Function class is always kept whole: every check reads all of it)."""
+    if end - start <= _BIG or depth >= _MAX_DEPTH:
+        return [(start, end)]
+    body = body_start(text, start, end)
+    if body is None:
+        return [(start, end)]
+    offset, indent = body
+    if not _only_imports(marks, start, offset):
+        return [(start, end)]  # itself a Function class or a hook: checks read all of it
+    starts = chunk_starts(text, indent, offset, end)
+    keep = chunk_of(starts, marks.within(offset, end))
+    if not keep:
+        return [(start, end)]
+    bounds = [*starts, end]
+    out = [(start, offset)]
+    for index in sorted(keep):
+        inner_start, inner_end = bounds[index], bounds[index + 1]
+        if _NOT_MODULE_SCOPE.match(text, inner_start + len(indent)) and _only_imports(
+            marks, inner_start, inner_end
+        ):
+            continue  # imports local to a nested def or class bind nothing checked code sees
+        out.extend(_refine(text, inner_start, inner_end, marks, depth + 1))
+    return out if len(out) > 1 else [(start, end)]
+
+
+def _only_imports(marks: _Marks, start: int, end: int) -> bool:
+    """Whether the only marks in text[start:end] are imports."""
+    return not any(
+        found[bisect_left(found, start) : bisect_left(found, end)]
+        for found in (marks.functions, marks.others)
+    )
+
+
+def triton_kernels(text: str, starts: list[int]) -> set[str]:
+    """Top-level defs with a `@triton.` decorator (jit, autotune, heuristics), from the text:
+    a decorated def is one chunk, its decorators at column 0 before its `def` line."""
+    bounds = [*starts, len(text)]
+    names: set[str] = set()
+    at_column_0 = [
+        m.start() for m in _TRITON.finditer(text) if text[m.start() - 1 : m.start()] in "\n"
+    ]
+    for index in chunk_of(starts, at_column_0):
+        found = _DEF_NAME.search(text, bounds[index], bounds[index + 1])
+        if found is not None:
+            names.add(found.group(1))
+    return names
 
 
 def _parse(text: str) -> ast.Module:
@@ -425,20 +523,23 @@ def slice_source(
 ) -> Slice | None:
     """The lines of `text` a check may read; None when nothing can be found.
 
-    `whole=True` has `ast` parse the whole text (all_statements then lists every statement,
-    which fixes need). Raises SyntaxError/ValueError when `ast` cannot parse the
+    `whole=True` has `ast` parse the whole text (fixes rewrite the whole file). Raises SyntaxError/ValueError when `ast` cannot parse the
     text (the caller then lets libcst parse the whole file, which gives the user-facing error
     or handles newer syntax).
     """
     tree: ast.Module | None = None
+    starts = chunk_starts(text)
+    blanked: list[int] = []  # stretches of lines `ast` did not see (see blank_outside)
     if not whole:
-        blanked = preslice(text, known_functions, loaders)
-        if blanked is None:
+        spans = kept_ranges(text, starts, known_functions, loaders)
+        if spans is None:
             return None
+        visible, blanked = blank_outside(text, spans)
         try:
-            tree = _parse(blanked)
+            tree = _parse(visible)
         except (SyntaxError, ValueError):
             tree = None  # a column-0 line inside brackets split a statement: parse it all
+            blanked = []
     if tree is None:
         tree = _parse(text)
     statements = _statements(tree)
@@ -449,7 +550,6 @@ def slice_source(
         return None
     lines = _LINE.findall(text)
     keep = [False] * (len(lines) + 1)
-    triton: set[str] = set()
     selector = _Selector(
         function_like,
         loaders,
@@ -461,14 +561,15 @@ def slice_source(
         ranges: list[tuple[int, int]] = []
         if isinstance(stmt, ast.ClassDef) and stmt.name in helpers:
             ranges.extend(_helper_ranges(stmt, helpers[stmt.name]))
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for decorator in stmt.decorator_list:
-                if _decorator_text(decorator).startswith("triton."):
-                    triton.add(stmt.name)
         selector.select(stmt, ranges)
         for start, end in ranges:
             for number in range(start, end + 1):
                 keep[number] = True
+    # A line `ast` did not see is never kept, even inside a kept range: the gap between a
+    # class header and its first kept statement was, in the whole file, other statements.
+    for first, after in zip(blanked[::2], blanked[1::2], strict=True):
+        for number in range(first, min(after, len(keep))):
+            keep[number] = False
     # Dropped lines are left out entirely (libcst tokenises blank lines too: a 5 MB file would
     # cost seconds); positions are mapped back through line_map / the statement starts.
     out: list[str] = []
@@ -477,40 +578,14 @@ def slice_source(
         if keep[number]:
             out.append(line if line.endswith(("\n", "\r")) else line + "\n")
             line_map.append(number)
-    statements = statement_layout(tree)
     return Slice(
-        "".join(out),
-        triton,
-        [seen for seen in statements if keep[seen[1]]],
-        statements,
-        line_map,
-        import_bindings(tree, keep),
+        source="".join(out),
+        triton_kernels=triton_kernels(text, starts),
+        tree=tree,
+        kept=keep,
+        line_map=line_map,
+        imports=import_bindings(tree, keep),
     )
-
-
-# ast kinds libcst spells differently (async variants are flags there).
-_CST_KIND = {"AsyncFunctionDef": "FunctionDef", "AsyncFor": "For", "AsyncWith": "With"}
-_CST_KIND["Delete"] = "Del"
-
-
-def statement_layout(tree: ast.Module) -> list[StatementAt]:
-    """Every statement as (libcst kind, keyword line, column), in the order libcst's
-    iter_statements meets them (pre-order; clauses as body, else, finally, handlers, cases)."""
-    out: list[StatementAt] = []
-
-    def visit(statements: list[ast.stmt]) -> None:
-        for node in statements:
-            kind = type(node).__name__
-            out.append((_CST_KIND.get(kind, kind), node.lineno, node.col_offset))
-            for attr in ("body", "orelse", "finalbody"):
-                visit(getattr(node, attr, None) or [])
-            for clause in (getattr(node, "handlers", None) or []) + (
-                getattr(node, "cases", None) or []
-            ):
-                visit(clause.body)
-
-    visit(tree.body)
-    return out
 
 
 # Lines as Python's tokenizer counts them (str.splitlines also breaks at form feeds and other

@@ -110,6 +110,34 @@ class F(torch.autograd.Function):
 }
 
 
+# Large statements that merely hold something of interest are split further; what reaches
+# libcst must still be what the whole-file selection picks.
+_FILLER = "".join(f"    def method_{i}(self):\n        return {i}\n\n" for i in range(200))
+CASES["big_hook_class"] = (
+    "import torch\n\n\nclass Wrapper(torch.Tensor):\n    # a comment under the header\n"
+    "    @property\n    def first(self):\n        return 1\n\n"
+    + _FILLER
+    + "    def __torch_function__(self, func, types, args=(), kwargs=None):  # AGL303\n"
+    + "        return super().__torch_function__(func, types, args, kwargs or {})\n"
+)
+CASES["big_if_block"] = (
+    "import torch\n\nif torch.cuda.is_available():\n"
+    + "\n".join("    " + line if line else "" for line in FUNCTION.format(name="F").splitlines())
+    + "\n\n    class Big:\n"
+    + "\n".join("    " + line if line else "" for line in _FILLER.splitlines())
+    + "\nelse:\n    # the slower path\n    F = None\n"
+)
+CASES["big_test_class"] = (
+    "import torch\n\n\nclass TestThing:\n"
+    + _FILLER
+    + "    def test_nested(self):\n        from torch.autograd import grad\n\n"
+    + "\n".join(
+        "        " + line if line else "" for line in FUNCTION.format(name="F").splitlines()
+    )
+    + "\n        return F\n"
+)
+
+
 def _findings(source: str, *, full: bool) -> list[tuple[str, int, int]]:
     result = analyse(source, "case.py", full=full)
     assert result.error is None, result.error
@@ -135,12 +163,26 @@ def _markers(source: str) -> list[tuple[str, int]]:
     )
 
 
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_slice_is_what_the_whole_file_selects(name: str) -> None:
+    """Pre-slicing from the text (for speed) hands libcst exactly the lines that selecting
+    from the whole file's `ast` would."""
+    sliced = slice_source(CASES[name])
+    whole = slice_source(CASES[name], whole=True)
+    assert sliced is not None and whole is not None
+    assert (sliced.source, sliced.line_map) == (whole.source, whole.line_map)
+    assert sliced.imports == whole.imports
+
+
 def test_the_slice_is_small() -> None:
     """The nested case keeps the Function and its def's header, not the 80 other lines."""
     sliced = slice_source(CASES["nested_in_long_def"])
     assert sliced is not None
     assert "value_" not in sliced.source
     assert "class F(torch.autograd.Function)" in sliced.source
+    for name in ("big_hook_class", "big_if_block", "big_test_class"):
+        big = slice_source(CASES[name])
+        assert big is not None and "method_7" not in big.source, name
     helper = slice_source(CASES["helper_class"])
     assert helper is not None
     assert "def scale" in helper.source
