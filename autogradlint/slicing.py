@@ -17,6 +17,7 @@ import warnings
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+from itertools import compress
 
 from .analysis.bindings import Binding, Bindings
 from .chunks import blank_outside, body_start, chunk_of, chunk_starts
@@ -548,7 +549,8 @@ def slice_source(
         isinstance(n, ast.ClassDef) and _class_of_interest(n, function_like) for n in statements
     ):
         return None
-    lines = _LINE.findall(text)
+    # Lines as Python counts them; without \r, a plain split is the same and far cheaper.
+    lines = _LINE.findall(text) if "\r" in text else text.split("\n")
     keep = [False] * (len(lines) + 1)
     selector = _Selector(
         function_like,
@@ -563,21 +565,19 @@ def slice_source(
             ranges.extend(_helper_ranges(stmt, helpers[stmt.name]))
         selector.select(stmt, ranges)
         for start, end in ranges:
-            for number in range(start, end + 1):
-                keep[number] = True
+            keep[start : end + 1] = [True] * (end + 1 - start)
     # A line `ast` did not see is never kept, even inside a kept range: the gap between a
     # class header and its first kept statement was, in the whole file, other statements.
     for first, after in zip(blanked[::2], blanked[1::2], strict=True):
-        for number in range(first, min(after, len(keep))):
-            keep[number] = False
+        after = min(after, len(keep))
+        keep[first:after] = [False] * (after - first)
     # Dropped lines are left out entirely (libcst tokenises blank lines too: a 5 MB file would
-    # cost seconds); positions are mapped back through line_map / the statement starts.
-    out: list[str] = []
-    line_map: list[int] = []
-    for number, line in enumerate(lines, start=1):
-        if keep[number]:
-            out.append(line if line.endswith(("\n", "\r")) else line + "\n")
-            line_map.append(number)
+    # cost seconds); positions are mapped back through line_map.
+    line_map = list(compress(range(1, len(keep)), keep[1:]))
+    out = [
+        line if line.endswith(("\n", "\r")) else line + "\n"
+        for line in (lines[number - 1] for number in line_map)
+    ]
     return Slice(
         source="".join(out),
         triton_kernels=triton_kernels(text, starts),
