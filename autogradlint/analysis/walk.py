@@ -9,7 +9,7 @@ the same method names (`visit_Call(node)`, returning False to skip children, and
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import libcst as cst
@@ -40,6 +40,8 @@ _TRIVIA_PREFIXES = (
     "indent",
 )
 _FIELDS: dict[type, tuple[str, ...]] = {}
+# isinstance against libcst's node classes goes through ABCMeta (slow): remember per type.
+_IS_NODE: dict[type, bool] = {}
 
 
 def _fields(kind: type) -> tuple[str, ...]:
@@ -54,41 +56,50 @@ def _fields(kind: type) -> tuple[str, ...]:
     return names
 
 
-def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+def _is_node(kind: type) -> bool:
+    flag = _IS_NODE.get(kind)
+    if flag is None:
+        flag = _IS_NODE[kind] = issubclass(kind, cst.CSTNode)
+    return flag
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The child nodes that carry code, in source order (formatting nodes are skipped)."""
+    out: list[cst.CSTNode] = []
     for name in _fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            yield value
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                if isinstance(item, cst.CSTNode):
-                    yield item
+        kind = type(value)
+        if kind is list or kind is tuple:
+            out.extend(item for item in value if _is_node(type(item)))
+        elif value is not None and _is_node(kind):
+            out.append(value)
+    return out
 
 
 class FastVisitor:
     """Subclass and define `visit_<Node>` / `leave_<Node>` (and optionally `on_visit`)."""
 
-    _dispatch: dict[type, tuple[Callable[..., Any] | None, Callable[..., Any] | None]]
+    _dispatch: dict[type, tuple[Callable[..., Any] | None, Callable[..., Any] | None]] = {}
+    _on_visit: Callable[..., Any] | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._dispatch = {}
+        cls._on_visit = getattr(cls, "on_visit", None)
 
     def walk(self, node: cst.CSTNode) -> None:
         kind = type(node)
         handlers = self._dispatch.get(kind)
         if handlers is None:
             name = kind.__name__
-            handlers = (getattr(self, f"visit_{name}", None), getattr(self, f"leave_{name}", None))
             # bound methods differ per instance: store the unbound functions
             handlers = (
                 getattr(type(self), f"visit_{name}", None),
                 getattr(type(self), f"leave_{name}", None),
             )
             self._dispatch[kind] = handlers
-        on_visit = getattr(self, "on_visit", None)
-        if on_visit is not None and on_visit(node) is False:
+        on_visit = type(self)._on_visit  # the plain function (self._on_visit would bind it)
+        if on_visit is not None and on_visit(self, node) is False:
             return
         visit, leave = handlers
         if visit is not None and visit(self, node) is False:
