@@ -15,6 +15,7 @@ from .analysis.names import ImportTable
 from .checks import ALL_CHECKS, Check, CheckContext
 from .meta import all_rules
 from .model import FileError, FileResult, Finding, Violation
+from .parsing import parse_module
 from .positions import Layout, node_positions
 from .prefilter import class_declarations, subclasses_index
 from .settings import Settings
@@ -108,7 +109,7 @@ def analyse(
             kept = sliced.kept
             line_map = sliced.line_map
     try:
-        module = cst.parse_module(parse_input)
+        module = parse_module(parse_input)
     except cst.ParserSyntaxError as exc:
         if ast_error is not None:  # CPython's own message is the one people know
             message = f"syntax error: {ast_error.msg}"

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .cache import Cache, content_hash, index_fingerprint, result_from_json
 from .config import Config
 from .gitignore import IgnoreRule, is_ignored, parse_gitignore
 from .model import FileError, FileResult
@@ -22,6 +20,11 @@ from .prefilter import (
     subclasses_index,
 )
 from .settings import Settings
+
+if TYPE_CHECKING:  # the pool and the cache are imported only by the runs that use them
+    from concurrent.futures import ProcessPoolExecutor
+
+    from .cache import Cache
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 # Below this many files to parse (or to read), starting worker processes costs more than it saves.
@@ -186,7 +189,11 @@ def _read_batch(batch: list[tuple[str, frozenset[str]]], hashed: bool) -> list[_
             continue
         decls = class_declarations(data)
         admitted = can_hold_findings(data, enabled, frozenset(), decls)
-        digest = content_hash(data) if hashed else None  # only the cache needs it
+        digest = None
+        if hashed:  # only the cache needs it
+            from .cache import content_hash
+
+            digest = content_hash(data)
         out.append(_Read(data if admitted else None, admitted, digest, decls))
     return out
 
@@ -197,6 +204,7 @@ def _pool(workers: int) -> ProcessPoolExecutor:
     import gc
     import multiprocessing
     import sys
+    from concurrent.futures import ProcessPoolExecutor
 
     gc.freeze()  # what is imported so far is never collected: keep it out of every GC pass
     context = multiprocessing.get_context("fork") if sys.platform == "linux" else None
@@ -306,7 +314,11 @@ def lint_paths(
             item.decls = cache.declarations(item.entry)
     # 2. The cross-file Function index, from every file's class declarations.
     index = function_index([item.decls or [] for item in items])
-    index_key = index_fingerprint(index)
+    index_key = ""
+    if cache is not None:
+        from .cache import index_fingerprint, result_from_json
+
+        index_key = index_fingerprint(index)
     # 3. Reuse results computed under the same index; analyse the rest.
     pending: list[tuple[str, bytes, frozenset[str], Settings, frozenset[str]]] = []
     todo: list[_File] = []

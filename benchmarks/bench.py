@@ -41,17 +41,23 @@ def _count(tree: Path) -> tuple[int, int]:
     return files, lines
 
 
-def _time(cmd: list[str], rounds: int) -> tuple[float, int]:
-    timings = []
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+def _run(cmd: list[str]) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    elapsed = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.decode()[-500:]}")
+    return elapsed
+
+
+def _interleaved(commands: list[list[str]], rounds: int) -> list[float]:
+    """Median wall time of each command, running them in turn every round, so a slow spell of
+    the machine hits all of them alike."""
+    timings: list[list[float]] = [[] for _ in commands]
     for _ in range(rounds):
-        start = time.perf_counter()
-        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        timings.append(time.perf_counter() - start)
-        if proc.returncode not in (0, 1):
-            sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.decode()[-500:]}")
-    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return statistics.median(timings), max(peak_kb, before)
+        for times, cmd in zip(timings, commands, strict=True):
+            times.append(_run(cmd))
+    return [statistics.median(times) for times in timings]
 
 
 def main() -> None:
@@ -62,8 +68,14 @@ def main() -> None:
     ruff = shutil.which("ruff")
     if ruff is None:
         sys.exit("ruff is not installed (pip install ruff)")
+    import compileall
     import tempfile
 
+    import autogradlint
+
+    # An installed package has its bytecode compiled (pip does it at install time); a source
+    # checkout run with PYTHONDONTWRITEBYTECODE would recompile ours on every start.
+    compileall.compile_dir(Path(autogradlint.__file__).parent, quiet=1)
     agl = [
         sys.executable,
         "-m",
@@ -77,23 +89,30 @@ def main() -> None:
         f"{'tree':<12} {'files':>6} {'lines':>9} {'ruff':>7} {'cold':>7} {'warm':>7} "
         f"{'cold/ruff':>9} {'warm/ruff':>9}"
     )
-    peak = 0
     for tree in args.trees or _default_trees():
         files, lines = _count(tree)
-        ruff_s, _ = _time(
-            [ruff, "check", "--no-cache", "--select", "E,F,B", "-q", "--exit-zero", str(tree)],
-            args.rounds,
-        )
-        cold_s, peak = _time([*agl, "--no-cache", str(tree)], args.rounds)
+        ruff_cmd = [
+            ruff,
+            "check",
+            "--no-cache",
+            "--select",
+            "E,F,B",
+            "-q",
+            "--exit-zero",
+            str(tree),
+        ]
         with tempfile.TemporaryDirectory() as cache_dir:
             warm_cmd = [*agl, "--cache-dir", cache_dir, str(tree)]
-            subprocess.run(warm_cmd, stdout=subprocess.DEVNULL, check=False)  # fill the cache
-            warm_s, peak = _time(warm_cmd, args.rounds)
+            _run(warm_cmd)  # fill the cache
+            ruff_s, cold_s, warm_s = _interleaved(
+                [ruff_cmd, [*agl, "--no-cache", str(tree)], warm_cmd], args.rounds
+            )
         name = tree.name if tree.name != "src" else "corpus"
         print(
             f"{name[:12]:<12} {files:>6} {lines:>9} {ruff_s:>6.2f}s {cold_s:>6.2f}s "
             f"{warm_s:>6.2f}s {cold_s / ruff_s:>8.2f}x {warm_s / ruff_s:>8.2f}x"
         )
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     print(
         f"peak RSS of any child process: {peak / 1024:.0f} MB (rounds: {args.rounds}, medians; "
         "ruff's peak counts too)"
