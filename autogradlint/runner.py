@@ -269,12 +269,12 @@ def lint_paths(
 
     Many files are read by a pool of workers while this process loads the engine; the
     analysis then runs in a second pool forked after that, so no worker imports libcst."""
-    items = [_File(path, os.path.abspath(path)) for path in files]
+    items = [_File(path, os.path.abspath(path) if cache else "") for path in files]
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     hashed = cache is not None
     # 1. Find each file's cache entry by stat (no read); read the others.
-    unread: list[_File] = []
-    for item in items:
+    unread: list[_File] = [] if cache is not None else items
+    for item in items if cache is not None else ():
         try:
             item.stat = os.stat(item.path)
         except OSError as exc:
