@@ -198,6 +198,14 @@ def _read_batch(batch: list[tuple[str, frozenset[str]]], hashed: bool) -> list[_
     return out
 
 
+def _load_engine() -> None:
+    """Import the engine (libcst) and read the rule files, once, in this process."""
+    from . import engine  # noqa: F401
+    from .meta import all_rules
+
+    all_rules()  # YAML: ~30 ms that each worker would otherwise spend again
+
+
 def _pool(workers: int) -> ProcessPoolExecutor:
     """Workers forked from this process where that is safe (Linux): they start at once and
     share what it has imported (libcst, once the engine is loaded)."""
@@ -292,7 +300,7 @@ def lint_paths(
                 pool.submit(_read_batch, batch[i : i + size], hashed)
                 for i in range(0, len(batch), size)
             ]
-            from . import engine  # noqa: F401 - loaded while the workers read, for the next pool
+            _load_engine()  # while the workers read; the analysis pool inherits it
 
             reads = [read for future in futures for read in future.result()]
     else:
@@ -348,7 +356,7 @@ def lint_paths(
         pending.append((str(item.path), item.data, enabled, config.settings, index))
     analysed: list[FileResult] = []
     if workers > 1 and len(pending) >= POOL_THRESHOLD:
-        from . import engine  # noqa: F401 - forked workers inherit it instead of importing it
+        _load_engine()  # forked workers inherit it instead of importing it
 
         # Largest first, so no worker is left with a big file at the end.
         order = sorted(range(len(pending)), key=lambda i: -len(pending[i][1]))
