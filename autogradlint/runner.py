@@ -22,8 +22,6 @@ from .prefilter import (
 from .settings import Settings
 
 if TYPE_CHECKING:  # the pool and the cache are imported only by the runs that use them
-    from concurrent.futures import ProcessPoolExecutor
-
     from .cache import Cache
 
 PYTHON_SUFFIXES = (".py", ".pyi")
@@ -198,35 +196,6 @@ def _read_batch(batch: list[tuple[str, frozenset[str]]], hashed: bool) -> list[_
     return out
 
 
-def _load_engine() -> None:
-    """Import the engine (libcst) and read the rule files, once, in this process."""
-    from . import engine  # noqa: F401
-    from .meta import all_rules
-
-    all_rules()  # YAML: ~30 ms that each worker would otherwise spend again
-
-
-def _pool(workers: int) -> ProcessPoolExecutor:
-    """Workers forked from this process where that is safe (Linux): they start at once and
-    share what it has imported (libcst, once the engine is loaded)."""
-    import gc
-    import multiprocessing
-    import sys
-    from concurrent.futures import ProcessPoolExecutor
-
-    gc.freeze()  # what is imported so far is never collected: keep it out of every GC pass
-    context = multiprocessing.get_context("fork") if sys.platform == "linux" else None
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_gc)
-
-
-def _worker_gc() -> None:
-    """libcst allocates ~100,000 nodes per file and frees them all at once: collecting every
-    700 allocations only costs time (5-7% of a parse). Workers are short-lived."""
-    import gc
-
-    gc.set_threshold(100_000, 50, 100)
-
-
 def read_source(path: Path | str) -> bytes | FileError:
     try:
         return _read_bytes(path)
@@ -293,15 +262,17 @@ def lint_paths(
         if item.entry is None:
             unread.append(item)
     batch = [(str(item.path), config.enabled_for(item.path)) for item in unread]
-    if workers > 1 and len(unread) >= READ_POOL_THRESHOLD:
+    large = workers > 1 and len(unread) >= READ_POOL_THRESHOLD
+    if large:
+        from .workers import load_engine, reader_pool
+
         size = -(-len(batch) // (workers * 4))  # a few batches per worker balance the load
-        with _pool(workers) as pool:
+        with reader_pool(workers) as pool:
             futures = [
                 pool.submit(_read_batch, batch[i : i + size], hashed)
                 for i in range(0, len(batch), size)
             ]
-            _load_engine()  # while the workers read; the analysis pool inherits it
-
+            load_engine()  # while they read; the analysis workers inherit it
             reads = [read for future in futures for read in future.result()]
     else:
         reads = _read_batch(batch, hashed)
@@ -355,13 +326,13 @@ def lint_paths(
         todo.append(item)
         pending.append((str(item.path), item.data, enabled, config.settings, index))
     analysed: list[FileResult] = []
-    if workers > 1 and len(pending) >= POOL_THRESHOLD:
-        _load_engine()  # forked workers inherit it instead of importing it
+    if workers > 1 and pending and (large or len(pending) >= POOL_THRESHOLD):
+        from .workers import analysis_pool
 
         # Largest first, so no worker is left with a big file at the end.
         order = sorted(range(len(pending)), key=lambda i: -len(pending[i][1]))
         done: dict[int, FileResult] = {}
-        with _pool(workers) as pool:
+        with analysis_pool(min(workers, len(pending))) as pool:
             results = pool.map(_lint_job, [pending[i] for i in order])  # submits (forks) now
             with progress(len(pending)) if progress else nullcontext(_noop) as tick:
                 for position, result in zip(order, results, strict=True):
