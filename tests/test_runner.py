@@ -1,0 +1,99 @@
+"""Large runs read and analyse in worker pools; they must find exactly what one process finds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import SQUARE_BUG
+
+from autogradlint import cache as cache_mod
+from autogradlint import runner, workers
+from autogradlint.config import Config
+from autogradlint.runner import discover, lint_paths
+
+BASE = """\
+import torch
+
+class Base(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+"""
+# A subclass of a Function defined in another file: admitted only through the cross-file index.
+SUB = """\
+from .base import Base
+
+class Sub(Base):
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return torch.autograd.grad(x * x, x, g)[0]  # AGL101
+"""
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    for i in range(12):
+        (pkg / f"bug_{i}.py").write_text(SQUARE_BUG)
+        (pkg / f"plain_{i}.py").write_text(f"value = {i}\n")
+    (pkg / "base.py").write_text(BASE)
+    (pkg / "sub.py").write_text("import torch\n" + SUB)
+    (pkg / "broken.py").write_text("class F(torch.autograd.Function):\n    def backward(:\n")
+    (pkg / "latin.py").write_bytes(b"# s\xe9\nx = 1\n")
+    return tmp_path
+
+
+def _summary(results: list) -> list:  # type: ignore[type-arg]
+    return [
+        (
+            Path(r.path).name,
+            [(f.rule_id, f.line, f.col) for f in r.findings],
+            r.error.message if r.error else None,
+        )
+        for r in results
+    ]
+
+
+@pytest.mark.parametrize("cached", [False, True], ids=["no-cache", "cache"])
+def test_pools_find_what_one_process_finds(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, cached: bool
+) -> None:
+    config = Config(root=tree)
+    files = discover([str(tree)], config).files
+
+    def lint(jobs: int, name: str) -> list:  # type: ignore[type-arg]
+        cache = cache_mod.Cache(tree / name, config.fingerprint()) if cached else None
+        return _summary(lint_paths(files, config, jobs=jobs, cache=cache))
+
+    serial = lint(1, "serial-cache")
+    monkeypatch.setattr(runner, "READ_POOL_THRESHOLD", 2)
+    monkeypatch.setattr(runner, "POOL_THRESHOLD", 2)
+    used: list[str] = []
+    real_reader, real_analysis = workers.reader_pool, workers.analysis_pool
+
+    def reader(workers: int):  # type: ignore[no-untyped-def]
+        used.append("read")
+        return real_reader(workers)
+
+    def analysis(workers: int):  # type: ignore[no-untyped-def]
+        used.append("analyse")
+        return real_analysis(workers)
+
+    monkeypatch.setattr(workers, "reader_pool", reader)
+    monkeypatch.setattr(workers, "analysis_pool", analysis)
+    parallel = lint(2, "parallel-cache")
+    assert used == ["read", "analyse"]
+    assert parallel == serial
+    by_name = {name: (findings, error) for name, findings, error in serial}
+    assert by_name["sub.py"][0] == [("AGL101", 8, 15)]  # found through the index
+    assert by_name["bug_0.py"][0] == [("AGL101", 13, 15)]  # 0-based column
+    assert by_name["broken.py"][1] is not None and "syntax" in by_name["broken.py"][1]
+    if cached:  # and a warm parallel run reuses every entry
+        assert lint(2, "parallel-cache") == serial
