@@ -81,7 +81,14 @@ class Config:
     confirm_timeout: float | None = None
 
     def enabled_rules(self) -> frozenset[str]:
-        return expand_selectors(self.select + self.extend_select) - expand_selectors(self.ignore)
+        # Config is frozen: memoise on the instance (asked once per file).
+        cached = self.__dict__.get("_enabled")
+        if cached is None:
+            cached = expand_selectors(self.select + self.extend_select) - expand_selectors(
+                self.ignore
+            )
+            object.__setattr__(self, "_enabled", cached)
+        return cached
 
     def enabled_for(self, path: Path) -> frozenset[str]:
         """Enabled rules for one file, after per-file-ignores (patterns relative to root)."""
