@@ -28,6 +28,7 @@ PYTHON_SUFFIXES = (".py", ".pyi")
 # Below this many files to parse (or to read), starting worker processes costs more than it saves.
 POOL_THRESHOLD = 16
 READ_POOL_THRESHOLD = 400
+FILES_PER_ENGINE_LOAD = 3000
 
 
 @dataclass(frozen=True)
@@ -266,8 +267,11 @@ def lint_paths(
     if large:
         from .workers import load_engine, reader_pool
 
-        size = -(-len(batch) // (workers * 4))  # a few batches per worker balance the load
-        with reader_pool(workers) as pool:
+        # Reading ~3,000 files costs about what loading the engine costs here: one reader
+        # then finishes alongside it, and more would only compete with it for the cores.
+        readers = 1 if len(batch) <= FILES_PER_ENGINE_LOAD else workers
+        size = -(-len(batch) // (readers * 4))  # a few batches per reader balance the load
+        with reader_pool(readers) as pool:
             futures = [
                 pool.submit(_read_batch, batch[i : i + size], hashed)
                 for i in range(0, len(batch), size)
