@@ -87,11 +87,15 @@ def discover(paths: Sequence[str], config: Config, respect_gitignore: bool = Tru
     errors: list[FileError] = []
     seen: set[str] = set()
 
+    overlapping = len(paths) > 1  # one root cannot list a file twice (links are not followed)
+
     def add(path: str) -> None:
-        key = os.path.abspath(path)
-        if key not in seen:
+        if overlapping:
+            key = os.path.abspath(path)
+            if key in seen:
+                return
             seen.add(key)
-            files.append(Path(path))
+        files.append(Path(path))
 
     for raw in paths:
         if not os.path.lexists(raw):
@@ -138,14 +142,14 @@ def _walk(
         subdirs: list[tuple[str, str, Layers]] = []
         for entry in entries:
             name = entry.name
-            if excluded(name):
-                continue  # parents were checked on the way down: only this name is new
             try:
-                is_dir = entry.is_dir(follow_symlinks=False)
+                is_dir = entry.is_dir(follow_symlinks=False)  # from the listing: no syscall
             except OSError:
                 continue
             if not is_dir and not name.endswith(PYTHON_SUFFIXES):
                 continue
+            if excluded(name):
+                continue  # parents were checked on the way down: only this name is new
             entry_abs = absolute + os.sep + name
             if layers and _ignored(entry_abs, is_dir, layers):
                 continue
