@@ -6,6 +6,7 @@ contains, and substrings all of them contain. A file no enabled gate admits is n
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -77,6 +78,23 @@ def gates_for(enabled: Iterable[str]) -> list[Gate]:
     return [gate for gate in GATES if wanted.intersection(gate.ids)]
 
 
+@functools.lru_cache(maxsize=64)
+def _admitting_gates(enabled: frozenset[str]) -> tuple[Gate, ...]:
+    """The gates of `enabled` that can change a yes/no answer: a gate with the same patterns
+    as another and more required tokens admits nothing the other does not."""
+    gates = gates_for(enabled)
+    return tuple(
+        gate
+        for gate in gates
+        if not any(
+            other is not gate
+            and other.patterns == gate.patterns
+            and set(other.requires) < set(gate.requires)
+            for other in gates
+        )
+    )
+
+
 def can_hold_findings(
     source: bytes,
     enabled: Iterable[str],
@@ -86,7 +104,7 @@ def can_hold_findings(
     """Whether an enabled gate admits the file, or it subclasses a Function of the index.
 
     `decls` are the file's class_declarations when the caller already has them."""
-    gates = gates_for(enabled)
+    gates = _admitting_gates(frozenset(enabled))
     memo: dict[object, bool] = {}
     if any(gate.admits(source, memo) for gate in gates):
         return True
