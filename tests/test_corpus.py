@@ -124,3 +124,52 @@ def test_fix_round_trip_on_a_copy_of_the_corpus(corpus: Path, tmp_path: Path) ->
     )
     assert "Fixed" not in second.output
     assert _snapshot(copy) == after  # idempotent: a second run changes nothing
+
+
+def test_pre_slicing_selects_what_the_whole_file_selects(corpus: Path) -> None:
+    """On real code, the text scan never changes what reaches libcst (see test_slicing.py)."""
+    from autogradlint.meta import all_rules
+    from autogradlint.prefilter import can_hold_findings, class_declarations, function_index
+    from autogradlint.slicing import slice_source
+
+    enabled = frozenset(all_rules())
+    data = {path: path.read_bytes() for path in corpus.rglob("*.py")}
+    decls = {path: class_declarations(raw) for path, raw in data.items()}
+    index = function_index(list(decls.values()))
+    compared = 0
+    for path, raw in data.items():
+        if not can_hold_findings(raw, enabled, index, decls[path]):
+            continue
+        text = raw.decode("utf-8", "replace")
+        try:
+            whole = slice_source(text, index, whole=True)
+        except (SyntaxError, ValueError):
+            continue  # newer syntax than this Python's ast: libcst reads the whole file
+        sliced = slice_source(text, index)
+        assert (sliced is None) == (whole is None), path
+        if sliced is not None and whole is not None:
+            assert sliced.source == whole.source, path
+            assert sliced.line_map == whole.line_map, path
+            assert sliced.imports == whole.imports, path
+            compared += 1
+    assert compared > 300
+
+
+def test_finding_positions_match_a_whole_module_pass(corpus: Path) -> None:
+    from autogradlint.engine import analyse
+    from autogradlint.positions import _whole_module, node_positions
+
+    checked = 0
+    for path in sorted(corpus.rglob("*.py")):
+        raw = path.read_bytes()
+        if b"autograd" not in raw and b"__torch_" not in raw:
+            continue
+        result = analyse(raw, str(path))
+        if not result.violations or result.module is None or result.text is None:
+            continue
+        nodes = [v.anchor or v.node for v in result.violations]
+        fast = node_positions(result.module, nodes, result.layout, result.text)
+        whole = _whole_module(result.module, {id(n): n for n in nodes}, result.layout.line_map)
+        assert fast == whole, path
+        checked += 1
+    assert checked > 40
