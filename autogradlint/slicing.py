@@ -1,26 +1,25 @@
-"""Parse only what can hold a finding: pick the statements that matter before libcst sees them.
+"""Parse only what can hold a finding: the lines a check may read, chosen with CPython's `ast`.
 
-libcst costs ~50 ms per file; CPython's `ast` is an order of magnitude cheaper, and a text scan
-cheaper still. The scan (chunks.py) finds the top-level statements and keeps those that can
-matter (classes of interest, imports, extension loaders); `ast` parses just those and picks the
-lines a check may read; libcst parses only these lines, positions mapped back. Import bindings
-are read from the `ast` tree, so import lines never reach libcst at all. A file with no class of
-interest is never handed to libcst.
+libcst costs ~50 ms per file; `ast` is an order of magnitude cheaper. preselect.py first keeps,
+from the text, the statements that can matter; `ast` parses just those and this module picks the
+lines a check may read (classes of interest, loaders, direct calls, and the headers around them);
+libcst parses only these lines, positions mapped back. Import bindings are read from the `ast`
+tree, so import lines never reach libcst at all. A file with no class of interest is never
+handed to libcst.
 """
 
 from __future__ import annotations
 
 import ast
-import functools
 import re
 import warnings
-from bisect import bisect_left
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from itertools import compress
 
 from .analysis.bindings import Binding, Bindings
-from .chunks import blank_outside, body_start, chunk_of, chunk_starts
+from .chunks import blank_outside, chunk_starts
+from .preselect import direct_call_offsets, kept_ranges, triton_kernels
 from .settings import DEFAULT_LOADERS
 
 
@@ -269,214 +268,8 @@ def _helper_ranges(stmt: ast.ClassDef, names: set[str]) -> list[tuple[int, int]]
     return [(start, max(start, _span(stmt.body[0])[0] - 1)), *methods]
 
 
-def direct_call_offsets(text: str, function_like: set[str]) -> list[int]:
-    """Where `Fn.forward(` or `Fn()(` is called on a Function class (AGL407 reads those).
-
-    Found from the two literal tails, so the search runs at memory speed on large files."""
-    if not function_like:
-        return []
-    out: list[int] = []
-    for tail in (".forward(", "()("):
-        at = text.find(tail)
-        while at != -1:
-            head = at
-            while head > 0 and (text[head - 1].isalnum() or text[head - 1] == "_"):
-                head -= 1
-            if text[head:at] in function_like:
-                out.append(head)
-            at = text.find(tail, at + 1)
-    return out
-
-
 def _direct_call_lines(text: str, function_like: set[str]) -> set[int]:
     return {text.count("\n", 0, offset) + 1 for offset in direct_call_offsets(text, function_like)}
-
-
-# Text-level twins of the `ast` criteria above. Each may match more than its twin (inside a
-# string, say); it must never match less, or a statement `ast` would keep is blanked.
-_CLASS_DECL = re.compile(r"class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?")
-# A hook defined as a method, or bound as a class attribute (`__torch_function__ = impl`).
-_HOOK_NAME = re.compile(r"__torch_(?:function|dispatch)__(?=[ \t]*(?:\(|=[^=]))")
-_FUNCTION_ALIAS = re.compile(r"Function[ \t]+as[ \t]+(\w+)")
-_IMPORT = re.compile(r"import[ \t\\(]")
-_TRITON = re.compile(r"@[ \t]*triton\.")
-_DEF_NAME = re.compile(r"\n(?:async[ \t]+)?def[ \t]+(\w+)")
-_NOT_MODULE_SCOPE = re.compile(r"(?:@|def\b|async\b|class\b)")
-
-
-def _at_line_start(text: str, offset: int) -> bool:
-    return not text[text.rfind("\n", 0, offset) + 1 : offset].strip(" \t\f")
-
-
-def preslice(
-    text: str,
-    known_functions: frozenset[str] = frozenset(),
-    loaders: tuple[str, ...] = DEFAULT_LOADERS,
-) -> str | None:
-    """`text` with the statements no check can read blanked (line numbers kept), or None when
-    it holds no class of interest at all."""
-    ranges = kept_ranges(text, chunk_starts(text), known_functions, loaders)
-    return None if ranges is None else blank_outside(text, ranges)[0]
-
-
-@functools.lru_cache(maxsize=8)
-def _loader_calls(loaders: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
-    """Calls whose last name matches a loader pattern's last component (`load(`): one pattern
-    per name, each starting with a literal where it can (an alternation, or a leading
-    lookbehind, makes `re` try every position of a 5 MB file)."""
-    names = sorted({pattern.rsplit(".", 1)[-1] for pattern in loaders})
-    return tuple(
-        re.compile(
-            "".join(r"\w*" if c == "*" else r"\w" if c == "?" else re.escape(c) for c in name)
-            + r"[ \t]*\("
-        )
-        for name in names
-    )
-
-
-def _loader_offsets(text: str, loaders: tuple[str, ...]) -> list[int]:
-    return [
-        match.start()
-        for pattern in _loader_calls(loaders)
-        for match in pattern.finditer(text)
-        if not _word_char(text[match.start() - 1 : match.start()])
-    ]
-
-
-def _word_char(char: str) -> bool:
-    return char.isalnum() or char == "_"
-
-
-# A def or class larger than this (in characters) that merely holds something of interest is
-# split into its own statements, and so on down to _MAX_DEPTH levels.
-_BIG = 4000
-_MAX_DEPTH = 4
-
-
-@dataclass
-class _Marks:
-    """Offsets in the text of what makes a statement worth parsing, sorted."""
-
-    functions: list[int]  # class statements of Function classes
-    others: list[int]  # hooks, direct Function calls, extension loaders
-    imports: list[int]
-
-    def within(self, start: int, end: int) -> list[int]:
-        return [
-            offset
-            for found in (self.functions, self.others, self.imports)
-            for offset in found[bisect_left(found, start) : bisect_left(found, end)]
-        ]
-
-
-def kept_ranges(
-    text: str,
-    starts: list[int],
-    known_functions: frozenset[str],
-    loaders: tuple[str, ...] = DEFAULT_LOADERS,
-) -> list[tuple[int, int]] | None:
-    """The (start, end) offsets of the statements a check may read, in order, found from the
-    text; None when it holds no class of interest. Top-level statements (whose chunks begin at
-    `starts`) are kept whole, except large defs and classes that merely contain something of
-    interest: those keep their header and, recursively, the statements of their body that do."""
-    decls = [
-        (m.start(), m.group(1), m.group(2) or "")
-        for m in _CLASS_DECL.finditer(text)
-        if _at_line_start(text, m.start())
-    ]
-    names = set(known_functions) | set(_FUNCTION_ALIAS.findall(text))
-    changed = True
-    while changed:  # the same fixpoint as _function_like_names, over the class statements' text
-        changed = False
-        for _, name, bases in decls:
-            if name in names:
-                continue
-            for base in bases.split(","):
-                last = base.split("=", 1)[0].strip().rsplit(".", 1)[-1]
-                if "Function" in base or last in names:
-                    names.add(name)
-                    changed = True
-                    break
-    function_offsets = [offset for offset, name, _ in decls if name in names]
-    hook_offsets = [m.start() for m in _HOOK_NAME.finditer(text)]
-    if not function_offsets and not hook_offsets:
-        return None
-    marks = _Marks(
-        function_offsets,
-        sorted(hook_offsets + direct_call_offsets(text, names) + _loader_offsets(text, loaders)),
-        [m.start() for m in _IMPORT.finditer(text)],
-    )
-    keep = chunk_of(starts, marks.functions) | chunk_of(starts, marks.others)
-    whole: set[int] = set()  # chunks that must stay whole (Functions' helper classes)
-    top_classes = {name: offset for offset, name, _ in decls if text[offset - 1 : offset] in "\n"}
-    bounds = [*starts, len(text)]
-    for index in chunk_of(starts, marks.functions):
-        chunk = text[bounds[index] : bounds[index + 1]]
-        for name, offset in top_classes.items():
-            if f"{name}." in chunk:
-                whole |= chunk_of(starts, [offset])
-    keep |= whole
-    for index in chunk_of(starts, marks.imports):
-        if not _NOT_MODULE_SCOPE.match(text, starts[index]):
-            keep.add(index)  # module-scope imports (inside if/try at top level too)
-    ranges: list[tuple[int, int]] = []
-    for index in sorted(keep):
-        start, end = bounds[index], bounds[index + 1]
-        if index in whole:
-            ranges.append((start, end))
-        else:
-            ranges.extend(_refine(text, start, end, marks, 0))
-    return ranges
-
-
-def _refine(text: str, start: int, end: int, marks: _Marks, depth: int) -> list[tuple[int, int]]:
-    """One statement's kept ranges: itself, or its header and the body statements that hold a
-    mark (a Function class is always kept whole: every check reads all of it)."""
-    if end - start <= _BIG or depth >= _MAX_DEPTH:
-        return [(start, end)]
-    body = body_start(text, start, end)
-    if body is None:
-        return [(start, end)]
-    offset, indent = body
-    if not _only_imports(marks, start, offset):
-        return [(start, end)]  # itself a Function class or a hook: checks read all of it
-    starts = chunk_starts(text, indent, offset, end)
-    keep = chunk_of(starts, marks.within(offset, end))
-    if not keep:
-        return [(start, end)]
-    bounds = [*starts, end]
-    out = [(start, offset)]
-    for index in sorted(keep):
-        inner_start, inner_end = bounds[index], bounds[index + 1]
-        if _NOT_MODULE_SCOPE.match(text, inner_start + len(indent)) and _only_imports(
-            marks, inner_start, inner_end
-        ):
-            continue  # imports local to a nested def or class bind nothing checked code sees
-        out.extend(_refine(text, inner_start, inner_end, marks, depth + 1))
-    return out if len(out) > 1 else [(start, end)]
-
-
-def _only_imports(marks: _Marks, start: int, end: int) -> bool:
-    """Whether the only marks in text[start:end] are imports."""
-    return not any(
-        found[bisect_left(found, start) : bisect_left(found, end)]
-        for found in (marks.functions, marks.others)
-    )
-
-
-def triton_kernels(text: str, starts: list[int]) -> set[str]:
-    """Top-level defs with a `@triton.` decorator (jit, autotune, heuristics), from the text:
-    a decorated def is one chunk, its decorators at column 0 before its `def` line."""
-    bounds = [*starts, len(text)]
-    names: set[str] = set()
-    at_column_0 = [
-        m.start() for m in _TRITON.finditer(text) if text[m.start() - 1 : m.start()] in "\n"
-    ]
-    for index in chunk_of(starts, at_column_0):
-        found = _DEF_NAME.search(text, bounds[index], bounds[index + 1])
-        if found is not None:
-            names.add(found.group(1))
-    return names
 
 
 def _parse(text: str) -> ast.Module:

@@ -17,7 +17,8 @@ from autogradlint.analysis.walk import children
 from autogradlint.chunks import chunk_starts, comments
 from autogradlint.engine import analyse, locate
 from autogradlint.positions import _whole_module, node_positions
-from autogradlint.slicing import preslice, slice_source
+from autogradlint.preselect import preslice
+from autogradlint.slicing import slice_source
 
 FUNCTION = """\
 class {name}(torch.autograd.Function):

@@ -14,7 +14,7 @@ from ..analysis.names import dotted
 from ..analysis.walk import FastVisitor
 from ..fixes import Edits, Fix
 from ..prefilter import CONTRACT
-from ..slicing import direct_call_offsets
+from ..preselect import direct_call_offsets
 from .base import Check
 from .common import expression_statement, source_of, statement_in_block
 
