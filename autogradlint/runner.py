@@ -25,6 +25,10 @@ if TYPE_CHECKING:  # the pool and the cache are imported only by the runs that u
     from .cache import Cache
 
 PYTHON_SUFFIXES = (".py", ".pyi")
+Job = tuple[
+    str, bytes, frozenset[str], Settings, frozenset[str]
+]  # path, bytes, rules, settings, index
+Progress = Callable[[int], AbstractContextManager[Callable[[], None]]]
 # Below this many files to parse (or to read), starting worker processes costs more than it saves.
 POOL_THRESHOLD = 16
 READ_POOL_THRESHOLD = 400
@@ -164,7 +168,7 @@ def _walk(
         stack.extend(reversed(subdirs))
 
 
-def _lint_job(job: tuple[str, bytes, frozenset[str], Settings, frozenset[str]]) -> FileResult:
+def _lint_job(job: Job) -> FileResult:
     from .engine import lint_source  # workers and warm runs import libcst only when needed
 
     path, data, enabled, settings, index = job
@@ -245,7 +249,7 @@ def lint_paths(
     config: Config,
     jobs: int | None = None,
     cache: Cache | None = None,
-    progress: Callable[[int], AbstractContextManager[Callable[[], None]]] | None = None,
+    progress: Progress | None = None,
 ) -> list[FileResult]:
     """Lint files. Cached results are reused; only files the byte prefilter admits are parsed.
 
@@ -268,22 +272,7 @@ def lint_paths(
             unread.append(item)
     batch = [(str(item.path), config.enabled_for(item.path)) for item in unread]
     large = workers > 1 and len(unread) >= READ_POOL_THRESHOLD
-    if large:
-        from .workers import load_engine, reader_pool
-
-        # Reading ~3,000 files costs about what loading the engine costs here: one reader
-        # then finishes alongside it, and more would only compete with it for the cores.
-        readers = 1 if len(batch) <= FILES_PER_ENGINE_LOAD else workers
-        size = -(-len(batch) // (readers * 4))  # a few batches per reader balance the load
-        with reader_pool(readers) as pool:
-            futures = [
-                pool.submit(_read_batch, batch[i : i + size], hashed)
-                for i in range(0, len(batch), size)
-            ]
-            load_engine()  # while they read; the analysis workers inherit it
-            reads = [read for future in futures for read in future.result()]
-    else:
-        reads = _read_batch(batch, hashed)
+    reads = _read_many(batch, hashed, workers) if large else _read_batch(batch, hashed)
     for item, read in zip(unread, reads, strict=True):
         if read.error is not None:
             item.result = FileResult(str(item.path), error=read.error)
@@ -307,7 +296,7 @@ def lint_paths(
 
         index_key = index_fingerprint(index)
     # 3. Reuse results computed under the same index; analyse the rest.
-    pending: list[tuple[str, bytes, frozenset[str], Settings, frozenset[str]]] = []
+    pending: list[Job] = []
     todo: list[_File] = []
     for item in items:
         if item.result is not None:
@@ -333,25 +322,8 @@ def lint_paths(
             continue
         todo.append(item)
         pending.append((str(item.path), item.data, enabled, config.settings, index))
-    analysed: list[FileResult] = []
-    if workers > 1 and pending and (large or len(pending) >= POOL_THRESHOLD):
-        from .workers import analysis_pool
-
-        # Largest first, so no worker is left with a big file at the end.
-        order = sorted(range(len(pending)), key=lambda i: -len(pending[i][1]))
-        done: dict[int, FileResult] = {}
-        with analysis_pool(min(workers, len(pending))) as pool:
-            results = pool.map(_lint_job, [pending[i] for i in order])  # submits (forks) now
-            with progress(len(pending)) if progress else nullcontext(_noop) as tick:
-                for position, result in zip(order, results, strict=True):
-                    done[position] = result
-                    tick()
-        analysed = [done[i] for i in range(len(pending))]
-    else:
-        with progress(len(pending)) if progress and pending else nullcontext(_noop) as tick:
-            for job in pending:
-                analysed.append(_lint_job(job))
-                tick()
+    in_pool = workers > 1 and bool(pending) and (large or len(pending) >= POOL_THRESHOLD)
+    analysed = _analyse(pending, workers if in_pool else 1, progress)
     for item, result in zip(todo, analysed, strict=True):
         item.result = result
     if cache is not None:
@@ -365,6 +337,46 @@ def lint_paths(
     results_out = [item.result for item in items if item.result is not None]
     results_out.sort(key=lambda r: r.path)
     return results_out
+
+
+def _read_many(batch: list[tuple[str, frozenset[str]]], hashed: bool, workers: int) -> list[_Read]:
+    """Read and gate many files in forked workers while this process loads the engine."""
+    from .workers import load_engine, reader_pool
+
+    # Reading ~3,000 files costs about what loading the engine costs here: one reader then
+    # finishes alongside it, and more would only compete with it for the cores.
+    readers = 1 if len(batch) <= FILES_PER_ENGINE_LOAD else workers
+    size = -(-len(batch) // (readers * 4))  # a few batches per reader balance the load
+    with reader_pool(readers) as pool:
+        futures = [
+            pool.submit(_read_batch, batch[i : i + size], hashed)
+            for i in range(0, len(batch), size)
+        ]
+        load_engine()  # while they read; the analysis workers inherit it
+        return [read for future in futures for read in future.result()]
+
+
+def _analyse(pending: list[Job], workers: int, progress: Progress | None) -> list[FileResult]:
+    """Lint the jobs, in this process or (workers > 1) in a pool; results in job order."""
+    if workers <= 1:
+        out: list[FileResult] = []
+        with progress(len(pending)) if progress and pending else nullcontext(_noop) as tick:
+            for job in pending:
+                out.append(_lint_job(job))
+                tick()
+        return out
+    from .workers import analysis_pool
+
+    # Largest first, so no worker is left with a big file at the end.
+    order = sorted(range(len(pending)), key=lambda i: -len(pending[i][1]))
+    done: dict[int, FileResult] = {}
+    with analysis_pool(min(workers, len(pending))) as pool:
+        results = pool.map(_lint_job, [pending[i] for i in order])  # submits (forks) now
+        with progress(len(pending)) if progress else nullcontext(_noop) as tick:
+            for position, result in zip(order, results, strict=True):
+                done[position] = result
+                tick()
+    return [done[i] for i in range(len(pending))]
 
 
 def _noop() -> None:
