@@ -54,8 +54,12 @@ class Layout:
 
 
 # ast kinds libcst spells differently (async variants are flags there).
-_CST_KIND = {"AsyncFunctionDef": "FunctionDef", "AsyncFor": "For", "AsyncWith": "With"}
-_CST_KIND["Delete"] = "Del"
+_CST_KIND = {
+    "AsyncFunctionDef": "FunctionDef",
+    "AsyncFor": "For",
+    "AsyncWith": "With",
+    "Delete": "Del",
+}
 
 
 def statement_layout(tree: ast.Module) -> list[StatementAt]:
@@ -97,16 +101,20 @@ def node_positions(
     lines = _Lines(text)
     for keys in groups.values():
         statement = owners[keys[0]]
-        seen = index[id(statement)]
-        content = lines.line(seen[1])
-        indent = None if content is None else content[: len(content) - len(content.lstrip())]
+        kind, line, byte_column = index[id(statement)]
+        content = lines.line(line)
         placed = None
-        if indent is not None and len(indent) <= seen[2]:
-            # An `elif` is an If of its own, which libcst writes as `if`: two columns short.
-            extra = 2 if content[seen[2] : seen[2] + 4] == "elif" else 0  # type: ignore[index]
-            placed = _in_statement(
-                module, statement, {k: wanted[k] for k in keys}, seen, layout, indent, extra
-            )
+        if content is not None:
+            # ast counts columns in UTF-8 bytes, libcst in characters.
+            column = len(content.encode("utf-8")[:byte_column].decode("utf-8", "replace"))
+            indent = content[: len(content) - len(content.lstrip())]
+            if len(indent) <= column:
+                # An `elif` is an If of its own, which libcst writes as `if`: two columns short.
+                extra = 2 if content[column : column + 4] == "elif" else 0
+                seen = (kind, line, column)
+                placed = _in_statement(
+                    module, statement, {k: wanted[k] for k in keys}, seen, layout, indent, extra
+                )
         if placed is None:
             return _whole_module(module, wanted, layout.line_map)
         out.update(placed)

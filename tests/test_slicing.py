@@ -258,6 +258,9 @@ class F(torch.autograd.Function):
 \t\t\ts = '''a
 b'''; return g.mul(
   2)
+
+\t@staticmethod
+\tdef jvp(ctx, t): s = "é ü"; return torch.relu(t)
 """
 
 
