@@ -63,7 +63,7 @@ def _interleaved(commands: list[list[str]], rounds: int) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("trees", nargs="*", type=Path)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
     ruff = shutil.which("ruff")
     if ruff is None:
