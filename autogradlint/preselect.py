@@ -17,7 +17,7 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from .chunks import blank_outside, body_start, chunk_of, chunk_starts
+from .chunks import body_start, chunk_of, chunk_starts
 from .settings import DEFAULT_LOADERS
 
 
@@ -52,17 +52,6 @@ _NOT_MODULE_SCOPE = re.compile(r"(?:@|def\b|async\b|class\b)")
 
 def _at_line_start(text: str, offset: int) -> bool:
     return not text[text.rfind("\n", 0, offset) + 1 : offset].strip(" \t\f")
-
-
-def preslice(
-    text: str,
-    known_functions: frozenset[str] = frozenset(),
-    loaders: tuple[str, ...] = DEFAULT_LOADERS,
-) -> str | None:
-    """`text` with the statements no check can read blanked (line numbers kept), or None when
-    it holds no class of interest at all."""
-    ranges = kept_ranges(text, chunk_starts(text), known_functions, loaders)
-    return None if ranges is None else blank_outside(text, ranges)[0]
 
 
 @functools.lru_cache(maxsize=8)

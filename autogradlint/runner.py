@@ -25,9 +25,8 @@ if TYPE_CHECKING:  # the pool and the cache are imported only by the runs that u
     from .cache import Cache
 
 PYTHON_SUFFIXES = (".py", ".pyi")
-Job = tuple[
-    str, bytes, frozenset[str], Settings, frozenset[str]
-]  # path, bytes, rules, settings, index
+# One file to analyse: path, bytes, enabled rules, settings, the cross-file Function index.
+Job = tuple[str, bytes, frozenset[str], Settings, frozenset[str]]
 Progress = Callable[[int], AbstractContextManager[Callable[[], None]]]
 # Below this many files to parse (or to read), starting worker processes costs more than it saves.
 POOL_THRESHOLD = 16
