@@ -33,6 +33,14 @@ class Console:
         return getattr(self._console, name)
 
 
+def print_error(console: Console, message: str) -> None:
+    """`error: message`, the message printed as it is (a path or a hint like
+    `pip install 'autogradlint[lsp]'` must not be read as rich markup)."""
+    from rich.markup import escape
+
+    console.print(f"[bold red]error[/]: {escape(message)}", soft_wrap=True)
+
+
 def _split(values: tuple[str, ...]) -> tuple[str, ...]:
     out: list[str] = []
     for value in values:
@@ -65,7 +73,7 @@ def _setup(
     try:
         config = _config_from_options(config_file, paths, select, extend_select, ignore)
     except ConfigError as exc:
-        err.print(f"[bold red]error[/]: {exc}")
+        print_error(err, str(exc))
         sys.exit(EXIT_ERROR)
     if force_exclude:
         paths = _without_excluded(paths, config)
@@ -257,7 +265,7 @@ def check(
         try:
             recorded = baseline_mod.load(Path(baseline).read_text(), baseline)
         except (OSError, baseline_mod.BaselineError) as exc:
-            err.print(f"[bold red]error[/]: {exc}")
+            print_error(err, str(exc))
             sys.exit(EXIT_ERROR)
         dropped = baseline_mod.apply(results, recorded, sources, Path(baseline).parent)
         if dropped and output_format == "text":
@@ -305,7 +313,7 @@ def check(
 
             render_confirm_table(out, outcomes, ["cpu", "cuda"])
     for error in errors:
-        err.print(f"[bold red]error[/]: {error.describe()}", soft_wrap=True)
+        print_error(err, error.describe())
     if errors:
         sys.exit(EXIT_ERROR)
     if any(r.findings for r in results) and not exit_zero:
@@ -314,25 +322,24 @@ def check(
 
 
 def _sarif_fixes(results: list[FileResult], config: Config):  # type: ignore[no-untyped-def]
-    """Each fixable finding's own edit, for SARIF `fixes` (computed only for fixable files)."""
-    from .fixer import single_fix_edits
-    from .runner import detect_encoding
+    """Each fixable finding's own edits, for SARIF `fixes` (computed only for fixable files)."""
+    from .fix.loop import single_fixes
+    from .fix.write import decode_source
 
     fixes = {}
     for result in results:
         if not any(f.fixable for f in result.findings):
             continue
         try:
-            data = Path(result.path).read_bytes()
-            text = data.decode(detect_encoding(data))
-        except (OSError, SyntaxError, LookupError, UnicodeDecodeError):
+            text = decode_source(Path(result.path).read_bytes())
+        except (OSError, ValueError):
             continue
         path = Path(result.path)
-        fixes.update(
-            single_fix_edits(
-                text, result.path, enabled=config.enabled_for(path), settings=config.settings
-            )
-        )
+        for fix in single_fixes(
+            text, result.path, enabled=config.enabled_for(path), settings=config.settings
+        ):
+            f = fix.finding
+            fixes[(f.path, f.rule_id, f.line, f.col)] = fix
     return fixes
 
 
@@ -421,7 +428,7 @@ def rule(rule_id: str | None, show_all: bool, output_format: str) -> None:
         return
     meta = get_rule(rule_id)
     if meta is None:
-        Console(stderr=True).print(f"[bold red]error[/]: unknown rule {rule_id!r}")
+        print_error(Console(stderr=True), f"unknown rule {rule_id!r}")
         sys.exit(EXIT_ERROR)
     if output_format == "json":
         import json
@@ -468,32 +475,32 @@ def _fix_paths(
     import difflib
     from collections import Counter
 
-    from .fixer import fix_text
+    from .fix.loop import fix_text
+    from .fix.write import DecodeFailed, WriteRefused, decode_source, read_for_fix, write_fixed
     from .prefilter import can_hold_findings, class_declarations, function_index
-    from .runner import WriteRefused, detect_encoding, read_source, write_atomic
 
     found = discover_files(paths, config, respect_gitignore=respect_gitignore)
     errors = list(found.errors)
     fixed: Counter[str] = Counter()
     files_changed = 0
     remaining = 0
-    contents: list[tuple[Path, bytes]] = []
+    contents = []
     for path in found.files:
-        data = read_source(path)
-        if isinstance(data, FileError):
-            errors.append(data)
-        else:
-            contents.append((path, data))
+        try:
+            contents.append(read_for_fix(path))
+        except OSError as exc:
+            errors.append(FileError(str(path), f"cannot read: {exc.strerror or exc}"))
     # The same cross-file Function index `check` uses, so both see the same findings.
-    index = function_index([class_declarations(data) for _, data in contents])
-    for path, data in contents:
+    index = function_index([class_declarations(read.data) for read in contents])
+    for read in contents:
+        path = read.path
         enabled = config.enabled_for(path)
-        if not can_hold_findings(data, enabled, index):
+        if not can_hold_findings(read.data, enabled, index):
             continue
         try:
-            text = data.decode(detect_encoding(data))
-        except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
-            errors.append(FileError(str(path), f"cannot decode: {exc}"))
+            text = decode_source(read.data)
+        except DecodeFailed as exc:
+            errors.append(FileError(str(path), str(exc)))
             continue
         outcome = fix_text(
             text,
@@ -511,9 +518,9 @@ def _fix_paths(
             continue
         if apply:
             try:
-                write_atomic(path, data, outcome.source)
+                write_fixed(read, outcome.source)
             except WriteRefused as exc:
-                errors.append(FileError(str(path), str(exc).removeprefix(f"{path}: ")))
+                errors.append(FileError(str(path), str(exc)))
                 continue
         elif show_diff:
             diff = difflib.unified_diff(
@@ -573,17 +580,18 @@ def fix_command(
     """
     err, paths, config = _setup(paths, config_file, select, extend_select, ignore, force_exclude)
     if paths == ("-",):
-        from .fixer import fix_text
-        from .runner import detect_encoding
+        from .fix.loop import fix_text
+        from .fix.write import DecodeFailed, decode_source
+        from .source_io import detect_encoding
 
         name = stdin_filename or "<stdin>"
         data = sys.stdin.buffer.read()
         try:
-            encoding = detect_encoding(data)
-            text = data.decode(encoding)
-        except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
-            err.print(f"[bold red]error[/]: {name}: cannot decode: {exc}")
+            text = decode_source(data)
+        except DecodeFailed as exc:
+            print_error(err, f"{name}: {exc}")
             sys.exit(EXIT_ERROR)
+        encoding = detect_encoding(data)
         outcome = fix_text(
             text,
             name,
@@ -594,7 +602,7 @@ def fix_command(
         sys.stdout.buffer.write(outcome.source.encode(encoding))
         sys.stdout.flush()
         if outcome.error is not None:
-            err.print(f"[bold red]error[/]: {outcome.error}")
+            print_error(err, outcome.error)
             sys.exit(EXIT_ERROR)
         sys.exit(EXIT_FINDINGS if outcome.remaining else EXIT_CLEAN)
     errors, remaining = _fix_paths(
@@ -607,7 +615,7 @@ def fix_command(
         show_diff=not apply_,
     )
     for error in errors:
-        err.print(f"[bold red]error[/]: {error.describe()}", soft_wrap=True)
+        print_error(err, error.describe())
     if errors:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if remaining else EXIT_CLEAN)
@@ -616,14 +624,19 @@ def fix_command(
 @main.command()
 def lsp() -> None:
     """Run the language server over stdio (needs the `lsp` extra: pygls, lsprotocol)."""
-    try:
-        from .lsp.server import run
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        Console(stderr=True).print(
-            f"[bold red]error[/]: the language server needs pygls and lsprotocol ({exc}); "
-            "install them with `pip install 'autogradlint[lsp]'`"
+    import importlib.util
+
+    missing = [name for name in ("pygls", "lsprotocol") if importlib.util.find_spec(name) is None]
+    if missing:  # pragma: no cover - depends on the environment
+        exc = f"{' and '.join(missing)} not installed"
+        print_error(
+            Console(stderr=True),
+            f"the language server needs pygls and lsprotocol ({exc}); "
+            "install them with `pip install 'autogradlint[lsp]'`",
         )
         sys.exit(EXIT_ERROR)
+    from .lsp.server import run
+
     run()
 
 
@@ -665,9 +678,10 @@ def confirm(
 
     err, paths, config = _setup(paths, config_file, select, (), ignore)
     if importlib.util.find_spec("torch") is None:
-        err.print(
-            "[bold red]error[/]: the confirmer needs torch: "
-            "`pip install 'autogradlint[confirm]'` (or `pip install torch`)"
+        print_error(
+            err,
+            "the confirmer needs torch: "
+            "`pip install 'autogradlint[confirm]'` (or `pip install torch`)",
         )
         sys.exit(EXIT_ERROR)
     from .confirm.plan import plan
@@ -694,7 +708,7 @@ def confirm(
 
         render_confirm_table(Console(highlight=False), outcomes, devices)
     for error in errors:
-        err.print(f"[bold red]error[/]: {error.describe()}")
+        print_error(err, error.describe())
     if errors:
         sys.exit(EXIT_ERROR)
     confirmed = any(o.verdict == "confirmed" and o.target.findings for o in outcomes)

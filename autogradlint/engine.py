@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import ast
-import io
-import tokenize
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -20,6 +19,7 @@ from .positions import Layout, node_positions
 from .prefilter import class_declarations, subclasses_index
 from .settings import Settings
 from .slicing import slice_source
+from .source_io import decode
 from .suppress import parse_suppressions
 
 
@@ -66,9 +66,13 @@ def analyse(
     ]
     if not checks:
         return Analysis(path)
-    text = source if isinstance(source, str) else _decode(raw)
+    text = source if isinstance(source, str) else decode(raw)
     if isinstance(text, FileError):
         return Analysis(path, error=FileError(path, text.message, text.line, text.col))
+    if "\r" in text:
+        # A lone \r ends a line for Python (old Mac files, or mixed endings); every text scan
+        # here splits at \n. Same length, same line numbers, same columns.
+        text = _LONE_CR.sub("\n", text)
     parse_input = text
     extra_triton: set[str] = set()
     tree: ast.Module | None = None
@@ -160,6 +164,7 @@ def analyse(
     )
 
 
+_LONE_CR = re.compile(r"\r(?!\n)")
 MAX_NESTING = 200  # CPython's own parser refuses deeper bracket nesting
 
 
@@ -198,27 +203,6 @@ def lint_source(
         return FileResult(path, parsed=result.parsed)
     located = locate(result.module, result.text, result.violations, path, result.layout)
     return FileResult(path, findings=[finding for finding, _ in located], parsed=True)
-
-
-def _decode(raw: bytes) -> str | FileError:
-    """Decode like Python does: BOM, then a PEP 263 coding cookie, else UTF-8."""
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
-    except (SyntaxError, LookupError) as exc:
-        return FileError("", f"cannot decode: {exc}")
-    try:
-        return raw.decode(encoding)
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1)
-        byte = raw[exc.start : exc.start + 1].hex()
-        return FileError(
-            "",
-            f"cannot decode as {encoding}: byte 0x{byte} at line {line}, column {column + 1} "
-            "(declare the encoding with a `# -*- coding: ... -*-` line)",
-            line,
-            column,
-        )
 
 
 def locate(

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # libcst is only needed by the engine: keep `check`'s warm path light
     import libcst as cst
 
-    from .fixes import Fix
+    from .fix.edits import Fix
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from .prefilter import (
     subclasses_index,
 )
 from .settings import Settings
+from .source_io import read_source
 
 if TYPE_CHECKING:  # the pool and the cache are imported only by the runs that use them
     from .cache import Cache
@@ -204,32 +205,6 @@ def _read_batch(batch: list[tuple[str, frozenset[str]]], hashed: bool) -> list[_
     return out
 
 
-def read_source(path: Path | str) -> bytes | FileError:
-    try:
-        return _read_bytes(path)
-    except IsADirectoryError:
-        return FileError(str(path), "is a directory")
-    except OSError as exc:
-        return FileError(str(path), f"cannot read: {exc.strerror or exc}")
-
-
-def _read_bytes(path: Path | str) -> bytes:
-    """The file's bytes with one open, one fstat and (usually) one read: a quarter of what
-    Path.read_bytes costs, which matters for the thousands of files the gates reject."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        size = os.fstat(fd).st_size
-        data = os.read(fd, size + 1)
-        if len(data) == size:
-            return data
-        parts = [data]  # a short read, or the file changed since fstat: read to the end
-        while chunk := os.read(fd, 1 << 20):
-            parts.append(chunk)
-        return b"".join(parts)
-    finally:
-        os.close(fd)
-
-
 @dataclass
 class _File:
     path: Path
@@ -380,54 +355,3 @@ def _analyse(pending: list[Job], workers: int, progress: Progress | None) -> lis
 
 def _noop() -> None:
     return None
-
-
-class WriteRefused(Exception):
-    """A fixed file could not be written safely; the original is untouched."""
-
-
-def detect_encoding(data: bytes) -> str:
-    """The encoding Python would read the file with (BOM, then coding cookie, else UTF-8)."""
-    import io
-    import tokenize
-
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    return encoding
-
-
-def write_atomic(path: Path, original: bytes, text: str) -> None:
-    """Write `text` in the file's own encoding (BOM kept), atomically, keeping permissions.
-
-    Refuses when the file changed since `original` was read, so a concurrent edit is never lost.
-    """
-    import tempfile
-
-    encoding = detect_encoding(original)
-    try:
-        data = text.encode(encoding)
-    except UnicodeEncodeError as exc:
-        raise WriteRefused(
-            f"{path}: the fixed text cannot be encoded as {encoding}: {exc}"
-        ) from None
-    try:
-        current = path.read_bytes()
-        mode = path.stat().st_mode
-    except OSError as exc:
-        raise WriteRefused(f"{path}: cannot re-read before writing: {exc.strerror}") from None
-    if current != original:
-        raise WriteRefused(f"{path}: changed since it was read; not written (run again)")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".agl-tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        # Interrupted or failed: remove the temporary file, leave the original as it was.
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from autogradlint.cli import main
-from autogradlint.fixer import fix_text
+from autogradlint.fix.loop import fix_text
+from autogradlint.fix.write import WriteRefused, read_for_fix, write_fixed
 from autogradlint.meta import all_rules
-from autogradlint.runner import WriteRefused, write_atomic
 
 RULES = all_rules()
 MARKER = re.compile(r"  # AGL\d{3}\b")
@@ -109,10 +109,10 @@ def test_apply_keeps_encoding_bom_and_line_endings(tmp_path: Path, name: str, en
 def test_write_is_refused_when_the_file_changed_since_it_was_read(tmp_path: Path) -> None:
     path = tmp_path / "m.py"
     path.write_text(BUG)
-    original = path.read_bytes()
+    read = read_for_fix(path)
     path.write_text(BUG + "# edited meanwhile\n")
     with pytest.raises(WriteRefused, match="changed since it was read"):
-        write_atomic(path, original, BUG_FIXED)
+        write_fixed(read, BUG_FIXED)
     assert path.read_text() == BUG + "# edited meanwhile\n"
 
 
@@ -147,7 +147,7 @@ def test_check_marks_fixable_findings(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root can write read-only directories")
-def test_unwritable_directory_is_an_error_not_a_crash(tmp_path: Path) -> None:
+def test_a_writable_file_in_an_unwritable_directory_is_fixed_in_place(tmp_path: Path) -> None:
     path = tmp_path / "m.py"
     path.write_text(BUG)
     tmp_path.chmod(0o500)
@@ -155,8 +155,8 @@ def test_unwritable_directory_is_an_error_not_a_crash(tmp_path: Path) -> None:
         result = CliRunner().invoke(main, ["fix", "--apply", str(path)])
     finally:
         tmp_path.chmod(0o700)
-    assert result.exit_code == 2
-    assert path.read_text() == BUG
+    assert result.exit_code == 1, result.output  # AGL105 remains
+    assert path.read_text() == BUG_FIXED
 
 
 def test_fix_sees_function_subclasses_defined_in_other_files(tmp_path: Path) -> None:

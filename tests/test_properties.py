@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autogradlint.engine import lint_source
-from autogradlint.fixer import fix_text
+from autogradlint.fix.loop import fix_text
 from autogradlint.meta import all_rules
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -19,6 +19,78 @@ CONTAINER_BUILTINS = frozenset(
     {"tuple", "list", "sorted", "reversed", "filter", "iter", "next", "zip", "enumerate", "set"}
 )
 EXTERNAL = "external"  # a graph built outside this body (held on ctx, a parameter, a global)
+# Tensor methods that compute a new value (or view) from their receiver: with grad mode off,
+# what they return has no graph. Unknown methods and helpers may switch grad mode on inside.
+COMPUTING_METHODS = frozenset(
+    {
+        "abs",
+        "add",
+        "amax",
+        "amin",
+        "bmm",
+        "clamp",
+        "clone",
+        "contiguous",
+        "cos",
+        "cumsum",
+        "div",
+        "double",
+        "exp",
+        "expand",
+        "expand_as",
+        "flatten",
+        "float",
+        "gather",
+        "half",
+        "index_select",
+        "log",
+        "log_softmax",
+        "masked_fill",
+        "matmul",
+        "max",
+        "mean",
+        "min",
+        "mm",
+        "mul",
+        "narrow",
+        "neg",
+        "norm",
+        "permute",
+        "pow",
+        "prod",
+        "relu",
+        "reshape",
+        "reshape_as",
+        "rsqrt",
+        "select",
+        "sigmoid",
+        "sin",
+        "softmax",
+        "sqrt",
+        "square",
+        "squeeze",
+        "sub",
+        "sum",
+        "t",
+        "tanh",
+        "to",
+        "transpose",
+        "unsqueeze",
+        "view",
+        "view_as",
+        "where",
+    }
+)
+# torch functions whose results can carry a graph even with grad mode off.
+_GRAPH_MAKERS = (
+    "torch.autograd",
+    "torch.func",
+    "torch.utils.checkpoint",
+    "torch.enable_grad",
+    "torch.set_grad_enabled",
+    "torch.nn.Parameter",
+    "torch.nn.parameter",
+)
 
 # Source tags
 SAVED, CTX, GRAD, DETACHED, PRIVATE_LEAF, OTHER = (
@@ -109,6 +181,42 @@ class Provenance:
                 return inner
             return {mode}
         return {EXTERNAL}
+
+    # --- whether a value is certainly without a graph when grad mode is off ---------------
+    def graphless(self, expr: cst.BaseExpression, order: int, depth: int = 0) -> bool:
+        """True only when `expr` is computed here, by arithmetic, torch functions or tensor
+        methods, from whatever inputs: with grad mode off such a value never requires grad.
+        False for anything that may be a leaf requiring grad (a saved tensor, a parameter, a
+        factory given `requires_grad`) or come from code that may enable grad itself."""
+        if depth > 25:
+            return False
+        recurse = self.graphless
+        if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison)):
+            return True
+        if isinstance(expr, cst.Name):
+            definition = self.flow.definition_before(expr.value, order)
+            if definition is None or definition.value is None or definition.kind != "assign":
+                return False
+            return recurse(definition.value, definition.order, depth + 1)
+        if isinstance(expr, cst.Subscript):
+            return recurse(expr.value, order, depth + 1)
+        if isinstance(expr, cst.IfExp):
+            return recurse(expr.body, order, depth + 1) and recurse(expr.orelse, order, depth + 1)
+        if isinstance(expr, cst.Call):
+            if any(
+                arg.keyword is not None and arg.keyword.value == "requires_grad"
+                for arg in expr.args
+            ):
+                return False
+            func = expr.func
+            resolved = self.imports.resolve(func) or ""
+            if resolved.startswith("torch."):
+                return not resolved.startswith(_GRAPH_MAKERS)
+            if isinstance(func, cst.Attribute) and not self._is_module_like(func.value):
+                if self._is_ctx(func.value):
+                    return False  # a function held on ctx (a checkpoint's run_function)
+                return func.attr.value in COMPUTING_METHODS
+        return False
 
     # --- which tensors feed a value (stopping at detach) ----------------------------------
     def sources(self, expr: cst.BaseExpression, order: int, depth: int = 0) -> set[str]:

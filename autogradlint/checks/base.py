@@ -9,7 +9,7 @@ import libcst as cst
 
 from ..analysis.facts import FileFacts
 from ..analysis.flow import MethodFlow, analyse_method
-from ..fixes import Fix
+from ..fix.edits import Fix
 from ..meta import all_rules
 from ..model import Violation
 from ..prefilter import Gate

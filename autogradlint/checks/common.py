@@ -6,6 +6,7 @@ import libcst as cst
 
 from ..analysis.facts import ClassInfo, FileFacts
 from ..analysis.walk import FastVisitor
+from ..fix.edits import Edits, Fix
 
 
 def positional(call: cst.Call, index: int, keyword: str | None = None) -> cst.BaseExpression | None:
@@ -149,3 +150,23 @@ def expression_statement(
     ):
         return block, index, stmt.body[0]
     return None
+
+
+def add_decorator_fix(method: cst.FunctionDef, name: str, *, note: str = "") -> Fix:
+    """Put `@name` above the method's other decorators (safe, unless `note` says why not)."""
+
+    def build(edits: Edits) -> None:
+        def edit(updated: cst.CSTNode) -> cst.CSTNode:
+            assert isinstance(updated, cst.FunctionDef)
+            decorators = list(updated.decorators)
+            # The comments and blank lines above the method go above the new first decorator.
+            owner = decorators[0] if decorators else updated
+            new = cst.Decorator(cst.Name(name), leading_lines=owner.leading_lines)
+            if decorators:
+                decorators[0] = decorators[0].with_changes(leading_lines=())
+                return updated.with_changes(decorators=[new, *decorators])
+            return updated.with_changes(decorators=[new], leading_lines=())
+
+        edits.nodes[id(method)] = edit
+
+    return Fix("unsafe" if note else "safe", method, build, f"add `@{name}`", note)

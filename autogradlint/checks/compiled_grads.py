@@ -11,10 +11,11 @@ from ..analysis.aliasing import ALIASING_METHODS
 from ..analysis.flow import CallSite, MethodFlow
 from ..analysis.names import dotted
 from ..analysis.walk import FastVisitor
-from ..fixes import Edits, Fix
+from ..fix.edits import Edits, Fix
 from ..prefilter import COMPILED_GRADS
 from .base import Check
-from .common import backward_methods, keyword, source_of, statement_in_block
+from .common import backward_methods, keyword, source_of
+from .gradient_copy import copy_gradient_first
 
 ALIASING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data"})
 DISPATCHER_NAMESPACES = frozenset({"aten", "prims", "prim", "higher_order", "_c10d_functional"})
@@ -27,6 +28,7 @@ class GradState:
     name: str
     read_safe: bool  # dense row-major: `.contiguous()` or clone(memory_format=contiguous_format)
     write_safe: bool  # a private copy: any `.clone()`
+    root: str = ""  # the gradient parameter it comes from
 
 
 class CompiledGradients(Check):
@@ -122,12 +124,16 @@ class CompiledGradients(Check):
             if definition is None:
                 return None
             if definition.kind == "param":
-                return GradState(expr.value, False, False) if expr.value in grads else None
+                return (
+                    GradState(expr.value, False, False, expr.value) if expr.value in grads else None
+                )
             if definition.value is None or definition.kind in ("augassign", "with"):
                 return None
             inner = self._state(definition.value, flow, grads, definition.order, depth + 1)
             return (
-                None if inner is None else GradState(expr.value, inner.read_safe, inner.write_safe)
+                None
+                if inner is None
+                else GradState(expr.value, inner.read_safe, inner.write_safe, inner.root)
             )
         if isinstance(expr, cst.StarredElement):
             return self._state(expr.value, flow, grads, order, depth + 1)
@@ -149,11 +155,11 @@ class CompiledGradients(Check):
             if inner is None:
                 return None
             if method == "contiguous":
-                return GradState(inner.name, True, inner.write_safe)
+                return GradState(inner.name, True, inner.write_safe, inner.root)
             if method == "clone":
                 fmt = dotted(keyword(expr, "memory_format") or cst.Name("x")) or ""
                 dense = fmt.endswith("contiguous_format")
-                return GradState(inner.name, inner.read_safe or dense, True)
+                return GradState(inner.name, inner.read_safe or dense, True, inner.root)
             if method in ALIASING_METHODS:
                 return inner
         return None
@@ -173,13 +179,19 @@ class CompiledGradients(Check):
                 continue
             shown = source_of(self.ctx.facts.module, arg.value)
             if writes and not state.write_safe:
-                fix = self._copy_fix(site, arg.value)
+                fix = copy_gradient_first(
+                    self.method,
+                    flow,
+                    state.root,
+                    dense=True,
+                    title=f"pass a private dense copy of `{state.root}`",
+                )
                 self.report("AGL202", arg.value, fix=fix, grad=shown, callee=name, cls=cls)
             elif not state.read_safe and not stride_safe and state.name not in stride_names:
                 fix = self._contiguous_fix(arg.value)
                 self.report("AGL201", arg.value, fix=fix, grad=shown, callee=name, cls=cls)
 
-    # --- fixes (FIX-B1, FIX-B2) ------------------------------------------------------------
+    # --- fixes (FIX-B1; FIX-B2 is gradient_copy.copy_gradient_first) ------------------------
     def _contiguous_fix(self, value: cst.BaseExpression) -> Fix | None:
         """FIX-B1: `g` -> `g.contiguous()` at the call: bitwise-identical for correct kernels."""
         if not isinstance(value, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
@@ -191,33 +203,6 @@ class CompiledGradients(Check):
             )
 
         return Fix("safe", self.method, build, "pass `.contiguous()`")
-
-    def _copy_fix(self, site: CallSite, value: cst.BaseExpression) -> Fix | None:
-        """FIX-B2: rebind `g = g.clone(memory_format=torch.contiguous_format)` before the call."""
-        if not isinstance(value, cst.Name):
-            return None
-        located = statement_in_block(self.method, site.node)
-        if located is None:
-            return None
-        block, index = located
-        name = value.value
-
-        def build(edits: Edits) -> None:
-            fmt = cst.Module([]).code_for_node(edits.torch("contiguous_format"))
-            copy = cst.parse_statement(f"{name} = {name}.clone(memory_format={fmt})\n")
-
-            def edit(updated: cst.IndentedBlock) -> cst.IndentedBlock:
-                body = list(updated.body)
-                stmt = body[index]
-                leading = getattr(stmt, "leading_lines", ())
-                first = copy.with_changes(leading_lines=leading)
-                if leading:
-                    stmt = stmt.with_changes(leading_lines=())
-                return updated.with_changes(body=[*body[:index], first, stmt, *body[index + 1 :]])
-
-            edits.blocks[id(block)] = edit
-
-        return Fix("safe", self.method, build, "pass a private dense copy")
 
     def _writes(self, name: str, site: CallSite, flow: MethodFlow, grads: set[str]) -> bool:
         last = name.rsplit(".", 1)[-1]

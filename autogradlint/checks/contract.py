@@ -12,11 +12,12 @@ from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
 from ..analysis.names import dotted
 from ..analysis.walk import FastVisitor
-from ..fixes import Edits, Fix
+from ..fix.edits import Edits, Fix
 from ..prefilter import CONTRACT
 from ..preselect import direct_call_offsets
 from .base import Check
-from .common import expression_statement, source_of, statement_in_block
+from .common import add_decorator_fix, source_of, statement_in_block
+from .gradient_copy import copy_gradient_first
 
 CONTRACT_METHODS = ("forward", "backward", "setup_context", "jvp", "vmap")
 # Views and no-op conversions (`contiguous` included: it returns self when already contiguous).
@@ -109,6 +110,15 @@ TENSOR_EVIDENCE = frozenset(
 )
 
 
+def _instantiated(source: str, name: str) -> bool:
+    """Whether `Name(` is called anywhere in the text other than its class statement."""
+    pattern = re.compile(rf"(?<![\w.]){re.escape(name)}[ \t]*\(")
+    return any(
+        not source[: match.start()].rstrip(" \t").endswith("class")
+        for match in pattern.finditer(source)
+    )
+
+
 def _is_static(function: cst.FunctionDef) -> bool:
     return any(dotted(d.decorator) == "staticmethod" for d in function.decorators)
 
@@ -179,40 +189,25 @@ class FunctionContract(Check):
 
     # --- AGL402 ------------------------------------------------------------------------------
     def _static_methods(self, info: ClassInfo) -> None:
+        instantiated = _instantiated(self.ctx.facts.source, info.name)
         for name in CONTRACT_METHODS:
             method = info.methods.get(name)
             if method is None or _is_static(method):
                 continue
             is_classmethod = any(dotted(d.decorator) == "classmethod" for d in method.decorators)
-            fix = None if is_classmethod else self._add_decorator_fix(method, "staticmethod")
-            self.report("AGL402", method, anchor=method.name, fix=fix, cls=info.name, method=name)
-
-    @staticmethod
-    def _add_decorator_fix(method: cst.FunctionDef, name: str) -> Fix:
-        def build(edits: Edits) -> None:
-            def edit(updated: cst.CSTNode) -> cst.CSTNode:
-                assert isinstance(updated, cst.FunctionDef)
-                leading = updated.leading_lines
-                decorator = cst.Decorator(cst.Name(name), leading_lines=leading)
-                return (
-                    updated.with_changes(
-                        decorators=[decorator, *updated.decorators], leading_lines=()
-                    )
-                    if not updated.decorators
-                    else updated.with_changes(
-                        decorators=[
-                            cst.Decorator(
-                                cst.Name(name), leading_lines=updated.decorators[0].leading_lines
-                            ),
-                            updated.decorators[0].with_changes(leading_lines=()),
-                            *updated.decorators[1:],
-                        ]
-                    )
+            fix = None
+            if not is_classmethod:
+                # Through the class (`apply`, `Fn.forward(ctx, x)`) a plain function and a
+                # static method are the same; through an instance the plain one gets the
+                # instance as its first argument, so the fix is proven only without instances.
+                note = (
+                    f"`{info.name}(...)` is instantiated in this file: looked up on an instance, "
+                    f"`{name}` gets the instance as its first argument until it is static"
+                    if instantiated
+                    else ""
                 )
-
-            edits.nodes[id(method)] = edit
-
-        return Fix("safe", method, build, f"add `@{name}`")
+                fix = add_decorator_fix(method, "staticmethod", note=note)
+            self.report("AGL402", method, anchor=method.name, fix=fix, cls=info.name, method=name)
 
     # --- AGL401 ------------------------------------------------------------------------------
     def _arity(self, info: ClassInfo, forward: cst.FunctionDef, backward: cst.FunctionDef) -> None:
@@ -619,46 +614,10 @@ class FunctionContract(Check):
             origin = self._alias_of(found[0], flow, order, grads, {})
             if origin and origin not in reported:
                 reported.add(origin)
-                fix = self._out_of_place_fix(backward, node)
+                fix = copy_gradient_first(
+                    backward, flow, origin, dense=False, title=f"copy `{origin}` before changing it"
+                )
                 self.report("AGL406", found[1], fix=fix, cls=info.name, name=origin)
-
-    @staticmethod
-    def _out_of_place_fix(method: cst.FunctionDef, node: cst.CSTNode) -> Fix | None:
-        """`g /= n` -> `g = g / n`; `g.mul_(x)` -> `g = g.mul(x)` (same values, no shared write)."""
-        if isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
-            target = node.target
-            op_name = type(node.operator).__name__.replace("Assign", "")
-            operator = getattr(cst, op_name, None)
-            if operator is None:
-                return None
-
-            def build(edits: Edits) -> None:
-                edits.nodes[id(node)] = lambda updated: cst.Assign(
-                    targets=[cst.AssignTarget(target)],
-                    value=cst.BinaryOperation(target, operator(), updated.value),  # type: ignore[attr-defined]
-                )
-
-            return Fix("safe", method, build, "compute out of place")
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-            receiver = node.func.value
-            if not isinstance(receiver, cst.Name):
-                return None
-            located = expression_statement(method, node)
-            if located is None:
-                return None
-            expr = located[2]
-            out_of_place = node.func.attr.value[:-1]
-
-            def build_call(edits: Edits) -> None:
-                edits.nodes[id(expr)] = lambda updated: cst.Assign(
-                    targets=[cst.AssignTarget(receiver)],
-                    value=updated.value.with_changes(  # type: ignore[attr-defined]
-                        func=updated.value.func.with_changes(attr=cst.Name(out_of_place))  # type: ignore[attr-defined]
-                    ),
-                )
-
-            return Fix("safe", method, build_call, "compute out of place")
-        return None
 
     def _backward_ctx_state(self, info: ClassInfo, backward: cst.FunctionDef) -> None:
         flow = self.ctx.flow(backward)

@@ -8,7 +8,7 @@ from ..analysis.flow import DEFAULT, DISABLE, ENABLE, CallSite, MethodFlow
 from ..analysis.names import dotted
 from ..analysis.provenance import CTX, EXTERNAL, SAVED, Provenance
 from ..prefilter import REENTRANT
-from . import reentrant_fixes as fixes
+from . import reentrant_fix_builders as fixes
 from .base import Check
 from .common import backward_methods, is_literal, keyword, positional, source_of
 
@@ -117,9 +117,7 @@ class ReentrantAutograd(Check):
             self.report("AGL101", site.node, anchor=site.node.func, fix=fix, cls=cls, outputs=shown)
             return
         if producers and DISABLE in producers and producers <= {DEFAULT, DISABLE}:
-            fix = fixes.no_grad_to_enable_grad(
-                method, flow, self.ctx.facts.imports, outputs, site.order
-            )
+            fix = fixes.no_grad_to_enable_grad(method, flow, provenance, site, outputs)
             self.report("AGL102", site.node, anchor=site.node.func, fix=fix, cls=cls, outputs=shown)
             return
         if ENABLE not in producers or private or flow.base_mode == DISABLE:

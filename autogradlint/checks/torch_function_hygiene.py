@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.control import mentions
 from ..analysis.facts import ClassInfo
 from ..analysis.names import dotted
 from ..analysis.walk import FastVisitor, names_in
-from ..fixes import Edits, Fix
+from ..fix.edits import Edits, Fix
 from ..prefilter import HYGIENE
 from .base import Check
+from .common import add_decorator_fix
 
 # Tensor attributes and methods implemented in C: reading them on a subclass instance goes
 # through __torch_function__ again (semantics C1.1, C1.3).
@@ -83,28 +85,14 @@ class TorchFunctionHygiene(Check):
         params = [p.name.value for p in hook.params.params]
         fix = None
         if params and params[0] == "cls":
-
-            def build(edits: Edits) -> None:
-                def edit(updated: cst.CSTNode) -> cst.CSTNode:
-                    assert isinstance(updated, cst.FunctionDef)
-                    decorator = cst.Decorator(cst.Name("classmethod"))
-                    if updated.decorators:
-                        first = updated.decorators[0]
-                        return updated.with_changes(
-                            decorators=[
-                                decorator.with_changes(leading_lines=first.leading_lines),
-                                first.with_changes(leading_lines=()),
-                                *updated.decorators[1:],
-                            ]
-                        )
-                    return updated.with_changes(
-                        decorators=[decorator.with_changes(leading_lines=updated.leading_lines)],
-                        leading_lines=(),
-                    )
-
-                edits.nodes[id(hook)] = edit
-
-            fix = Fix("safe", hook, build, "add `@classmethod`")
+            # A plain method gets the instance as `cls`, a classmethod the class: the same only
+            # when the body never reads `cls` (zero-argument `super()` works either way).
+            note = (
+                "the body reads `cls`: as a plain method it is the instance, as a classmethod the class"
+                if mentions(hook.body, "cls")
+                else ""
+            )
+            fix = add_decorator_fix(hook, "classmethod", note=note)
         self.report("AGL303", hook, anchor=hook.name, fix=fix, cls=info.name)
 
     def _recursion(self, info: ClassInfo, hook: cst.FunctionDef) -> None:

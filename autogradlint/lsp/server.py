@@ -14,8 +14,7 @@ from pygls.lsp.server import LanguageServer
 from .. import __version__
 from ..config import Config, ConfigError, discover
 from ..engine import analyse, locate
-from ..fixer import fix_text
-from ..fixes import apply_fixes
+from ..fix.loop import fix_text, single_fixes
 from ..model import Finding
 from .convert import SOURCE, hover_markdown, minimal_edit, to_diagnostic
 
@@ -215,25 +214,18 @@ def code_action(
 
 
 def _quick_fix(source, path, config, diagnostic, document):  # type: ignore[no-untyped-def]
-    """Apply just the fix of the finding under this diagnostic to the full text."""
-    result = analyse(
-        source, path, enabled=config.enabled_for(Path(path)), settings=config.settings, full=True
-    )
-    if result.error is not None or result.module is None or result.text is None:
-        return None
+    """The fix of the finding under this diagnostic, applied alone to the full text."""
     lines = [line.rstrip("\r\n") for line in document.lines]
-    for finding, violation in locate(
-        result.module, result.text, result.violations, path, result.layout
+    for fix in single_fixes(
+        source, path, enabled=config.enabled_for(Path(path)), settings=config.settings
     ):
-        if finding.rule_id != diagnostic.code or violation.fix is None:
+        if fix.finding.rule_id != diagnostic.code:
             continue
-        candidate = to_diagnostic(finding, lines, document.position_codec)
+        candidate = to_diagnostic(fix.finding, lines, document.position_codec)
         if candidate.range != diagnostic.range:
             continue
-        new_source, applied = apply_fixes(result.module, [violation.fix])
-        if applied:
-            tier = "" if violation.fix.safety == "safe" else " (unsafe)"
-            return f"{violation.fix.title or 'Fix'}{tier}", new_source
+        tier = "" if fix.safety == "safe" else " (unsafe)"
+        return f"{fix.title or 'Fix'}{tier}", fix.source
     return None
 
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..meta import all_rules
 from ..model import FileError, FileResult
+
+if TYPE_CHECKING:
+    from ..fix.loop import SingleFix
+    from ..fix.splice import LineEdit
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFO_URI = "https://github.com/autogradlint/autogradlint"
@@ -23,11 +27,25 @@ def _uri(path: str, root: Path) -> str:
         return absolute.as_uri()
 
 
+def _replacement(edit: LineEdit) -> dict[str, Any]:
+    """Whole lines [start, end) replaced: a region from column 1 of the first to column 1 of
+    the line after the last (empty for an insertion)."""
+    return {
+        "deletedRegion": {
+            "startLine": edit.start + 1,
+            "startColumn": 1,
+            "endLine": edit.end + 1,
+            "endColumn": 1,
+        },
+        "insertedContent": {"text": "".join(edit.lines)},
+    }
+
+
 def render_sarif(
     results: list[FileResult],
     errors: list[FileError],
     root: Path,
-    fixes: dict[tuple[str, str, int, int], dict[str, Any]] | None = None,
+    fixes: dict[tuple[str, str, int, int], SingleFix] | None = None,
 ) -> str:
     rules = list(all_rules().values())
     index = {meta.id: i for i, meta in enumerate(rules)}
@@ -74,18 +92,13 @@ def render_sarif(
             if fix is not None:
                 item["fixes"] = [
                     {
-                        "description": {"text": fix["title"]},
+                        "description": {"text": f"{fix.title} ({fix.safety})"},
                         "artifactChanges": [
                             {
                                 "artifactLocation": location["physicalLocation"][
                                     "artifactLocation"
                                 ],
-                                "replacements": [
-                                    {
-                                        "deletedRegion": fix["region"],
-                                        "insertedContent": {"text": fix["text"]},
-                                    }
-                                ],
+                                "replacements": [_replacement(edit) for edit in fix.edits],
                             }
                         ],
                     }

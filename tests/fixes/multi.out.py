@@ -27,6 +27,7 @@ class Rope(Function):
 class InPlace(Function):
     @staticmethod
     def backward(ctx, g):
-        g = g.clone(memory_format=torch.contiguous_format)
+        if g is not None:
+            g = g.clone(memory_format=torch.contiguous_format)
         fused_rope_cuda.scale_(g, 2.0)
         return g

@@ -1,0 +1,188 @@
+"""The fix loop: lint, apply fixable edits, re-lint, until nothing fixable is left.
+
+Each pass edits the same parsed slice `check` reads and splices the changed lines back into the
+file (splice.py), so fixing costs what checking costs: linear in the file, not in its parse. The
+result must compile with CPython (verify.py) and parse and lint again; otherwise the file is
+left as it was and the error says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..engine import Analysis, analyse, locate
+from ..model import Finding, Violation
+from ..settings import Settings
+from .edits import Fix, apply_fixes
+from .splice import LineEdit, apply_line_edits, line_edits
+from .torch_name import TorchNames, import_edit
+from .verify import compile_error, python_version
+
+MAX_PASSES = 16
+
+
+@dataclass
+class FixOutcome:
+    """The result of fixing one file's text. `source` is the input when anything went wrong."""
+
+    source: str
+    applied: list[str] = field(default_factory=list)  # rule ids, in the order applied
+    remaining: list[Finding] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.applied)
+
+
+@dataclass(frozen=True)
+class SingleFix:
+    """One finding's fix on its own: what ruff calls a fix's edits (for SARIF, JSON, the LSP)."""
+
+    finding: Finding
+    title: str
+    safety: str
+    note: str
+    source: str  # the whole file with just this fix applied
+    edits: tuple[LineEdit, ...]
+
+
+def _wanted(
+    located: list[tuple[Finding, Violation]], unsafe: bool
+) -> list[tuple[Finding, Violation]]:
+    return [
+        (finding, violation)
+        for finding, violation in located
+        if violation.fix is not None and (violation.fix.safety == "safe" or unsafe)
+    ]
+
+
+def _edits_for(
+    text: str, result: Analysis, fixes: list[tuple[Fix, int]]
+) -> tuple[list[LineEdit], list[Fix]] | None:
+    """The line edits that apply `fixes` (and add the imports they need) to `text`; None when
+    the slice cannot be spliced back and the whole file must be parsed instead."""
+    assert result.module is not None
+    names: TorchNames | None = None
+
+    def namer(line: int) -> tuple[str, bool]:
+        nonlocal names
+        if names is None:
+            names = TorchNames(text)
+        return names.at(line)
+
+    new_code, used, imports = apply_fixes(result.module, fixes, namer)
+    edits = line_edits(text, result.module.code, new_code, result.layout.line_map)
+    if edits is None:
+        return None
+    added = import_edit(text, imports, names.tree if names is not None else None)
+    return ([*edits, added] if added is not None else edits), used
+
+
+def _pass(
+    text: str, path: str, *, full: bool, enabled, settings, index
+) -> tuple[Analysis, list[tuple[Finding, Violation]]]:
+    result = analyse(
+        text, path, enabled=enabled, settings=settings, known_function_bases=index, full=full
+    )
+    if result.error is not None or result.module is None or not result.violations:
+        return result, []
+    assert result.text is not None
+    return result, locate(result.module, result.text, result.violations, path, result.layout)
+
+
+def fix_text(
+    text: str,
+    path: str = "<stdin>",
+    *,
+    unsafe: bool = False,
+    enabled: frozenset[str] | None = None,
+    settings: Settings | None = None,
+    max_passes: int = MAX_PASSES,
+    known_function_bases: frozenset[str] = frozenset(),
+) -> FixOutcome:
+    """Apply every fix the tier allows until a fixpoint; never returns code that does not
+    compile, and returns the input untouched (with `error`) whenever anything goes wrong."""
+    current = text
+    applied: list[str] = []
+    options = {"enabled": enabled, "settings": settings, "index": known_function_bases}
+    for attempt in range(max_passes):
+        result, located = _pass(current, path, full=False, **options)
+        if result.error is not None:
+            if attempt == 0:
+                return FixOutcome(text, error=result.error.describe())
+            return FixOutcome(text, error=_bug(path, f"does not analyse ({result.error.message})"))
+        wanted = _wanted(located, unsafe)
+        remaining = [finding for finding, _ in located]
+        if not wanted:
+            if attempt == 0:
+                return FixOutcome(text, remaining=remaining)
+            problem = compile_error(current, path)
+            if problem is not None:
+                return FixOutcome(text, error=_bug(path, f"does not compile ({problem})"))
+            return FixOutcome(current, applied, remaining)
+        if attempt == 0:
+            problem = compile_error(text, path)
+            if problem is not None:
+                return FixOutcome(
+                    text,
+                    remaining=remaining,
+                    error=f"{path}: not fixed: Python {python_version()} cannot compile the "
+                    f"file as it is ({problem}), so a fix could not be verified",
+                )
+        made = _edits_for(current, result, [(v.fix, f.line) for f, v in wanted])  # type: ignore[misc]
+        if made is None:  # fall back to the whole file, where every line maps to itself
+            result, located = _pass(current, path, full=True, **options)
+            wanted = _wanted(located, unsafe)
+            if result.error is not None or not wanted:
+                return FixOutcome(text, error=_bug(path, "could not be placed in the file"))
+            made = _edits_for(current, result, [(v.fix, f.line) for f, v in wanted])  # type: ignore[misc]
+            if made is None:
+                return FixOutcome(text, error=_bug(path, "could not be placed in the file"))
+        edits, used = made
+        if not edits:
+            return FixOutcome(current, applied, remaining)
+        rule_of = {id(v.fix): f.rule_id for f, v in wanted}
+        applied.extend(rule_of[id(fix)] for fix in used)
+        current = apply_line_edits(current, edits)
+    return FixOutcome(
+        text,
+        error=f"{path}: fixes did not converge after {max_passes} passes; "
+        "this is a bug in autogradlint and the file was left untouched",
+    )
+
+
+def _bug(path: str, what: str) -> str:
+    return f"{path}: a fix produced code that {what}; this is a bug in autogradlint and the file was left untouched"
+
+
+def single_fixes(
+    text: str,
+    path: str,
+    *,
+    enabled: frozenset[str] | None = None,
+    settings: Settings | None = None,
+    known_function_bases: frozenset[str] = frozenset(),
+) -> list[SingleFix]:
+    """Each fixable finding's fix applied alone to `text` (never re-linted: a preview)."""
+    options = {"enabled": enabled, "settings": settings, "index": known_function_bases}
+    result, located = _pass(text, path, full=False, **options)
+    if not located or compile_error(text, path) is not None:
+        return []
+    out: list[SingleFix] = []
+    for finding, violation in located:
+        fix = violation.fix
+        if fix is None:
+            continue
+        made = _edits_for(text, result, [(fix, finding.line)])
+        if made is None:
+            full, pairs = _pass(text, path, full=True, **options)
+            match = [v.fix for f, v in pairs if f == finding and v.fix is not None]
+            made = _edits_for(text, full, [(match[0], finding.line)]) if match else None
+        if not made or not made[0]:
+            continue
+        new = apply_line_edits(text, made[0])
+        if compile_error(new, path) is not None:
+            continue  # never offer a fix that breaks the file
+        out.append(SingleFix(finding, fix.title, fix.safety, fix.note, new, tuple(made[0])))
+    return out
