@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import tempfile
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from . import __version__
 from .model import FileError, FileResult, Finding
 from .prefilter import ClassDecl
 
-FORMAT = 1
+FORMAT = 2  # 2: entries keyed by ctime and inode too
 DIR_NAME = ".autogradlint_cache"
 
 
@@ -61,9 +61,79 @@ def result_to_json(result: FileResult) -> dict[str, Any]:
 
 
 def result_from_json(path: str, data: dict[str, Any]) -> FileResult:
+    """Raises (KeyError, TypeError, ValueError) on an entry that is not one this code wrote."""
     findings = [Finding(**{**item, "path": path}) for item in data["findings"]]
     error = FileError(**{**data["error"], "path": path}) if data["error"] else None
     return FileResult(path, findings=findings, error=error, parsed=bool(data["parsed"]))
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What the cache knows of one file. The stat key has the inode and the ctime as well as
+    size and mtime: an edit that keeps the size and restores the mtime still changes the ctime
+    (which no user call can set), and a file replaced by another has another inode."""
+
+    mtime_ns: int
+    size: int
+    ctime_ns: int
+    inode: int
+    digest: str
+    decls: tuple[ClassDecl, ...]
+    result: FileResult
+    index_key: str
+
+    def result_for(self, path: str) -> FileResult:
+        """The cached result, reported under the path this run names the file by."""
+        result = self.result
+        return FileResult(
+            path,
+            findings=[replace(f, path=path) for f in result.findings],
+            error=replace(result.error, path=path) if result.error else None,
+            parsed=result.parsed,
+        )
+
+    def matches(self, info: os.stat_result) -> bool:
+        return (self.mtime_ns, self.size, self.ctime_ns, self.inode) == (
+            info.st_mtime_ns,
+            info.st_size,
+            info.st_ctime_ns,
+            info.st_ino,
+        )
+
+    def to_json(self) -> list[Any]:
+        return [
+            self.mtime_ns,
+            self.size,
+            self.ctime_ns,
+            self.inode,
+            self.digest,
+            [[name, list(bases), flag] for name, bases, flag in self.decls],
+            result_to_json(self.result),
+            self.index_key,
+        ]
+
+    @classmethod
+    def from_json(cls, path: str, raw: Any) -> Entry | None:
+        """None for anything malformed: a foreign or damaged entry is a miss, never an error."""
+        try:
+            mtime, size, ctime, inode, digest, decls, result, index_key = raw
+            entry = cls(
+                int(mtime),
+                int(size),
+                int(ctime),
+                int(inode),
+                str(digest),
+                tuple((str(n), tuple(str(b) for b in bases), bool(f)) for n, bases, f in decls),
+                result_from_json(path, result),
+                str(index_key),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+        if not all(
+            isinstance(v, (int, str)) for v in (mtime, size, ctime, inode, digest, index_key)
+        ):
+            return None
+        return entry
 
 
 class Cache:
@@ -73,7 +143,8 @@ class Cache:
         self.directory = directory
         key = hashlib.sha256(f"{engine_fingerprint()}:{config_fingerprint}".encode()).hexdigest()
         self.file = directory / f"v{FORMAT}-{key[:24]}.json"
-        self.entries: dict[str, list[Any]] = {}
+        self.raw: dict[str, Any] = {}
+        self.entries: dict[str, Entry] = {}
         self.dirty = False
         self._load()
 
@@ -82,45 +153,49 @@ class Cache:
             raw = json.loads(self.file.read_text(encoding="utf-8"))
             if raw.get("format") != FORMAT or not isinstance(raw.get("files"), dict):
                 return
-            self.entries = raw["files"]
+            self.raw = raw["files"]
         except (OSError, ValueError, TypeError, AttributeError):
-            self.entries = {}  # missing or corrupt: start afresh
+            self.raw = {}  # missing or corrupt: start afresh
 
-    # entry: [mtime_ns, size, content_hash, class declarations, result json, index fingerprint]
-    def lookup_stat(self, key: str, stat: os.stat_result) -> list[Any] | None:
+    def get(self, key: str) -> Entry | None:
+        """The entry for a file, validated on first use (most runs use few of them)."""
         entry = self.entries.get(key)
-        if entry and entry[0] == stat.st_mtime_ns and entry[1] == stat.st_size:
-            return entry
-        return None
+        if entry is None and key in self.raw:
+            entry = Entry.from_json(key, self.raw.pop(key))
+            if entry is not None:
+                self.entries[key] = entry
+            else:
+                self.dirty = True  # drop the bad entry from the file on save
+        return entry
 
-    def lookup_hash(self, key: str, digest: str) -> list[Any] | None:
-        entry = self.entries.get(key)
-        if entry and entry[2] == digest:
-            return entry
-        return None
+    def lookup_stat(self, key: str, info: os.stat_result) -> Entry | None:
+        entry = self.get(key)
+        return entry if entry is not None and entry.matches(info) else None
+
+    def lookup_hash(self, key: str, digest: str) -> Entry | None:
+        entry = self.get(key)
+        return entry if entry is not None and entry.digest == digest else None
 
     def store(
         self,
         key: str,
-        stat: os.stat_result,
+        info: os.stat_result,
         digest: str,
         decls: list[ClassDecl],
         result: FileResult,
         index_key: str,
     ) -> None:
         self.dirty = True
-        self.entries[key] = [
-            stat.st_mtime_ns,
-            stat.st_size,
+        self.entries[key] = Entry(
+            info.st_mtime_ns,
+            info.st_size,
+            info.st_ctime_ns,
+            info.st_ino,
             digest,
-            [[d[0], list(d[1]), d[2]] for d in decls],
-            result_to_json(result),
+            tuple(decls),
+            result,
             index_key,
-        ]
-
-    @staticmethod
-    def declarations(entry: list[Any]) -> list[ClassDecl]:
-        return [(name, tuple(bases), bool(flag)) for name, bases, flag in entry[3]]
+        )
 
     def save(self) -> None:
         if not self.dirty and self.file.exists():
@@ -131,10 +206,9 @@ class Cache:
             if not tag.exists():
                 tag.write_text("Signature: 8a477f597d28d172789f06886806bc55\n")
                 (self.directory / ".gitignore").write_text("*\n")
-            payload = json.dumps(
-                {"format": FORMAT, "files": self.entries},
-                separators=(",", ":"),
-            )
+            files = dict(self.raw)  # entries not looked at this run stay as they were
+            files.update((key, entry.to_json()) for key, entry in self.entries.items())
+            payload = json.dumps({"format": FORMAT, "files": files}, separators=(",", ":"))
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.directory)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:

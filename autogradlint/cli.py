@@ -372,13 +372,18 @@ def _progress(console: Console):  # type: ignore[no-untyped-def]
 @main.command()
 @click.option("--cache-dir", type=click.Path(file_okay=False), envvar="AUTOGRADLINT_CACHE_DIR")
 def clean(cache_dir: str | None) -> None:
-    """Remove the result cache."""
+    """Remove the result cache, and temporary files a killed `fix` left in the project."""
     from .cache import DIR_NAME
     from .cache import clean as clean_cache
+    from .fix.write import remove_stale_temps_below
 
-    directory = Path(cache_dir) if cache_dir else _load_config(None, (".",)).root / DIR_NAME
+    config = _load_config(None, (".",))
+    directory = Path(cache_dir) if cache_dir else config.root / DIR_NAME
     removed = clean_cache(directory)
     click.echo(f"Removed {removed} cache file{'s' * (removed != 1)} from {directory}")
+    temps = remove_stale_temps_below(config.root, config.excludes_name)
+    if temps:
+        click.echo(f"Removed {temps} temporary file{'s' * (temps != 1)} of interrupted fixes")
 
 
 def _read_lines(path: str, data: bytes | None) -> list[str]:
@@ -475,41 +480,21 @@ def _fix_paths(
     import difflib
     from collections import Counter
 
-    from .fix.loop import fix_text
-    from .fix.write import DecodeFailed, WriteRefused, decode_source, read_for_fix, write_fixed
-    from .prefilter import can_hold_findings, class_declarations, function_index
+    from .fix.write import WriteRefused, write_fixed
+    from .runner import fix_files
 
     found = discover_files(paths, config, respect_gitignore=respect_gitignore)
-    errors = list(found.errors)
+    jobs, errors = fix_files(found.files, config, unsafe=unsafe)
+    errors = list(found.errors) + errors
     fixed: Counter[str] = Counter()
     files_changed = 0
     remaining = 0
-    contents = []
-    for path in found.files:
-        try:
-            contents.append(read_for_fix(path))
-        except OSError as exc:
-            errors.append(FileError(str(path), f"cannot read: {exc.strerror or exc}"))
-    # The same cross-file Function index `check` uses, so both see the same findings.
-    index = function_index([class_declarations(read.data) for read in contents])
-    for read in contents:
-        path = read.path
-        enabled = config.enabled_for(path)
-        if not can_hold_findings(read.data, enabled, index):
+    for job in jobs:
+        path = job.read.path
+        outcome = job.outcome
+        if job.error is not None or outcome is None:
+            errors.append(job.error or FileError(str(path), "not analysed"))
             continue
-        try:
-            text = decode_source(read.data)
-        except DecodeFailed as exc:
-            errors.append(FileError(str(path), str(exc)))
-            continue
-        outcome = fix_text(
-            text,
-            str(path),
-            unsafe=unsafe,
-            enabled=enabled,
-            settings=config.settings,
-            known_function_bases=index,
-        )
         if outcome.error is not None:
             errors.append(FileError(str(path), outcome.error.removeprefix(f"{path}: ")))
             continue
@@ -518,13 +503,13 @@ def _fix_paths(
             continue
         if apply:
             try:
-                write_fixed(read, outcome.source)
+                write_fixed(job.read, outcome.source)
             except WriteRefused as exc:
                 errors.append(FileError(str(path), str(exc)))
                 continue
         elif show_diff:
             diff = difflib.unified_diff(
-                text.splitlines(keepends=True),
+                (job.text or "").splitlines(keepends=True),
                 outcome.source.splitlines(keepends=True),
                 fromfile=str(path) if path.is_absolute() else f"a/{path}",
                 tofile=str(path) if path.is_absolute() else f"b/{path}",

@@ -12,6 +12,7 @@ import libcst as cst
 from .analysis.facts import FileFacts, collect_facts
 from .analysis.names import ImportTable
 from .checks import ALL_CHECKS, Check, CheckContext
+from .complexity import too_complex
 from .meta import all_rules
 from .model import FileError, FileResult, Finding, Violation
 from .parsing import parse_module
@@ -112,6 +113,11 @@ def analyse(
             parse_input = sliced.source
             kept = sliced.kept
             line_map = sliced.line_map
+    refused = too_complex(parse_input)
+    if refused is not None:
+        line = line_map[refused.line - 1] if line_map and refused.line <= len(line_map) else None
+        line = line if line_map else refused.line
+        return Analysis(path, text=text, error=FileError(path, refused.describe(), line))
     try:
         module = parse_module(parse_input)
     except cst.ParserSyntaxError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -9,6 +10,21 @@ if TYPE_CHECKING:  # libcst is only needed by the engine: keep `check`'s warm pa
     import libcst as cst
 
     from .fix.edits import Fix
+
+
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\udc80-\udcff]")
+
+
+def printable(text: str) -> str:
+    """`text` with what a terminal or an XML document cannot show written as escapes: control
+    characters (an ESC in a file name must not restyle the terminal, a newline must not start a
+    new record) and the undecodable bytes of a non-UTF-8 file name (`\\xff`)."""
+    return _UNPRINTABLE.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code - 0xDC00 if code >= 0xDC80 else code:02x}"
 
 
 @dataclass(frozen=True)
@@ -57,7 +73,8 @@ class FileError:
     col: int | None = None
 
     def describe(self) -> str:
-        where = self.path if self.line is None else f"{self.path}:{self.line}:{(self.col or 0) + 1}"
+        path = printable(self.path)
+        where = path if self.line is None else f"{path}:{self.line}:{(self.col or 0) + 1}"
         return f"{where}: {self.message}"
 
 

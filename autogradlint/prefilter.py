@@ -11,6 +11,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from .analysis.hierarchy import descendants
+
 ClassDecl = tuple[str, tuple[str, ...], bool]  # name, last components of bases, file has autograd
 
 
@@ -161,11 +163,4 @@ def function_index(declarations: Sequence[Sequence[ClassDecl]]) -> frozenset[str
             bases_of.setdefault(name, set()).update(bases)
             if autograd and _FUNCTION_BASES.intersection(bases):
                 names.add(name)
-    changed = True
-    while changed:
-        changed = False
-        for name, bases in bases_of.items():
-            if name not in names and bases & names:
-                names.add(name)
-                changed = True
-    return frozenset(names)
+    return frozenset(descendants(names, bases_of))

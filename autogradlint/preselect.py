@@ -17,6 +17,7 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass
 
+from .analysis.hierarchy import descendants
 from .chunks import body_start, chunk_of, chunk_starts
 from .settings import DEFAULT_LOADERS
 
@@ -47,6 +48,7 @@ _FUNCTION_ALIAS = re.compile(r"Function[ \t]+as[ \t]+(\w+)")
 _IMPORT = re.compile(r"import[ \t\\(]")
 _TRITON = re.compile(r"@[ \t]*triton\.")
 _DEF_NAME = re.compile(r"\n(?:async[ \t]+)?def[ \t]+(\w+)")
+_ATTRIBUTE_OWNER = re.compile(r"(\w+)\.")  # `Helpers.prepare(...)`: Helpers
 _NOT_MODULE_SCOPE = re.compile(r"(?:@|def\b|async\b|class\b)")
 
 
@@ -119,19 +121,15 @@ def kept_ranges(
         for m in _CLASS_DECL.finditer(text)
         if _at_line_start(text, m.start())
     ]
-    names = set(known_functions) | set(_FUNCTION_ALIAS.findall(text))
-    changed = True
-    while changed:  # the same fixpoint as _function_like_names, over the class statements' text
-        changed = False
-        for _, name, bases in decls:
-            if name in names:
-                continue
-            for base in bases.split(","):
-                last = base.split("=", 1)[0].strip().rsplit(".", 1)[-1]
-                if "Function" in base or last in names:
-                    names.add(name)
-                    changed = True
-                    break
+    # The same closure as slicing's _function_like_names, over the class statements' text.
+    seeds = set(known_functions) | set(_FUNCTION_ALIAS.findall(text))
+    bases_of: dict[str, set[str]] = {}
+    for _, name, bases in decls:
+        parts = [base.split("=", 1)[0].strip() for base in bases.split(",")]
+        if "Function" in bases:
+            seeds.add(name)
+        bases_of.setdefault(name, set()).update(part.rsplit(".", 1)[-1] for part in parts)
+    names = descendants(seeds, bases_of)
     function_offsets = [offset for offset, name, _ in decls if name in names]
     hook_offsets = [m.start() for m in _HOOK_NAME.finditer(text)]
     if not function_offsets and not hook_offsets:
@@ -146,10 +144,9 @@ def kept_ranges(
     top_classes = {name: offset for offset, name, _ in decls if text[offset - 1 : offset] in "\n"}
     bounds = [*starts, len(text)]
     for index in chunk_of(starts, marks.functions):
-        chunk = text[bounds[index] : bounds[index + 1]]
-        for name, offset in top_classes.items():
-            if f"{name}." in chunk:
-                whole |= chunk_of(starts, [offset])
+        for used in _ATTRIBUTE_OWNER.findall(text, bounds[index], bounds[index + 1]):
+            if used in top_classes:
+                whole |= chunk_of(starts, [top_classes[used]])
     keep |= whole
     for index in chunk_of(starts, marks.imports):
         if not _NOT_MODULE_SCOPE.match(text, starts[index]):

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .config import Config
 from .gitignore import IgnoreRule, is_ignored, parse_gitignore
@@ -20,10 +20,13 @@ from .prefilter import (
     subclasses_index,
 )
 from .settings import Settings
-from .source_io import read_source
+from .source_io import kind_of, read_source
 
 if TYPE_CHECKING:  # the pool and the cache are imported only by the runs that use them
     from .cache import Cache
+    from .cache import Entry as CacheEntry
+    from .fix.loop import FixOutcome
+    from .fix.write import ReadFile
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 # One file to analyse: path, bytes, enabled rules, settings, the cross-file Function index.
@@ -114,8 +117,7 @@ def discover(paths: Sequence[str], config: Config, respect_gitignore: bool = Tru
                 add(found)
         else:
             try:
-                os.stat(raw)
-                reason = "not a regular file or directory"
+                reason = f"not a regular file ({kind_of(os.stat(raw).st_mode)}): not read"
             except OSError as exc:  # ELOOP for a symlink loop, ENOENT for a dangling link
                 reason = f"cannot open: {exc.strerror}"
             errors.append(FileError(raw, reason))
@@ -214,7 +216,7 @@ class _File:
     digest: str | None = None
     decls: list[ClassDecl] | None = None
     admitted: bool | None = None  # a gate admits it on its own (None: not read this run)
-    entry: list[Any] | None = None  # the cache entry matching this file's stat or bytes
+    entry: CacheEntry | None = None  # the cache entry matching this file's stat or bytes
     result: FileResult | None = None
 
 
@@ -261,12 +263,12 @@ def lint_paths(
             item.entry = cache.lookup_hash(item.key, item.digest or "")
     for item in items:
         if item.entry is not None and cache is not None:
-            item.decls = cache.declarations(item.entry)
+            item.decls = list(item.entry.decls)
     # 2. The cross-file Function index, from every file's class declarations.
     index = function_index([item.decls or [] for item in items])
     index_key = ""
     if cache is not None:
-        from .cache import index_fingerprint, result_from_json
+        from .cache import index_fingerprint
 
         index_key = index_fingerprint(index)
     # 3. Reuse results computed under the same index; analyse the rest.
@@ -275,8 +277,8 @@ def lint_paths(
     for item in items:
         if item.result is not None:
             continue
-        if item.entry is not None and cache is not None and item.entry[5] == index_key:
-            item.result = result_from_json(str(item.path), item.entry[4])
+        if item.entry is not None and item.entry.index_key == index_key:
+            item.result = item.entry.result_for(str(item.path))
             continue
         enabled = config.enabled_for(item.path)
         if item.admitted is None:  # known from the cache: decide from a fresh read
@@ -302,7 +304,9 @@ def lint_paths(
         item.result = result
     if cache is not None:
         for item in items:
-            fresh = item.entry is None or item.entry[5] != index_key or item.admitted is not None
+            fresh = (
+                item.entry is None or item.entry.index_key != index_key or item.admitted is not None
+            )
             if fresh and item.stat is not None and item.digest is not None and item.result:
                 cache.store(
                     item.key, item.stat, item.digest, item.decls or [], item.result, index_key
@@ -331,27 +335,96 @@ def _read_many(batch: list[tuple[str, frozenset[str]]], hashed: bool, workers: i
 
 
 def _analyse(pending: list[Job], workers: int, progress: Progress | None) -> list[FileResult]:
-    """Lint the jobs, in this process or (workers > 1) in a pool; results in job order."""
-    if workers <= 1:
-        out: list[FileResult] = []
-        with progress(len(pending)) if progress and pending else nullcontext(_noop) as tick:
-            for job in pending:
-                out.append(_lint_job(job))
-                tick()
-        return out
-    from .workers import analysis_pool
+    """Lint the jobs in isolated worker processes (a crash or a runaway file costs that file
+    only); results in job order."""
+    if not pending:
+        return []
+    from .isolation import Failure, run_isolated
+    from .workers import load_engine
 
+    load_engine()  # before forking: the workers inherit it
     # Largest first, so no worker is left with a big file at the end.
     order = sorted(range(len(pending)), key=lambda i: -len(pending[i][1]))
-    done: dict[int, FileResult] = {}
-    with analysis_pool(min(workers, len(pending))) as pool:
-        results = pool.map(_lint_job, [pending[i] for i in order])  # submits (forks) now
-        with progress(len(pending)) if progress else nullcontext(_noop) as tick:
-            for position, result in zip(order, results, strict=True):
-                done[position] = result
-                tick()
-    return [done[i] for i in range(len(pending))]
+    with progress(len(pending)) if progress else nullcontext(_noop) as tick:
+        results = run_isolated(
+            _lint_job, pending, workers=min(workers, len(pending)), order=order, tick=tick
+        )
+    return [
+        FileResult(job[0], error=FileError(job[0], f"too complex to analyse: {r.reason}"))
+        if isinstance(r, Failure)
+        else r
+        for job, r in zip(pending, results, strict=True)
+    ]
 
 
 def _noop() -> None:
     return None
+
+
+@dataclass
+class FixJob:
+    """One file to fix, as read (symlinks resolved) and decoded, and what fixing gave."""
+
+    read: ReadFile
+    text: str | None = None
+    outcome: FixOutcome | None = None
+    error: FileError | None = None
+
+
+def _fix_job(job: tuple[str, str, frozenset[str], Settings, frozenset[str], bool]) -> FixOutcome:
+    from .fix.loop import fix_text
+
+    path, text, enabled, settings, index, unsafe = job
+    return fix_text(
+        text, path, unsafe=unsafe, enabled=enabled, settings=settings, known_function_bases=index
+    )
+
+
+def fix_files(
+    files: Sequence[Path], config: Config, *, unsafe: bool, jobs: int | None = None
+) -> tuple[list[FixJob], list[FileError]]:
+    """Fix what the files hold, each in an isolated worker; nothing is written here. Returns
+    the files that could hold a finding, with their outcome, and the files that could not be
+    read."""
+    from .fix.write import DecodeFailed, decode_source, read_for_fix
+    from .isolation import Failure, run_isolated
+    from .workers import load_engine
+
+    errors: list[FileError] = []
+    reads = []
+    for path in files:
+        try:
+            reads.append(read_for_fix(path))
+        except OSError as exc:
+            errors.append(FileError(str(path), f"cannot read: {exc.strerror or exc}"))
+    # The same cross-file Function index `check` uses, so both see the same findings.
+    index = function_index([class_declarations(read.data) for read in reads])
+    todo: list[FixJob] = []
+    for read in reads:
+        enabled = config.enabled_for(read.path)
+        if not can_hold_findings(read.data, enabled, index):
+            continue
+        job = FixJob(read)
+        try:
+            job.text = decode_source(read.data)
+        except DecodeFailed as exc:
+            job.error = FileError(str(read.path), str(exc))
+        todo.append(job)
+    pending = [
+        (str(j.read.path), j.text, config.enabled_for(j.read.path), config.settings, index, unsafe)
+        for j in todo
+        if j.text is not None
+    ]
+    if pending:
+        load_engine()
+    workers = jobs if jobs is not None else (os.cpu_count() or 1)
+    outcomes = iter(run_isolated(_fix_job, pending, workers=min(workers, len(pending) or 1)))
+    for job in todo:
+        if job.text is None:
+            continue
+        result = next(outcomes)
+        if isinstance(result, Failure):
+            job.error = FileError(str(job.read.path), f"too complex to analyse: {result.reason}")
+        else:
+            job.outcome = result
+    return todo, errors

@@ -18,6 +18,7 @@ from fnmatch import fnmatchcase
 from itertools import compress
 
 from .analysis.bindings import Binding, Bindings
+from .analysis.hierarchy import descendants
 from .chunks import blank_outside, chunk_starts
 from .preselect import direct_call_offsets, kept_ranges, triton_kernels
 from .settings import DEFAULT_LOADERS
@@ -48,26 +49,19 @@ def _function_like_names(
     """Classes that may be autograd Functions: a base named *Function, or such a local class."""
     statements = statements if statements is not None else _statements(tree)
     classes = [n for n in statements if isinstance(n, ast.ClassDef)]
-    names: set[str] = set(known)
+    seeds: set[str] = set(known)
     for node in statements:  # `from torch.autograd import Function as F` makes `F` one too
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 if "Function" in alias.name and alias.asname:
-                    names.add(alias.asname)
-    changed = True
-    while changed:
-        changed = False
-        for node in classes:
-            if node.name in names:
-                continue
-            for base in node.bases:
-                text = _decorator_text(base)
-                last = text.rsplit(".", 1)[-1]
-                if "Function" in last or last in names:
-                    names.add(node.name)
-                    changed = True
-                    break
-    return names
+                    seeds.add(alias.asname)
+    bases_of: dict[str, set[str]] = {}
+    for node in classes:
+        lasts = {_decorator_text(base).rsplit(".", 1)[-1] for base in node.bases}
+        if any("Function" in last for last in lasts):
+            seeds.add(node.name)
+        bases_of.setdefault(node.name, set()).update(lasts)
+    return descendants(seeds, bases_of)
 
 
 def _is_hook(stmt: ast.stmt) -> bool:

@@ -46,7 +46,7 @@ def read_regular(path: Path | str) -> tuple[bytes, os.stat_result]:
         if stat.S_ISDIR(info.st_mode):
             raise IsADirectoryError(21, "is a directory", str(path))
         if not stat.S_ISREG(info.st_mode):
-            raise NotRegularFile(f"not a regular file ({_kind(info.st_mode)}): not read")
+            raise NotRegularFile(f"not a regular file ({kind_of(info.st_mode)}): not read")
         if info.st_size == 0 and os.path.realpath(path).startswith(_PSEUDO):
             raise NotRegularFile("a pseudo-file (/proc, /sys or /dev): not read")
         size = info.st_size
@@ -64,7 +64,7 @@ def read_regular(path: Path | str) -> tuple[bytes, os.stat_result]:
         os.close(fd)
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
     if stat.S_ISFIFO(mode):
         return "a FIFO"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):

@@ -41,13 +41,13 @@ def tree(tmp_path: Path) -> Path:
 def analysed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The files the engine is actually asked to analyse."""
     calls: list[str] = []
-    real = runner._lint_job
+    real = runner._analyse
 
-    def counting(job):  # type: ignore[no-untyped-def]
-        calls.append(Path(job[0]).name)
-        return real(job)
+    def counting(pending, workers, progress):  # type: ignore[no-untyped-def]
+        calls.extend(Path(job[0]).name for job in pending)
+        return real(pending, workers, progress)
 
-    monkeypatch.setattr(runner, "_lint_job", counting)
+    monkeypatch.setattr(runner, "_analyse", counting)
     return calls
 
 
@@ -131,3 +131,46 @@ def test_no_cache_and_clean(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert list(directory.glob("v*.json"))
     result = cli.invoke(main, ["clean", "--cache-dir", str(directory)])
     assert "Removed" in result.output and not directory.exists()
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        [],
+        [1, 2, 3],
+        ["mtime", 1, 2, 3, "d", [], {}, "k"],
+        [1, 2, 3, 4, "d", [["A", "not-a-list", True]], {"findings": 7}, "k"],
+        [1, 2, 3, 4, "d", [], {"findings": [{"bogus": 1}], "error": None, "parsed": 1}, "k"],
+        {"a": "dict"},
+        None,
+    ],
+)
+def test_a_cache_with_valid_json_but_wrong_entries_is_a_miss_not_a_crash(
+    tree: Path, analysed, entry
+) -> None:
+    run(tree)
+    (cache_file,) = (tree / ".autogradlint_cache").glob("v*.json")
+    data = json.loads(cache_file.read_text())
+    for key in data["files"]:
+        data["files"][key] = entry
+    cache_file.write_text(json.dumps(data))
+    analysed.clear()
+    results = run(tree)  # used to end in IndexError or TypeError on every run until `clean`
+    assert sorted(analysed) == ["m0.py", "m1.py", "m2.py"]
+    assert sum(len(r.findings) for r in results) == 3
+    analysed.clear()
+    run(tree)
+    assert analysed == []  # the bad entries were replaced
+
+
+def test_a_same_size_edit_with_its_mtime_restored_is_seen(tree: Path, analysed) -> None:
+    run(tree)
+    path = tree / "m0.py"
+    before = path.stat()
+    path.write_text(BUG.replace("y = x * x", "y = x + x"))  # the same size
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size
+    assert path.stat().st_mtime_ns == before.st_mtime_ns
+    analysed.clear()
+    run(tree)
+    assert analysed == ["m0.py"]  # the ctime moved: the stat key no longer matches

@@ -8,7 +8,7 @@ import pytest
 from conftest import SQUARE_BUG
 
 from autogradlint import cache as cache_mod
-from autogradlint import runner, workers
+from autogradlint import isolation, runner, workers
 from autogradlint.config import Config
 from autogradlint.runner import discover, lint_paths
 
@@ -76,20 +76,20 @@ def test_pools_find_what_one_process_finds(
     monkeypatch.setattr(runner, "READ_POOL_THRESHOLD", 2)
     monkeypatch.setattr(runner, "POOL_THRESHOLD", 2)
     used: list[str] = []
-    real_reader, real_analysis = workers.reader_pool, workers.analysis_pool
+    real_reader, real_analysis = workers.reader_pool, isolation.run_isolated
 
     def reader(workers: int):  # type: ignore[no-untyped-def]
         used.append("read")
         return real_reader(workers)
 
-    def analysis(workers: int):  # type: ignore[no-untyped-def]
-        used.append("analyse")
-        return real_analysis(workers)
+    def analysis(fn, jobs, **options):  # type: ignore[no-untyped-def]
+        used.append(f"analyse in {options['workers']}")
+        return real_analysis(fn, jobs, **options)
 
     monkeypatch.setattr(workers, "reader_pool", reader)
-    monkeypatch.setattr(workers, "analysis_pool", analysis)
+    monkeypatch.setattr(isolation, "run_isolated", analysis)
     parallel = lint(2, "parallel-cache")
-    assert used == ["read", "analyse"]
+    assert used == ["read", "analyse in 2"]
     assert parallel == serial
     by_name = {name: (findings, error) for name, findings, error in serial}
     assert by_name["sub.py"][0] == [("AGL101", 8, 15)]  # found through the index

@@ -9,6 +9,7 @@ from fnmatch import fnmatchcase
 import libcst as cst
 
 from ..settings import DEFAULT_LOADERS
+from .hierarchy import inherited
 from .names import ImportTable, callee_text, dotted, iter_statements
 
 FUNCTION_BASES = frozenset(
@@ -158,18 +159,18 @@ def _classify(
             elif last in DISPATCH_MODE_NAMES:
                 info.kinds.add("dispatch_mode")
         infos[id(node)] = info
-    # Subclasses of classes of interest in the same file inherit their kinds; iterate to a fixpoint
-    # because a base may be defined after its subclass (rare, but legal inside functions).
+    # Subclasses of classes of interest in the same file inherit their kinds (a base may be
+    # defined after its subclass: rare, but legal inside functions).
     by_name = {info.name: info for info in infos.values()}
-    changed = True
-    while changed:
-        changed = False
-        for info in infos.values():
-            for base in info.base_names:
-                parent = by_name.get(base)
-                if parent is not None and parent is not info and not parent.kinds <= info.kinds:
-                    info.kinds |= parent.kinds
-                    changed = True
+    kinds = inherited(
+        {key: info.kinds for key, info in infos.items()},
+        {
+            key: [id(by_name[b].node) for b in info.base_names if b in by_name]
+            for key, info in infos.items()
+        },
+    )
+    for key, info in infos.items():
+        info.kinds = kinds[key]
     return [
         info
         for info in infos.values()

@@ -110,13 +110,18 @@ TENSOR_EVIDENCE = frozenset(
 )
 
 
-def _instantiated(source: str, name: str) -> bool:
-    """Whether `Name(` is called anywhere in the text other than its class statement."""
-    pattern = re.compile(rf"(?<![\w.]){re.escape(name)}[ \t]*\(")
-    return any(
-        not source[: match.start()].rstrip(" \t").endswith("class")
-        for match in pattern.finditer(source)
-    )
+_CALLED_NAME = re.compile(r"(?<![\w.])(\w+)[ \t]*\(")
+
+
+def _called_names(source: str) -> set[str]:
+    """Every bare name called as `Name(` in the text, class statements (`class Name(`) aside:
+    one pass for the whole file."""
+    out: set[str] = set()
+    for match in _CALLED_NAME.finditer(source):
+        line_start = source.rfind("\n", 0, match.start()) + 1
+        if not source[line_start : match.start()].rstrip(" \t").endswith("class"):
+            out.add(match.group(1))
+    return out
 
 
 def _is_static(function: cst.FunctionDef) -> bool:
@@ -177,19 +182,37 @@ class FunctionContract(Check):
         self._direct_calls()
 
     def _method(self, info: ClassInfo, name: str) -> cst.FunctionDef | None:
-        seen: set[str] = set()
+        """`name` as `info` resolves it: its own, else its first known base's (memoised, so a
+        long chain of subclasses costs one step per class)."""
+        memo: dict[tuple[str, str], cst.FunctionDef | None] = self.__dict__.setdefault(
+            "_method_memo", {}
+        )
+        chain: list[ClassInfo] = []
         current: ClassInfo | None = info
-        while current is not None and current.name not in seen:
-            seen.add(current.name)
+        found: cst.FunctionDef | None = None
+        while current is not None:
+            key = (current.name, name)
+            if key in memo:
+                found = memo[key]
+                break
             if name in current.methods:
-                return current.methods[name]
+                found = current.methods[name]
+                chain.append(current)
+                break
+            memo[key] = None  # provisional: a cycle of bases ends here
+            chain.append(current)
             parents = [self.by_name.get(b.rsplit(".", 1)[-1]) for b in current.base_names]
             current = next((p for p in parents if p is not None), None)
-        return None
+        for visited in chain:
+            memo[(visited.name, name)] = found
+        return found
 
     # --- AGL402 ------------------------------------------------------------------------------
     def _static_methods(self, info: ClassInfo) -> None:
-        instantiated = _instantiated(self.ctx.facts.source, info.name)
+        called: set[str] = self.__dict__.get("_called") or self.__dict__.setdefault(
+            "_called", _called_names(self.ctx.facts.source)
+        )
+        instantiated = info.name in called
         for name in CONTRACT_METHODS:
             method = info.methods.get(name)
             if method is None or _is_static(method):

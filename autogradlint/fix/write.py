@@ -23,7 +23,7 @@ import re
 import signal
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -226,3 +226,13 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def remove_stale_temps_below(root: Path, excluded: Callable[[str], bool]) -> int:
+    """remove_stale_temps in `root` and every directory below it that is not excluded
+    (symlinked directories are not followed)."""
+    removed = 0
+    for directory, subdirs, _files in os.walk(root):
+        subdirs[:] = [d for d in subdirs if not excluded(d)]
+        removed += remove_stale_temps(Path(directory), again=True)
+    return removed

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from xml.etree import ElementTree as ET
 
-from ..model import FileError, FileResult
+from ..model import FileError, FileResult, printable
 
 
 def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return printable(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def _escape_property(text: str) -> str:
@@ -40,16 +40,21 @@ def render_junit(results: list[FileResult], errors: list[FileError]) -> str:
     suite = ET.Element("testsuite", name="autogradlint")
     failures = 0
     for result in results:
-        case = ET.SubElement(suite, "testcase", name=result.path, classname="autogradlint")
+        # XML 1.0 cannot hold control characters or the undecodable bytes of a file name.
+        name = printable(result.path)
+        case = ET.SubElement(suite, "testcase", name=name, classname="autogradlint")
         for f in result.findings:
             failures += 1
             failure = ET.SubElement(
-                case, "failure", message=f"{f.rule_id} {f.message}", type=f.rule_id
+                case, "failure", message=printable(f"{f.rule_id} {f.message}"), type=f.rule_id
             )
-            failure.text = f"{f.path}:{f.line}:{f.col + 1}: {f.rule_id} {f.message}"
+            failure.text = f"{name}:{f.line}:{f.col + 1}: {f.rule_id} {printable(f.message)}"
     for error in errors:
-        case = ET.SubElement(suite, "testcase", name=error.path, classname="autogradlint")
-        ET.SubElement(case, "error", message=error.message).text = error.describe()
+        case = ET.SubElement(
+            suite, "testcase", name=printable(error.path), classname="autogradlint"
+        )
+        message = printable(error.message)
+        ET.SubElement(case, "error", message=message).text = error.describe()
     suite.set("tests", str(len(suite)))
     suite.set("failures", str(failures))
     suite.set("errors", str(len(errors)))

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..meta import rule_url
-from ..model import FileResult
+from ..model import FileResult, printable
 
 
 def render_json(results: list[FileResult], outcomes: list[Any] | None = None) -> str:
@@ -41,7 +41,7 @@ def render_json(results: list[FileResult], outcomes: list[Any] | None = None) ->
 def render_concise(results: list[FileResult]) -> str:
     """One plain line per finding (no colour, no rich: it is often piped)."""
     return "\n".join(
-        f"{f.path}:{f.line}:{f.col + 1}: {f.rule_id} {f.message}"
+        f"{printable(f.path)}:{f.line}:{f.col + 1}: {f.rule_id} {f.message}"
         for r in results
         for f in r.findings
     )

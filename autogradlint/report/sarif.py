@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from .. import __version__
 from ..meta import all_rules
@@ -20,11 +21,14 @@ INFO_URI = "https://github.com/autogradlint/autogradlint"
 
 
 def _uri(path: str, root: Path) -> str:
+    """A URI reference (percent-encoded bytes: spaces, `%`, `#` and undecodable names stay
+    exact), relative to %SRCROOT% when the file is below it."""
     absolute = Path(path).resolve()
     try:
-        return absolute.relative_to(root).as_posix()
+        relative = absolute.relative_to(root).as_posix()
     except ValueError:
-        return absolute.as_uri()
+        return "file://" + quote(os.fsencode(absolute.as_posix()))
+    return quote(os.fsencode(relative))
 
 
 def _replacement(edit: LineEdit) -> dict[str, Any]:

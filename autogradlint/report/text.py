@@ -7,7 +7,7 @@ from collections import Counter
 from rich.console import Console
 from rich.markup import escape
 
-from ..model import FileError, FileResult, Finding
+from ..model import FileError, FileResult, Finding, printable
 
 _STYLE = {"error": "bold red", "warning": "bold yellow"}
 
@@ -46,7 +46,7 @@ def render_text(
         style = _STYLE[f.severity]
         marker = " [cyan]\\[*][/cyan]" if f.fixable == "safe" else ""
         console.print(
-            f"[bold]{escape(f.path)}[/bold]:{f.line}:{f.col + 1}: [{style}]{f.rule_id}[/]{marker} "
+            f"[bold]{escape(printable(f.path))}[/bold]:{f.line}:{f.col + 1}: [{style}]{f.rule_id}[/]{marker} "
             f"{escape(f.message)}",
             soft_wrap=True,
             highlight=False,

@@ -1,0 +1,117 @@
+"""One bad file never takes the run down: crashes, runaway parses and memory blow-ups cost that
+file only, in `check`, `fix` and the pools alike; what libcst cannot take is refused up front."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import SQUARE_BUG
+
+from autogradlint import complexity
+from autogradlint.cli import main
+from autogradlint.config import Config
+from autogradlint.engine import lint_source
+from autogradlint.isolation import Failure, run_isolated
+from autogradlint.runner import discover, lint_paths
+
+HOOK = "import torch\n\n\nclass G(torch.autograd.Function):\n    @staticmethod\n    def backward(ctx, g):\n        return "
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "g * " + "-" * 30_000 + "1",  # segfaulted libcst's native parser
+        "not " * 12_000 + "g",
+        "lambda: " * 12_000 + "g",
+        "g" + ".t()" * 6_000,
+        "+".join(["g"] * 10_000),  # took over two minutes
+        "g if g else " * 7_000 + "g",  # 4 GB and 38 s at 76 KB
+    ],
+    ids=["unary", "not", "lambda", "attribute-calls", "binary", "conditional"],
+)
+def test_what_the_native_parser_cannot_take_is_refused_before_it_sees_it(expression: str) -> None:
+    started = time.monotonic()
+    result = lint_source(HOOK + expression + "\n", "deep.py")
+    assert result.error is not None
+    assert "too complex to analyse" in result.error.message
+    assert result.error.line == 7
+    assert time.monotonic() - started < 5
+
+
+def test_the_prescreen_passes_real_code(root: Path) -> None:
+    for path in sorted((root / "autogradlint").rglob("*.py")):
+        assert complexity.too_complex(path.read_text()) is None, path
+
+
+def _tree(tmp_path: Path, bad: str, count: int = 20) -> Path:
+    for i in range(count):
+        (tmp_path / f"m{i:02}.py").write_text(SQUARE_BUG)
+    (tmp_path / "bad.py").write_text(SQUARE_BUG + "\n\n" + HOOK.split("\n", 1)[1] + bad + "\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_parser_crash_costs_that_file_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+) -> None:
+    # Switch the prescreen off to reach the native parser, as input it does not know would.
+    monkeypatch.setattr(complexity, "MAX_EXPRESSION_DEPTH", 10**9)
+    tree = _tree(tmp_path, "g * " + "-" * 30_000 + "1")
+    config = Config(root=tree)
+    results = lint_paths(discover([str(tree)], config).files, config, jobs=jobs)
+    errors = {Path(r.path).name: r.error.message for r in results if r.error}
+    assert list(errors) == ["bad.py"]
+    assert "the parser crashed (SIGSEGV)" in errors["bad.py"]
+    assert sum(len(r.findings) for r in results) == 20  # every other result survived
+
+
+def test_check_and_fix_report_the_crash_and_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(complexity, "MAX_EXPRESSION_DEPTH", 10**9)
+    tree = _tree(tmp_path, "g * " + "-" * 30_000 + "1", count=3)
+    checked = CliRunner().invoke(main, ["check", "--no-cache", str(tree)])
+    assert checked.exit_code == 2
+    assert "bad.py: too complex to analyse: the parser crashed" in checked.output
+    assert checked.output.count("AGL101") >= 3
+    fixed = CliRunner().invoke(main, ["fix", "--apply", str(tree)])
+    assert fixed.exit_code == 2
+    assert "Fixed 3 findings in 3 files" in fixed.output
+    assert "with torch.enable_grad():" in (tree / "m00.py").read_text()
+
+
+def _sleep(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+def _allocate(megabytes: int) -> int:
+    return len(bytearray(megabytes << 20)) >> 20
+
+
+def _die(code: int) -> None:
+    signal.raise_signal(code)
+
+
+def test_time_budget_kills_the_job_not_the_run() -> None:
+    results = run_isolated(_sleep, [0.0, 30.0, 0.0], workers=2, time_budget=1.0)
+    assert results[0] == 0.0 and results[2] == 0.0
+    assert isinstance(results[1], Failure) and "took longer than 1 s" in results[1].reason
+
+
+def test_memory_budget_is_a_failure_of_that_job() -> None:
+    results = run_isolated(_allocate, [1, 2048, 1], memory_budget=512 << 20)
+    assert results[0] == 1 and results[2] == 1
+    assert isinstance(results[1], Failure) and "memory budget" in results[1].reason
+
+
+def test_a_killed_worker_is_replaced() -> None:
+    results = run_isolated(_die, [signal.SIGKILL, signal.SIGABRT], workers=1)
+    assert [r.reason for r in results] == [
+        "the parser crashed (SIGKILL)",
+        "the parser crashed (SIGABRT)",
+    ]
