@@ -138,6 +138,33 @@ def comments(text: str) -> Iterator[Comment]:
         yield Comment(line, start - line_start, match.group(), not before.strip())
 
 
+_JOINED = re.compile(_STRINGS_AND_COMMENTS + r"| \\\r?\n", re.VERBOSE | re.DOTALL)
+
+
+def joined_lines(text: str) -> dict[int, int]:
+    """For every line that a backslash continuation or a multi-line string joins to the lines
+    after it, the last line of the group (1-based): where a comment about it can go, since a
+    comment after a `\\` is a syntax error and one inside a string is text."""
+    groups: list[list[int]] = []
+    line, cursor = 1, 0
+    for match in _JOINED.finditer(text):
+        token = match.group()
+        if token.startswith("#"):
+            continue
+        breaks = line_breaks(token)
+        if not breaks:
+            continue
+        line += line_breaks(text[cursor : match.start()])
+        cursor = match.end()
+        first, last = line, line + breaks
+        line = last
+        if groups and groups[-1][1] >= first:
+            groups[-1][1] = max(groups[-1][1], last)  # a string that continues a continuation
+        else:
+            groups.append([first, last])
+    return {number: last for first, last in groups for number in range(first, last)}
+
+
 def chunk_of(starts: list[int], offsets: Iterable[int]) -> set[int]:
     """Indexes of the chunks holding these offsets."""
     return {bisect_right(starts, offset) - 1 for offset in offsets}

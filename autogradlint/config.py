@@ -59,6 +59,9 @@ DEFAULT_EXCLUDE = (
 )
 
 
+CONFIG_FILES = (".autogradlint.yaml", ".autogradlint.yml", "pyproject.toml")
+
+
 class ConfigError(ValueError):
     """A configuration problem, always naming the file (and key) at fault."""
 
@@ -304,7 +307,7 @@ def discover(start: Path) -> Config:
     start = start.resolve()
     directory = start if start.is_dir() else start.parent
     for candidate_dir in (directory, *directory.parents):
-        for name in (".autogradlint.yaml", ".autogradlint.yml", "pyproject.toml"):
+        for name in CONFIG_FILES:
             candidate = candidate_dir / name
             if candidate.is_file():
                 found = load_file(candidate)

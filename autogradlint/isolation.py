@@ -16,6 +16,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -87,11 +88,10 @@ def _limit_memory(budget: int) -> None:
 class Worker:
     """One worker process and the job it holds."""
 
-    def __init__(self, fn: Callable[[Any], Any], memory_budget: int) -> None:
-        parent, child = _context().Pipe()
-        self.process = _context().Process(
-            target=_worker, args=(child, fn, memory_budget), daemon=True
-        )
+    def __init__(self, fn: Callable[[Any], Any], memory_budget: int, context: Any = None) -> None:
+        context = context or _context()
+        parent, child = context.Pipe()
+        self.process = context.Process(target=_worker, args=(child, fn, memory_budget), daemon=True)
         self.process.start()
         child.close()
         self.conn = parent
@@ -190,3 +190,58 @@ def _replace(pool: list[Worker], worker: Worker) -> None:
     """Drop a dead or overdue worker; a fresh one is forked when a job needs it."""
     worker.stop()
     pool.remove(worker)
+
+
+class Persistent:
+    """One long-lived worker for a long-lived process (the language server): jobs one at a
+    time (callers on several threads queue on a lock), a fresh worker after a crash or an
+    overrun. Workers come from a fork server started with the engine preloaded: forking the
+    server itself, which runs threads, could deadlock a child."""
+
+    def __init__(
+        self,
+        fn: Callable[[Any], Any],
+        *,
+        time_budget: float = DEFAULT_TIME_BUDGET,
+        memory_budget: int = DEFAULT_MEMORY_BUDGET,
+        preload: tuple[str, ...] = (),
+    ) -> None:
+        self.fn = fn
+        self.time_budget = time_budget
+        self.memory_budget = memory_budget
+        self.context: Any = _context()
+        if sys.platform == "linux":
+            self.context = multiprocessing.get_context("forkserver")
+            self.context.set_forkserver_preload(list(preload))
+        self.worker: Worker | None = None
+        self.lock = threading.Lock()
+
+    def run(self, job: Any) -> Any:
+        """`fn(job)` in the worker, or a Failure."""
+        with self.lock:
+            if self.worker is None or not self.worker.process.is_alive():
+                self.worker = Worker(self.fn, self.memory_budget, self.context)
+            worker = self.worker
+            try:
+                worker.give(0, job)
+            except (OSError, ValueError):
+                return self._lost(worker, worker.death())
+            if not worker.conn.poll(self.time_budget):
+                return self._lost(worker, f"took longer than {self.time_budget:g} s to analyse")
+            try:
+                status, value = worker.conn.recv()
+            except (EOFError, OSError):
+                return self._lost(worker, worker.death())
+            worker.job = None
+            return value if status == "ok" else Failure(value)
+
+    def _lost(self, worker: Worker, reason: str) -> Failure:
+        worker.stop()
+        self.worker = None
+        return Failure(reason)
+
+    def close(self) -> None:
+        with self.lock:
+            if self.worker is not None:
+                self.worker.stop()
+                self.worker = None

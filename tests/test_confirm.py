@@ -158,3 +158,73 @@ def test_cuda_and_cpu_both_run_and_agree_on_examples() -> None:
     for row in json.loads(result.stdout):
         assert set(row["devices"]) == {"cpu", "cuda"}
         assert row["devices"]["cuda"]["verdict"] != "not_run"
+
+
+SQUARE = """
+    import torch
+
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            y = x * x
+            return torch.autograd.grad(y, x, g)[0]
+"""
+
+
+def test_a_file_name_is_never_run_as_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "os;open('INJECTED','w').py").write_text(textwrap.dedent(SQUARE))
+    monkeypatch.chdir(project)
+    result = CliRunner().invoke(
+        main, ["confirm", "--device", "cpu", "--output-format", "json", "."]
+    )
+    (row,) = json.loads(result.stdout)
+    assert row["verdict"] == "could_not_run"
+    assert "not a valid module name" in row["devices"]["cpu"]["evidence"][0]
+    assert not list(tmp_path.rglob("INJECTED"))
+
+
+def test_a_probes_grandchild_does_not_survive_the_timeout(tmp_path: Path) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    source = (
+        BASE
+        + f"""
+    import subprocess
+    _child = subprocess.Popen(["sleep", "300"])
+    open({str(pid_file)!r}, "w").write(str(_child.pid))
+    """
+    )
+    outcome = run_target(_target(tmp_path, source, "A", "Hangs"), ["cpu"], timeout=10)
+    assert outcome.verdict == "could_not_run"
+    pid = int(pid_file.read_text())
+    assert (
+        not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    )
+
+
+def test_probes_run_outside_the_project_with_a_memory_limit(tmp_path: Path) -> None:
+    source = (
+        SQUARE
+        + """
+    open("written-by-the-probe", "w").write("x")
+    """
+    )
+    outcome = run_target(_target(tmp_path, source, "A", "Square"), ["cpu"], timeout=120)
+    assert outcome.verdict == "confirmed"
+    assert not (tmp_path / "written-by-the-probe").exists()  # its cwd is a private temp dir
+    greedy = (
+        SQUARE
+        + """
+    _hog = bytearray(64 << 30)  # 64 GB: over the confirmer's cap
+    """
+    )
+    (outcome,) = confirm([_target(tmp_path, greedy, "A", "Square")], ["cpu"], timeout=120)
+    assert outcome.verdict == "could_not_run"
+    assert "MemoryError" in outcome.devices["cpu"]["evidence"][0]

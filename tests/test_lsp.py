@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 
@@ -224,3 +225,82 @@ async def test_server_never_executes_the_document(client: LanguageClient, tmp_pa
     )
     assert [d.code for d in client.diagnostics[uri]] == ["AGL101"]
     assert not marker.exists()
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(
+        server_command=[sys.executable, "-m", "autogradlint", "lsp"],
+        # Switch the prescreen off, to reach libcst's native parser as unknown input would.
+        server_env={**os.environ, "AUTOGRADLINT_MAX_EXPRESSION_DEPTH": "1000000000"},
+    ),
+)
+async def unguarded_client(lsp_client: LanguageClient, tmp_path: Path):
+    await lsp_client.initialize_session(
+        types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=tmp_path.as_uri())
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_a_document_that_crashes_the_parser_does_not_kill_the_server(
+    unguarded_client: LanguageClient, tmp_path: Path
+) -> None:
+    crashing = BUG + "\n\nclass G(torch.autograd.Function):\n    @staticmethod\n"
+    crashing += "    def backward(ctx, g):\n        return g * " + "-" * 30_000 + "1\n"
+    client = unguarded_client
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=(tmp_path / "bad.py").as_uri(), language_id="python", version=1, text=crashing
+            )
+        )
+    )
+    await asyncio.sleep(1.0)  # it used to die here with -11
+    uri = await _open(client, tmp_path / "good.py", BUG)
+    assert [d.code for d in client.diagnostics[uri]] == ["AGL101"]
+
+
+async def test_did_save_of_an_unopened_fifo_does_not_hang(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    fifo = tmp_path / "pipe.py"
+    os.mkfifo(fifo)
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=fifo.as_uri())
+        )
+    )
+    uri = await _open(client, tmp_path / "m.py", BUG)  # the server still answers
+    assert [d.code for d in client.diagnostics[uri]] == ["AGL101"]
+
+
+@pytest.mark.parametrize(
+    ("call", "noqa_line"),
+    [
+        ("        return torch.autograd.grad(\\\n            y, x, g)[0]\n", 15),
+        ('        return torch.autograd.grad(y, x, g, """\n        text""")[0]\n', 15),
+    ],
+    ids=["backslash", "string"],
+)
+async def test_noqa_goes_where_it_counts_and_breaks_nothing(
+    client: LanguageClient, tmp_path: Path, call: str, noqa_line: int
+) -> None:
+    source = BUG.replace("        return torch.autograd.grad(y, x, g)[0]\n", call)
+    uri = await _open(client, tmp_path / "m.py", source)
+    (diagnostic,) = [d for d in client.diagnostics[uri] if d.code == "AGL101"]
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=diagnostic.range,
+            context=types.CodeActionContext(diagnostics=[diagnostic]),
+        )
+    )
+    noqa = next(a for a in actions if "noqa" in a.title)
+    (edit,) = noqa.edit.changes[uri]
+    new = _apply(source, edit)
+    compile(new, "m.py", "exec")  # after a `\` it was a SyntaxError
+    assert new.splitlines()[noqa_line - 1].endswith("# noqa: AGL101")
+    assert new.count("# noqa") == 1
+    from autogradlint.engine import lint_source
+
+    assert lint_source(new, "m.py").findings == []  # and it does suppress the finding

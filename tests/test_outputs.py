@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -84,3 +87,73 @@ def test_bad_baseline_is_a_clear_error(tree: Path) -> None:
     (tree / "b.json").write_text("[]")
     result = invoke("check", "--baseline", str(tree / "b.json"), str(tree / "bug.py"))
     assert result.exit_code == 2 and "not a baseline file" in result.output
+
+
+@pytest.fixture
+def odd_names(tmp_path: Path) -> Path:
+    """Files whose names hold a byte that is not UTF-8 and a terminal escape sequence."""
+    for raw in (b"caf\xe9.py", b"esc\x1b[31m.py"):
+        (tmp_path / os.fsdecode(raw)).write_text(BUG)
+    return tmp_path
+
+
+def test_junit_with_odd_file_names_is_valid_xml(odd_names: Path) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autogradlint",
+            "check",
+            "--no-cache",
+            "--output-format",
+            "junit",
+            str(odd_names),
+        ],
+        capture_output=True,
+    )
+    root = ET.fromstring(result.stdout)  # used to be invalid XML
+    names = sorted(case.get("name") for case in root.iter("testcase"))
+    assert [Path(n).name for n in names] == ["caf\\xe9.py", "esc\\x1b[31m.py"]
+
+
+def test_github_annotations_escape_odd_file_names(odd_names: Path) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autogradlint",
+            "check",
+            "--no-cache",
+            "--output-format",
+            "github",
+            str(odd_names),
+        ],
+        capture_output=True,
+    )
+    text = result.stdout.decode("utf-8")  # valid UTF-8, no raw escape character
+    assert "\x1b" not in text
+    assert "caf\\xe9.py" in text and "esc\\x1b[31m.py" in text
+
+
+def test_sarif_uris_are_percent_encoded(odd_names: Path) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autogradlint",
+            "check",
+            "--no-cache",
+            "--output-format",
+            "sarif",
+            str(odd_names),
+        ],
+        capture_output=True,
+        cwd=odd_names,
+    )
+    document = json.loads(result.stdout)
+    jsonschema.validate(document, SCHEMA)
+    uris = sorted(
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for r in document["runs"][0]["results"]
+    )
+    assert uris == ["caf%E9.py", "esc%1B%5B31m.py"]

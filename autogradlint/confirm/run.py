@@ -4,15 +4,14 @@ autogradlint runs analysed code)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import sandbox
 from .child import CONFIRMED, COULD_NOT_RUN, NOT_REPRODUCED
 from .plan import Target
+from .sandbox import importable
 
 DEVICE_CHOICES = {"cpu": ["cpu"], "cuda": ["cuda"], "all": ["cpu", "cuda"]}
 NOT_RUN = "not_run"
@@ -51,68 +50,26 @@ class Outcome:
         }
 
 
-def _env(root: Path) -> dict[str, str]:
-    env = dict(os.environ, PYTHONHASHSEED="0", OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
-    env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return env
-
-
-def cuda_available() -> bool:
-    probe = "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"
-    try:
-        return (
-            subprocess.run(
-                [sys.executable, "-c", probe], timeout=120, capture_output=True
-            ).returncode
-            == 0
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
-
-def warm_up(module: str, root: Path, timeout: float) -> str | None:
+def warm_up(module: str, root: Path, timeout: float, devices: list[str]) -> str | None:
     """Import the module once, outside the probes' timeout: a load_inline build can take minutes
     on a cold cache. Returns the reason it failed, or None."""
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-c", f"import {module}"],
-            cwd=root,
-            env=_env(root),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired:
+    if not importable(module):
+        return f"cannot import {module!r}: not a valid module name (the file name is not one)"
+    done = sandbox.run(["import", module], root, timeout, devices)
+    if done.timed_out:
         return f"importing {module} took longer than {timeout:.0f}s"
-    if proc.returncode != 0:
-        lines = proc.stderr.strip().splitlines()
-        return f"import failed: {lines[-1] if lines else f'exit status {proc.returncode}'}"
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines()
+        return f"import failed: {lines[-1] if lines else f'exit status {done.returncode}'}"
     return None
 
 
 def run_target(target: Target, devices: list[str], timeout: float, factory: str = "") -> Outcome:
     outcome = Outcome(target)
-    command = [
-        sys.executable,
-        "-m",
-        "autogradlint.confirm.child",
-        target.kind,
-        target.spec,
-        ",".join(devices),
-        factory,
-    ]
-    try:
-        proc = subprocess.run(
-            command,
-            cwd=target.root,
-            env=_env(target.root),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        step = _last_mark(out)
+    arguments = [target.kind, target.spec, ",".join(devices), factory]
+    done = sandbox.run(arguments, target.root, timeout, devices)
+    if done.timed_out:
+        step = _last_mark(done.stdout)
         for dev in devices:
             outcome.devices[dev] = {
                 "verdict": COULD_NOT_RUN,
@@ -120,10 +77,10 @@ def run_target(target: Target, devices: list[str], timeout: float, factory: str 
             }
         return outcome
     result = next(
-        (json.loads(line) for line in reversed(proc.stdout.splitlines()) if line.startswith("{")),
+        (json.loads(line) for line in reversed(done.stdout.splitlines()) if line.startswith("{")),
         None,
     )
-    if result is not None and proc.returncode == 0:
+    if result is not None and done.returncode == 0:
         if "verdict" in result:  # import failure: the same for every device
             for dev in devices:
                 outcome.devices[dev] = {
@@ -137,14 +94,12 @@ def run_target(target: Target, devices: list[str], timeout: float, factory: str 
                 dev, {"verdict": NOT_RUN, "evidence": ["no such device on this machine"]}
             )
         return outcome
-    step = _last_mark(proc.stdout)
-    last_err = (proc.stderr.strip().splitlines() or [""])[-1][:200]
-    why = f"the child exited with status {proc.returncode} during '{step}': {last_err}".rstrip(": ")
+    step = _last_mark(done.stdout)
+    last_err = (done.stderr.strip().splitlines() or [""])[-1][:200]
+    why = f"the child exited with status {done.returncode} during '{step}': {last_err}".rstrip(": ")
+    code = done.returncode or 0
     crashed_on_layout = (
-        target.kind == "B"
-        and proc.returncode < 0
-        and step.startswith("B layout")
-        and "dense" not in step
+        target.kind == "B" and code < 0 and step.startswith("B layout") and "dense" not in step
     )
     for dev in devices:
         if crashed_on_layout and step.endswith(dev):
@@ -176,7 +131,7 @@ def confirm(
     for target in targets:
         key = (target.root, target.module)
         if key not in warmed:
-            warmed[key] = warm_up(target.module, target.root, build_timeout)
+            warmed[key] = warm_up(target.module, target.root, build_timeout, devices)
         failure = warmed[key]
         if failure is not None:
             outcomes.append(

@@ -1,4 +1,10 @@
-"""`autogradlint lsp`: a pygls 2 server over stdio that calls the same engine as `check`."""
+"""`autogradlint lsp`: a pygls 2 server over stdio that calls the same engine as `check`.
+
+The analysis runs in a worker process (isolation.Persistent), never in the server: a document
+that crashes the parser or runs away costs that lint, not the server. The event loop only waits
+for the worker; configuration is read once per directory and again when a configuration file
+changes; a code action reuses the fixes computed for the document's current version.
+"""
 
 from __future__ import annotations
 
@@ -12,14 +18,18 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
-from ..config import Config, ConfigError, discover
-from ..engine import analyse, locate
-from ..fix.loop import fix_text, single_fixes
-from ..model import Finding
+from ..config import CONFIG_FILES, Config, ConfigError, discover
+from ..fix.loop import FixOutcome, SingleFix
+from ..isolation import Failure, Persistent
+from ..model import FileResult, Finding
+from ..suppress import noqa_line
 from .convert import SOURCE, hover_markdown, minimal_edit, to_diagnostic
+from .jobs import PRELOAD, Job
+from .jobs import run as run_job
 
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.{SOURCE}"
 DEBOUNCE_S = 0.05  # short: a 2,000-line file is linted within the 150 ms budget after typing
+WORKER_TIME_BUDGET_S = 20.0  # a document that takes longer is reported; the server goes on
 
 
 @dataclass
@@ -27,58 +37,79 @@ class DocumentState:
     version: int | None = None
     findings: list[Finding] = field(default_factory=list)
     task: asyncio.Task[None] | None = None
+    fixes: tuple[int | None, list[SingleFix]] | None = None  # the single fixes of one version
 
 
 class AutogradLintServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("autogradlint", __version__)
-        self.documents: dict[str, DocumentState] = {}
+        self.documents: dict[str, DocumentState] = {}  # open documents only
+        self.configs: dict[Path, Config] = {}  # by directory, until a configuration changes
+        self.worker = Persistent(run_job, time_budget=WORKER_TIME_BUDGET_S, preload=PRELOAD)
 
-    # --- configuration: re-read when the file changes, no restart needed ---------------------
     def config_for(self, path: Path) -> Config:
+        directory = path.parent
+        config = self.configs.get(directory)
+        if config is not None:
+            return config
         try:
             config = discover(path)
         except ConfigError as exc:
             self.window_log_message(
                 types.LogMessageParams(type=types.MessageType.Error, message=str(exc))
             )
-            return Config(root=path.parent)
+            config = Config(root=directory)
+        self.configs[directory] = config
         return config
 
-    def lint(self, uri: str) -> None:
+    def job(self, kind: str, uri: str) -> tuple[Job, int | None]:
         document = self.workspace.get_text_document(uri)
-        state = self.documents.setdefault(uri, DocumentState())
         path = _path(uri)
         config = self.config_for(path)
-        result = analyse(
+        job: Job = (
+            kind,
             document.source,
             str(path),
-            enabled=config.enabled_for(path),
-            settings=config.settings,
+            config.enabled_for(path),
+            config.settings,
+            frozenset(),
         )
+        return job, document.version
+
+    async def compute(self, job: Job) -> object:
+        """Run a job in the worker process; the event loop only waits."""
+        return await asyncio.get_running_loop().run_in_executor(None, self.worker.run, job)
+
+    async def lint(self, uri: str) -> None:
+        state = self.documents.get(uri)
+        if state is None:
+            return  # only open documents: a file the client did not open is never read
+        job, version = self.job("lint", uri)
+        result = await self.compute(job)
+        document = self.workspace.get_text_document(uri)
+        if uri not in self.documents or document.version != version:
+            return  # closed, or edited meanwhile: a newer lint is on its way
+        if isinstance(result, Failure):
+            self.window_log_message(
+                types.LogMessageParams(
+                    type=types.MessageType.Warning,
+                    message=f"autogradlint: {_path(uri)}: not analysed: {result.reason}",
+                )
+            )
+            return  # keep the last good diagnostics
+        assert isinstance(result, FileResult)
         if result.error is not None:
             return  # half-typed code: keep the last good diagnostics
-        findings: list[Finding] = []
-        if result.module is not None and result.text is not None and result.violations:
-            findings = [
-                f
-                for f, _ in locate(
-                    result.module,
-                    result.text,
-                    result.violations,
-                    str(path),
-                    result.layout,
-                )
-            ]
-        state.version = document.version
-        state.findings = findings
+        state.version = version
+        state.findings = result.findings
+        state.fixes = None
         lines = [line.rstrip("\r\n") for line in document.lines]
         codec = document.position_codec
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(
                 uri=uri,
-                version=document.version,
-                diagnostics=[to_diagnostic(f, lines, codec) for f in findings],
+                version=version,
+                diagnostics=[to_diagnostic(f, lines, codec) for f in result.findings],
             )
         )
 
@@ -86,7 +117,26 @@ class AutogradLintServer(LanguageServer):
         await asyncio.sleep(DEBOUNCE_S)
         document = self.workspace.get_text_document(uri)
         if document.version == version:  # publish only for the version that was linted
-            self.lint(uri)
+            await self.lint(uri)
+
+    async def single_fixes(self, uri: str) -> list[SingleFix]:
+        """The fixes of the current version, computed once however often the client asks (it
+        asks on every cursor move over a diagnostic)."""
+        state = self.documents.get(uri)
+        job, version = self.job("fixes", uri)
+        if state is not None and state.fixes is not None and state.fixes[0] == version:
+            return state.fixes[1]
+        result = await self.compute(job)
+        fixes = result if isinstance(result, list) else []
+        if state is not None:
+            state.fixes = (version, fixes)
+        return fixes
+
+    def relint_all(self) -> None:
+        """A configuration changed: forget what was read, lint every open document again."""
+        self.configs.clear()
+        for uri in list(self.documents):
+            asyncio.ensure_future(self.lint(uri))
 
 
 server = AutogradLintServer()
@@ -98,22 +148,28 @@ def _path(uri: str) -> Path:
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-def did_open(ls: AutogradLintServer, params: types.DidOpenTextDocumentParams) -> None:
-    ls.lint(params.text_document.uri)
+async def did_open(ls: AutogradLintServer, params: types.DidOpenTextDocumentParams) -> None:
+    ls.documents.setdefault(params.text_document.uri, DocumentState())
+    await ls.lint(params.text_document.uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: AutogradLintServer, params: types.DidChangeTextDocumentParams) -> None:
     uri = params.text_document.uri
-    state = ls.documents.setdefault(uri, DocumentState())
+    state = ls.documents.get(uri)
+    if state is None:
+        return
     if state.task is not None:
         state.task.cancel()
     state.task = asyncio.ensure_future(ls.lint_later(uri, params.text_document.version))
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
-def did_save(ls: AutogradLintServer, params: types.DidSaveTextDocumentParams) -> None:
-    ls.lint(params.text_document.uri)
+async def did_save(ls: AutogradLintServer, params: types.DidSaveTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    if _path(uri).name in CONFIG_FILES:
+        ls.relint_all()
+    await ls.lint(uri)  # a no-op unless the document is open: a save never reads the disk
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
@@ -130,16 +186,14 @@ def did_close(ls: AutogradLintServer, params: types.DidCloseTextDocumentParams) 
 def did_change_configuration(
     ls: AutogradLintServer, params: types.DidChangeConfigurationParams
 ) -> None:
-    for uri in list(ls.documents):
-        ls.lint(uri)
+    ls.relint_all()
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
 def did_change_watched_files(
     ls: AutogradLintServer, params: types.DidChangeWatchedFilesParams
 ) -> None:
-    for uri in list(ls.documents):
-        ls.lint(uri)
+    ls.relint_all()
 
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)
@@ -168,41 +222,46 @@ def hover(ls: AutogradLintServer, params: types.HoverParams) -> types.Hover | No
         code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=False
     ),
 )
-def code_action(
+async def code_action(
     ls: AutogradLintServer, params: types.CodeActionParams
 ) -> list[types.CodeAction] | None:
     uri = params.text_document.uri
+    if uri not in ls.documents:
+        return None
     document = ls.workspace.get_text_document(uri)
     source = document.source
-    path = _path(uri)
-    config = ls.config_for(path)
     codec = document.position_codec
     only = params.context.only
     actions: list[types.CodeAction] = []
     wants_quickfix = not only or any(k.startswith("quickfix") for k in only)
     wants_fix_all = not only or any(FIX_ALL.startswith(k) or k.startswith(FIX_ALL) for k in only)
-    if wants_quickfix:
-        for diagnostic in params.context.diagnostics:
-            if diagnostic.source != SOURCE or not isinstance(diagnostic.code, str):
-                continue
-            fixed = _quick_fix(source, str(path), config, diagnostic, document)
-            if fixed is not None:
-                title, new_source = fixed
+    ours = [d for d in params.context.diagnostics if d.source == SOURCE and isinstance(d.code, str)]
+    if wants_quickfix and ours:
+        fixes = await ls.single_fixes(uri)
+        lines = [line.rstrip("\r\n") for line in document.lines]
+        for diagnostic in ours:
+            for fix in fixes:
+                same = fix.finding.rule_id == diagnostic.code and (
+                    to_diagnostic(fix.finding, lines, codec).range == diagnostic.range
+                )
+                if not same:
+                    continue
+                tier = "" if fix.safety == "safe" else " (unsafe)"
                 actions.append(
                     types.CodeAction(
-                        title=f"{title} ({diagnostic.code})",
+                        title=f"{fix.title or 'Fix'}{tier} ({diagnostic.code})",
                         kind=types.CodeActionKind.QuickFix,
                         diagnostics=[diagnostic],
-                        is_preferred=True,
-                        edit=_workspace_edit(uri, document.version, source, new_source, codec),
+                        is_preferred=fix.safety == "safe",
+                        edit=_workspace_edit(uri, document.version, source, fix.source, codec),
                     )
                 )
+                break
             actions.append(_noqa_action(uri, document, diagnostic))
     if wants_fix_all:
-        outcome = fix_text(
-            source, str(path), enabled=config.enabled_for(path), settings=config.settings
-        )
-        if outcome.error is None and outcome.changed:
+        job, _version = ls.job("fix_all", uri)
+        outcome = await ls.compute(job)
+        if isinstance(outcome, FixOutcome) and outcome.error is None and outcome.changed:
             actions.append(
                 types.CodeAction(
                     title="autogradlint: fix all safe fixes",
@@ -213,24 +272,10 @@ def code_action(
     return actions
 
 
-def _quick_fix(source, path, config, diagnostic, document):  # type: ignore[no-untyped-def]
-    """The fix of the finding under this diagnostic, applied alone to the full text."""
-    lines = [line.rstrip("\r\n") for line in document.lines]
-    for fix in single_fixes(
-        source, path, enabled=config.enabled_for(Path(path)), settings=config.settings
-    ):
-        if fix.finding.rule_id != diagnostic.code:
-            continue
-        candidate = to_diagnostic(fix.finding, lines, document.position_codec)
-        if candidate.range != diagnostic.range:
-            continue
-        tier = "" if fix.safety == "safe" else " (unsafe)"
-        return f"{fix.title or 'Fix'}{tier}", fix.source
-    return None
-
-
 def _noqa_action(uri, document, diagnostic) -> types.CodeAction:  # type: ignore[no-untyped-def]
-    line_number = diagnostic.range.start.line
+    """Add (or extend) `# noqa: CODE` where it counts and breaks nothing: the end of the
+    finding's line, or of the last line a `\\` or a multi-line string joins it to."""
+    line_number = noqa_line(document.source, diagnostic.range.start.line + 1) - 1
     line = document.lines[line_number].rstrip("\r\n")
     existing = re.search(r"#\s*noqa:\s*([\w,\s-]+)$", line)
     if existing:
@@ -268,4 +313,7 @@ def _contains(rng: types.Range, pos: types.Position) -> bool:
 
 
 def run() -> None:
-    server.start_io()
+    try:
+        server.start_io()
+    finally:
+        server.worker.close()

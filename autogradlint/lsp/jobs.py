@@ -1,0 +1,30 @@
+"""What the language server asks its worker process to compute (run there, never in the server:
+a document that crashes the parser must not take the server with it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..engine import lint_source
+from ..fix.loop import fix_text, single_fixes
+from ..settings import Settings
+
+# (kind, source, path, enabled rules, settings, cross-file Function index)
+Job = tuple[str, str, str, frozenset[str], Settings, frozenset[str]]
+PRELOAD = ("autogradlint.lsp.jobs",)  # what the fork server imports once for every worker
+
+
+def run(job: Job) -> Any:
+    kind, source, path, enabled, settings, index = job
+    options: dict[str, Any] = {
+        "enabled": enabled,
+        "settings": settings,
+        "known_function_bases": index,
+    }
+    if kind == "lint":
+        return lint_source(source, path, **options)
+    if kind == "fixes":
+        return single_fixes(source, path, **options)
+    if kind == "fix_all":
+        return fix_text(source, path, **options)
+    raise ValueError(f"unknown job kind {kind!r}")
