@@ -22,10 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .analysis.bindings import Binding
 from .model import FileError, FileResult, Finding
-from .prefilter import ClassDecl
+from .prefilter import Outline
+from .project import Details, Signature
 
-FORMAT = 2  # 2: entries keyed by ctime and inode too
+FORMAT = 3  # 2: entries keyed by ctime and inode too; 3: dotted bases, file details
 DIR_NAME = ".autogradlint_cache"
 
 
@@ -41,11 +43,6 @@ def engine_fingerprint() -> str:
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
-
-
-def index_fingerprint(index: frozenset[str]) -> str:
-    """Results depend on the cross-file Function index: each entry records the one it used."""
-    return hashlib.blake2b("\n".join(sorted(index)).encode(), digest_size=8).hexdigest()
 
 
 def content_hash(data: bytes) -> str:
@@ -78,13 +75,15 @@ class Entry:
     ctime_ns: int
     inode: int
     digest: str
-    decls: tuple[ClassDecl, ...]
-    result: FileResult
-    index_key: str
+    outline: Outline  # what its bytes say: class statements, import aliases, direct calls
+    result: FileResult | None  # None: read for the project index, never analysed
+    index_key: str  # the project view its result was computed under
+    details: Details | None = None  # imports and forward signatures, once the index needed them
 
     def result_for(self, path: str) -> FileResult:
         """The cached result, reported under the path this run names the file by."""
         result = self.result
+        assert result is not None
         return FileResult(
             path,
             findings=[replace(f, path=path) for f in result.findings],
@@ -107,25 +106,35 @@ class Entry:
             self.ctime_ns,
             self.inode,
             self.digest,
-            [[name, list(bases), flag] for name, bases, flag in self.decls],
-            result_to_json(self.result),
+            [[name, list(bases), flag] for name, bases, flag in self.outline.decls],
+            [list(pair) for pair in self.outline.aliases],
+            self.outline.direct_calls,
+            result_to_json(self.result) if self.result is not None else None,
             self.index_key,
+            _details_to_json(self.details),
         ]
 
     @classmethod
     def from_json(cls, path: str, raw: Any) -> Entry | None:
         """None for anything malformed: a foreign or damaged entry is a miss, never an error."""
         try:
-            mtime, size, ctime, inode, digest, decls, result, index_key = raw
+            mtime, size, ctime, inode, digest, decls, aliases, calls, result, index_key, details = (
+                raw
+            )
             entry = cls(
                 int(mtime),
                 int(size),
                 int(ctime),
                 int(inode),
                 str(digest),
-                tuple((str(n), tuple(str(b) for b in bases), bool(f)) for n, bases, f in decls),
-                result_from_json(path, result),
+                Outline(
+                    tuple((str(n), tuple(str(b) for b in bases), bool(f)) for n, bases, f in decls),
+                    tuple((str(a), str(b)) for a, b in aliases),
+                    bool(calls),
+                ),
+                result_from_json(path, result) if result is not None else None,
                 str(index_key),
+                _details_from_json(details),
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
@@ -134,6 +143,37 @@ class Entry:
         ):
             return None
         return entry
+
+
+def _details_to_json(details: Details | None) -> Any:
+    if details is None:
+        return None
+    return [[list(b) for b in details.imports], [[n, list(sig)] for n, sig in details.signatures]]
+
+
+def _details_from_json(raw: Any) -> Details | None:
+    if raw is None:
+        return None
+    imports, signatures = raw
+    bindings: list[Binding] = []
+    for binding in imports:
+        if binding[0] == "import" and len(binding) == 3:
+            bindings.append(("import", str(binding[1]), _optional(binding[2])))
+        elif binding[0] == "from" and len(binding) == 4:
+            bindings.append(("from", str(binding[1]), str(binding[2]), _optional(binding[3])))
+        else:
+            raise ValueError("not an import binding")
+    return Details(
+        tuple(bindings),
+        tuple(
+            (str(n), Signature(int(sig[0]), int(sig[1]), bool(sig[2]), bool(sig[3])))
+            for n, sig in signatures
+        ),
+    )
+
+
+def _optional(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 class Cache:
@@ -181,9 +221,10 @@ class Cache:
         key: str,
         info: os.stat_result,
         digest: str,
-        decls: list[ClassDecl],
-        result: FileResult,
+        outline: Outline,
+        result: FileResult | None,
         index_key: str,
+        details: Details | None = None,
     ) -> None:
         self.dirty = True
         self.entries[key] = Entry(
@@ -192,9 +233,10 @@ class Cache:
             info.st_ctime_ns,
             info.st_ino,
             digest,
-            tuple(decls),
+            outline,
             result,
             index_key,
+            details,
         )
 
     def save(self) -> None:

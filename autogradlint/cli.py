@@ -12,6 +12,7 @@ from . import __version__
 from .config import Config, ConfigError, discover, expand_selectors, load_file
 from .meta import FAMILIES, all_rules, get_rule
 from .model import FileError, FileResult
+from .project import EMPTY
 from .runner import discover as discover_files
 from .runner import lint_paths
 
@@ -58,6 +59,13 @@ def _load_config(config_file: str | None, paths: tuple[str, ...]) -> Config:
     return discover(start if start.exists() else Path.cwd())
 
 
+def _stdin_anchor(paths: tuple[str, ...], stdin_filename: str | None) -> tuple[str, ...]:
+    """Where configuration is looked for: for stdin, from the file it stands for."""
+    if paths == ("-",) and stdin_filename:
+        return (stdin_filename,)
+    return paths
+
+
 def _setup(
     paths: tuple[str, ...],
     config_file: str | None,
@@ -65,13 +73,15 @@ def _setup(
     extend_select: tuple[str, ...],
     ignore: tuple[str, ...],
     force_exclude: bool = False,
+    stdin_filename: str | None = None,
 ) -> tuple[Console, tuple[str, ...], Config]:
     """The stderr console, the paths (default `.`) and the effective config; exits 2 on a
     configuration error, which is reported with the file at fault."""
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     paths = paths or (".",)
     try:
-        config = _config_from_options(config_file, paths, select, extend_select, ignore)
+        anchor = _stdin_anchor(paths, stdin_filename)
+        config = _config_from_options(config_file, anchor, select, extend_select, ignore)
     except ConfigError as exc:
         print_error(err, str(exc))
         sys.exit(EXIT_ERROR)
@@ -204,7 +214,9 @@ def check(
 ) -> None:
     """Check PATHS (files or directories, default `.`; `-` reads stdin) for autograd bugs."""
     out = Console(highlight=False, soft_wrap=True)
-    err, paths, config = _setup(paths, config_file, select, extend_select, ignore, force_exclude)
+    err, paths, config = _setup(
+        paths, config_file, select, extend_select, ignore, force_exclude, stdin_filename
+    )
     if fix and paths != ("-",):
         fix_errors, _ = _fix_paths(
             paths,
@@ -219,19 +231,26 @@ def check(
 
     errors: list[FileError] = []
     sources: dict[str, list[str]] = {}
+    respect_gitignore = not no_respect_gitignore
     if paths == ("-",):
         name = stdin_filename or "<stdin>"
         from .engine import lint_source
 
         data = sys.stdin.buffer.read()
+        view = _stdin_view(name, data, config, respect_gitignore) if stdin_filename else EMPTY
         results = [
             lint_source(
-                data, name, enabled=config.enabled_for(Path(name)), settings=config.settings
+                data,
+                name,
+                enabled=config.enabled_for(Path(name)),
+                settings=config.settings,
+                project=view,
             )
         ]
     else:
-        found = discover_files(paths, config, respect_gitignore=not no_respect_gitignore)
+        found = discover_files(paths, config, respect_gitignore=respect_gitignore)
         errors.extend(found.errors)
+        root, project = _project(paths[0], config, respect_gitignore)
         cache = None
         if not no_cache:
             from .cache import DIR_NAME, Cache
@@ -245,6 +264,8 @@ def check(
             jobs=jobs,
             cache=cache,
             progress=_progress(err) if show_progress else None,
+            project=project,
+            root=root,
         )
     errors.extend(r.error for r in results if r.error is not None)
     stdin_data = data if paths == ("-",) else None
@@ -319,6 +340,33 @@ def check(
     if any(r.findings for r in results) and not exit_zero:
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_CLEAN)
+
+
+def _project(
+    anchor: str, config: Config, respect_gitignore: bool
+) -> tuple[Path | None, list[Path]]:
+    """The project the named paths belong to, and all its Python files: every front end
+    builds the same index from them, whatever paths were named (project.py)."""
+    from .project import project_root
+
+    root = project_root(Path(anchor), config.source)
+    if root is None:
+        return None, []  # a loose file: the named paths are the project
+    return root, discover_files([str(root)], config, respect_gitignore=respect_gitignore).files
+
+
+def _stdin_view(name: str, data: bytes, config: Config, respect_gitignore: bool):  # type: ignore[no-untyped-def]
+    """What the project says about source read from stdin as the file `name`."""
+    from .prefilter import outline
+    from .runner import project_index
+    from .source_io import decode
+
+    root, project = _project(name, config, respect_gitignore)
+    text = decode(data)
+    if root is None or not isinstance(text, str):
+        return EMPTY
+    index = project_index([], project, root)
+    return index.view(name, text=text, outline=outline(data))
 
 
 def _sarif_fixes(results: list[FileResult], config: Config):  # type: ignore[no-untyped-def]
@@ -484,7 +532,8 @@ def _fix_paths(
     from .runner import fix_files
 
     found = discover_files(paths, config, respect_gitignore=respect_gitignore)
-    jobs, errors = fix_files(found.files, config, unsafe=unsafe)
+    root, project = _project(paths[0], config, respect_gitignore)
+    jobs, errors = fix_files(found.files, config, unsafe=unsafe, project=project, root=root)
     errors = list(found.errors) + errors
     fixed: Counter[str] = Counter()
     files_changed = 0
@@ -563,7 +612,9 @@ def fix_command(
     fix the bug itself and so change values. Every fix is re-parsed and re-linted before it is
     written, writes are atomic, and a file changed since it was read is never overwritten.
     """
-    err, paths, config = _setup(paths, config_file, select, extend_select, ignore, force_exclude)
+    err, paths, config = _setup(
+        paths, config_file, select, extend_select, ignore, force_exclude, stdin_filename
+    )
     if paths == ("-",):
         from .fix.loop import fix_text
         from .fix.write import DecodeFailed, decode_source
@@ -583,6 +634,7 @@ def fix_command(
             unsafe=unsafe_fixes,
             enabled=config.enabled_for(Path(name)),
             settings=config.settings,
+            project=_stdin_view(name, data, config, True) if stdin_filename else EMPTY,
         )
         sys.stdout.buffer.write(outcome.source.encode(encoding))
         sys.stdout.flush()
@@ -674,7 +726,8 @@ def confirm(
     from .confirm.run import confirm as run_confirm
 
     found = discover_files(paths, config)
-    results = lint_paths(found.files, config)
+    root, project = _project(paths[0], config, True)
+    results = lint_paths(found.files, config, project=project, root=root)
     errors = list(found.errors) + [r.error for r in results if r.error is not None]
     targets = plan(results, config, include_clean=not no_clean)
     devices = DEVICE_CHOICES[device]

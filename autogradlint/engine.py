@@ -18,6 +18,7 @@ from .model import FileError, FileResult, Finding, Violation
 from .parsing import parse_module
 from .positions import Layout, node_positions
 from .prefilter import class_declarations, subclasses_index
+from .project import EMPTY, FileView
 from .settings import Settings
 from .slicing import slice_source
 from .source_io import decode
@@ -49,16 +50,18 @@ def analyse(
     *,
     enabled: frozenset[str] | None = None,
     settings: Settings | None = None,
-    known_function_bases: frozenset[str] = frozenset(),
+    project: FileView = EMPTY,
     full: bool = False,
 ) -> Analysis:
-    """Parse and run the checks. `full=True` parses the whole file (fixes rewrite it)."""
+    """Parse and run the checks. `full=True` parses the whole file (fixes rewrite it).
+    `project` is what the rest of the project says about this file (project.py)."""
     rules = all_rules()
     enabled = frozenset(rules) if enabled is None else enabled
     settings = settings or Settings()
     raw = source.encode("utf-8") if isinstance(source, str) else source
-    mentions_index = bool(known_function_bases) and subclasses_index(
-        class_declarations(raw), known_function_bases
+    mentions_index = bool(project) and (
+        subclasses_index(class_declarations(raw), project.seeds)
+        or any(name.encode() in raw for name in project.function_names)
     )
     checks = [
         c
@@ -87,7 +90,7 @@ def analyse(
     try:
         sliced = slice_source(
             text,
-            known_function_bases if mentions_index else frozenset(),
+            project.seeds if mentions_index else frozenset(),
             loaders=settings.loaders,
             whole=full,
         )
@@ -146,7 +149,7 @@ def analyse(
             module,
             text,
             loaders=settings.loaders,
-            known_function_bases=known_function_bases,
+            project=project,
             imports=imports,
         )
         facts.triton_kernels |= extra_triton
@@ -193,7 +196,7 @@ def lint_source(
     *,
     enabled: frozenset[str] | None = None,
     settings: Settings | None = None,
-    known_function_bases: frozenset[str] = frozenset(),
+    project: FileView = EMPTY,
 ) -> FileResult:
     """Lint one file's contents. Parse errors become FileResult.error, never exceptions."""
     result = analyse(
@@ -201,7 +204,7 @@ def lint_source(
         path,
         enabled=enabled,
         settings=settings,
-        known_function_bases=known_function_bases,
+        project=project,
     )
     if result.error is not None:
         return FileResult(path, error=result.error, parsed=result.parsed)

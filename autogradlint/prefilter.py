@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .analysis.hierarchy import descendants
 
-ClassDecl = tuple[str, tuple[str, ...], bool]  # name, last components of bases, file has autograd
+ClassDecl = tuple[str, tuple[str, ...], bool]  # name, dotted bases as written, file has autograd
 
 
 @dataclass(frozen=True)
@@ -116,8 +116,9 @@ def can_hold_findings(
 
 
 def subclasses_index(decls: Sequence[ClassDecl], index: frozenset[str]) -> bool:
-    """Whether one of these class statements names a Function class of the project index."""
-    return any(not index.isdisjoint(bases) for _, bases, _ in decls)
+    """Whether one of these class statements names (by its last component) a class of the
+    project's Function index."""
+    return any(base.rsplit(".", 1)[-1] in index for _, bases, _ in decls for base in bases)
 
 
 # No `^` anchor (it would defeat the literal-prefix search): the line start is checked by hand.
@@ -139,7 +140,7 @@ def class_declarations(data: bytes) -> list[ClassDecl]:
         bases = tuple(
             sorted(
                 {
-                    b.strip().rsplit(b".", 1)[-1].decode("ascii", "replace")
+                    b"".join(b.split()).decode("ascii", "replace")
                     for b in match.group(2).split(b",")
                     if b.strip() and b"=" not in b
                 }
@@ -160,7 +161,43 @@ def function_index(declarations: Sequence[Sequence[ClassDecl]]) -> frozenset[str
     names: set[str] = set()
     for decls in declarations:
         for name, bases, autograd in decls:
-            bases_of.setdefault(name, set()).update(bases)
-            if autograd and _FUNCTION_BASES.intersection(bases):
+            lasts = {base.rsplit(".", 1)[-1] for base in bases}
+            bases_of.setdefault(name, set()).update(lasts)
+            if autograd and _FUNCTION_BASES.intersection(lasts):
                 names.add(name)
     return frozenset(descendants(names, bases_of))
+
+
+_ALIAS = re.compile(rb"(\w+)[ \t]+as[ \t]+(\w+)")
+_DIRECT_CALL = (b".forward(", b")(")
+
+
+@dataclass(frozen=True)
+class Outline:
+    """What a file's bytes say about it, without parsing: its class statements, the names it
+    imports under another name (`from .base import Base as PublicBase`), and whether it has a
+    direct call (`X.forward(`, `X()(`) that may be on a Function."""
+
+    decls: tuple[ClassDecl, ...] = ()
+    aliases: tuple[tuple[str, str], ...] = ()
+    direct_calls: bool = False
+
+
+def outline(data: bytes, decls: Sequence[ClassDecl] | None = None) -> Outline:
+    aliases = (
+        tuple(
+            sorted(
+                {
+                    (a.decode("ascii", "replace"), b.decode("ascii", "replace"))
+                    for a, b in _ALIAS.findall(data)
+                }
+            )
+        )
+        if b" as " in data
+        else ()
+    )
+    return Outline(
+        tuple(class_declarations(data) if decls is None else decls),
+        aliases,
+        any(token in data for token in _DIRECT_CALL),
+    )

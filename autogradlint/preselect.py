@@ -132,11 +132,12 @@ def kept_ranges(
     names = descendants(seeds, bases_of)
     function_offsets = [offset for offset, name, _ in decls if name in names]
     hook_offsets = [m.start() for m in _HOOK_NAME.finditer(text)]
-    if not function_offsets and not hook_offsets:
+    calls = direct_call_offsets(text, names)  # on Functions of this file or imported ones
+    if not function_offsets and not hook_offsets and not calls:
         return None
     marks = _Marks(
         function_offsets,
-        sorted(hook_offsets + direct_call_offsets(text, names) + _loader_offsets(text, loaders)),
+        sorted(hook_offsets + calls + _loader_offsets(text, loaders)),
         [m.start() for m in _IMPORT.finditer(text)],
     )
     keep = chunk_of(starts, marks.functions) | chunk_of(starts, marks.others)

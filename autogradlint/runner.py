@@ -12,13 +12,8 @@ from typing import TYPE_CHECKING
 from .config import Config
 from .gitignore import IgnoreRule, is_ignored, parse_gitignore
 from .model import FileError, FileResult
-from .prefilter import (
-    ClassDecl,
-    can_hold_findings,
-    class_declarations,
-    function_index,
-    subclasses_index,
-)
+from .prefilter import Outline, can_hold_findings, class_declarations, outline
+from .project import EMPTY, FileView, ProjectIndex, Record, view_key
 from .settings import Settings
 from .source_io import kind_of, read_source
 
@@ -29,8 +24,8 @@ if TYPE_CHECKING:  # the pool and the cache are imported only by the runs that u
     from .fix.write import ReadFile
 
 PYTHON_SUFFIXES = (".py", ".pyi")
-# One file to analyse: path, bytes, enabled rules, settings, the cross-file Function index.
-Job = tuple[str, bytes, frozenset[str], Settings, frozenset[str]]
+# One file to analyse: path, bytes, enabled rules, settings, what the project says about it.
+Job = tuple[str, bytes, frozenset[str], Settings, FileView]
 Progress = Callable[[int], AbstractContextManager[Callable[[], None]]]
 # Below this many files to parse (or to read), starting worker processes costs more than it saves.
 POOL_THRESHOLD = 16
@@ -173,8 +168,8 @@ def _walk(
 def _lint_job(job: Job) -> FileResult:
     from .engine import lint_source  # workers and warm runs import libcst only when needed
 
-    path, data, enabled, settings, index = job
-    return lint_source(data, path, enabled=enabled, settings=settings, known_function_bases=index)
+    path, data, enabled, settings, view = job
+    return lint_source(data, path, enabled=enabled, settings=settings, project=view)
 
 
 @dataclass
@@ -185,7 +180,7 @@ class _Read:
     data: bytes | None = None
     admitted: bool = False
     digest: str | None = None
-    decls: list[ClassDecl] | None = None
+    outline: Outline | None = None
     error: FileError | None = None
 
 
@@ -203,7 +198,7 @@ def _read_batch(batch: list[tuple[str, frozenset[str]]], hashed: bool) -> list[_
             from .cache import content_hash
 
             digest = content_hash(data)
-        out.append(_Read(data if admitted else None, admitted, digest, decls))
+        out.append(_Read(data if admitted else None, admitted, digest, outline(data, decls)))
     return out
 
 
@@ -211,13 +206,25 @@ def _read_batch(batch: list[tuple[str, frozenset[str]]], hashed: bool) -> list[_
 class _File:
     path: Path
     key: str
+    reported: bool = True  # named by the user (the others are read for the index only)
     stat: os.stat_result | None = None
     data: bytes | None = None
     digest: str | None = None
-    decls: list[ClassDecl] | None = None
+    outline: Outline | None = None
     admitted: bool | None = None  # a gate admits it on its own (None: not read this run)
     entry: CacheEntry | None = None  # the cache entry matching this file's stat or bytes
     result: FileResult | None = None
+    record: Record | None = None
+
+    def text(self) -> str | None:
+        """The decoded source, read again if it was not kept (the index may need it)."""
+        from .source_io import decode
+
+        data = self.data if self.data is not None else read_source(self.path)
+        if isinstance(data, FileError):
+            return None
+        text = decode(data)
+        return text if isinstance(text, str) else None
 
 
 def lint_paths(
@@ -226,12 +233,25 @@ def lint_paths(
     jobs: int | None = None,
     cache: Cache | None = None,
     progress: Progress | None = None,
+    project: Sequence[Path] = (),
+    root: Path | None = None,
 ) -> list[FileResult]:
-    """Lint files. Cached results are reused; only files the byte prefilter admits are parsed.
+    """Lint `files`. Cached results are reused; only files the byte prefilter admits, or that
+    involve a Function of another file, are parsed.
 
-    Many files are read by a pool of workers while this process loads the engine; the
-    analysis then runs in a second pool forked after that, so no worker imports libcst."""
-    items = [_File(path, os.path.abspath(path) if cache else "") for path in files]
+    `project` lists the rest of the project (`root` is its top): those files are read, through
+    the cache, only to build the index every file is linted with (project.py), so linting one
+    file finds what linting the whole project finds in it. Many files are read by a pool of
+    workers while this process loads the engine; the analysis then runs in isolated workers
+    forked after that, so none imports libcst again."""
+    keyed = cache is not None or bool(project)
+    items = [_File(path, os.path.abspath(path) if keyed else "") for path in files]
+    named = {item.key for item in items}
+    items += [
+        _File(path, key, reported=False)
+        for path in project
+        if (key := os.path.abspath(path)) not in named
+    ]
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     hashed = cache is not None
     # 1. Find each file's cache entry by stat (no read); read the others.
@@ -253,32 +273,36 @@ def lint_paths(
         if read.error is not None:
             item.result = FileResult(str(item.path), error=read.error)
             continue
-        item.data, item.admitted, item.digest, item.decls = (
-            read.data,
-            read.admitted,
-            read.digest,
-            read.decls,
-        )
+        item.data, item.admitted, item.digest = read.data, read.admitted, read.digest
+        item.outline = read.outline
         if cache is not None:
             item.entry = cache.lookup_hash(item.key, item.digest or "")
     for item in items:
-        if item.entry is not None and cache is not None:
-            item.decls = list(item.entry.decls)
-    # 2. The cross-file Function index, from every file's class declarations.
-    index = function_index([item.decls or [] for item in items])
-    index_key = ""
-    if cache is not None:
-        from .cache import index_fingerprint
-
-        index_key = index_fingerprint(index)
-    # 3. Reuse results computed under the same index; analyse the rest.
+        if item.entry is not None:
+            item.outline = item.entry.outline
+    # 2. The project index: Function classes resolved through imports, across every file.
+    records = []
+    for item in items:
+        if item.outline is None:
+            continue
+        details = item.entry.details if item.entry is not None else None
+        item.record = Record(str(item.path), item.outline, item.text, details)
+        records.append(item.record)
+    index = ProjectIndex(root, records)
+    # 3. Reuse results computed under the same view of the project; analyse the rest.
     pending: list[Job] = []
     todo: list[_File] = []
+    keys: dict[str, str] = {}
     for item in items:
-        if item.result is not None:
+        if item.result is not None or not item.reported:
             continue
-        if item.entry is not None and item.entry.index_key == index_key:
-            item.result = item.entry.result_for(str(item.path))
+        view = EMPTY
+        if item.outline is not None and index.needs_view(item.outline):
+            view = index.view(str(item.path))
+        keys[item.key] = key = view_key(view)
+        entry = item.entry
+        if entry is not None and entry.result is not None and entry.index_key == key:
+            item.result = entry.result_for(str(item.path))
             continue
         enabled = config.enabled_for(item.path)
         if item.admitted is None:  # known from the cache: decide from a fresh read
@@ -287,8 +311,8 @@ def lint_paths(
                 item.result = FileResult(str(item.path), error=read.error)
                 continue
             item.data, item.admitted, item.digest = read.data, read.admitted, read.digest
-        if not item.admitted and subclasses_index(item.decls or [], index):
-            data = read_source(item.path)  # a subclass of a Function defined in another file
+        if not item.admitted and view:
+            data = read_source(item.path)  # it involves a Function defined in another file
             if isinstance(data, FileError):
                 item.result = FileResult(str(item.path), error=data)
                 continue
@@ -297,24 +321,41 @@ def lint_paths(
             item.result = FileResult(str(item.path))
             continue
         todo.append(item)
-        pending.append((str(item.path), item.data, enabled, config.settings, index))
+        pending.append((str(item.path), item.data, enabled, config.settings, view))
     in_pool = workers > 1 and bool(pending) and (large or len(pending) >= POOL_THRESHOLD)
     analysed = _analyse(pending, workers if in_pool else 1, progress)
     for item, result in zip(todo, analysed, strict=True):
         item.result = result
     if cache is not None:
-        for item in items:
-            fresh = (
-                item.entry is None or item.entry.index_key != index_key or item.admitted is not None
-            )
-            if fresh and item.stat is not None and item.digest is not None and item.result:
-                cache.store(
-                    item.key, item.stat, item.digest, item.decls or [], item.result, index_key
-                )
-        cache.save()
-    results_out = [item.result for item in items if item.result is not None]
+        _store(cache, items, keys)
+    results_out = [item.result for item in items if item.reported and item.result is not None]
     results_out.sort(key=lambda r: r.path)
     return results_out
+
+
+def _store(cache: Cache, items: list[_File], keys: dict[str, str]) -> None:
+    """Record what this run learned: results under their view, and each file's details once
+    the index computed them (a project file's entry has no result until it is named)."""
+    for item in items:
+        if item.stat is None or item.record is None:
+            continue
+        details = item.record.details
+        entry = item.entry
+        fresh = (
+            entry is None
+            or item.admitted is not None
+            or (item.reported and entry.index_key != keys.get(item.key, entry.index_key))
+            or (details is not None and entry.details is None)
+        )
+        if not fresh:
+            continue
+        result = item.result if item.reported else (entry.result if entry else None)
+        digest = item.digest or (entry.digest if entry else None)
+        if digest is None:
+            continue
+        key = keys.get(item.key, entry.index_key if entry else "~")
+        cache.store(item.key, item.stat, digest, item.outline or Outline(), result, key, details)
+    cache.save()
 
 
 def _read_many(batch: list[tuple[str, frozenset[str]]], hashed: bool, workers: int) -> list[_Read]:
@@ -371,21 +412,50 @@ class FixJob:
     error: FileError | None = None
 
 
-def _fix_job(job: tuple[str, str, frozenset[str], Settings, frozenset[str], bool]) -> FixOutcome:
+def _fix_job(job: tuple[str, str, frozenset[str], Settings, FileView, bool]) -> FixOutcome:
     from .fix.loop import fix_text
 
-    path, text, enabled, settings, index, unsafe = job
-    return fix_text(
-        text, path, unsafe=unsafe, enabled=enabled, settings=settings, known_function_bases=index
-    )
+    path, text, enabled, settings, view, unsafe = job
+    return fix_text(text, path, unsafe=unsafe, enabled=enabled, settings=settings, project=view)
+
+
+def project_index(
+    reads: Sequence[tuple[Path, bytes]], project: Sequence[Path], root: Path | None
+) -> ProjectIndex:
+    """The index over files already read (`reads`) and the rest of the project (read here)."""
+    from .source_io import decode
+
+    def loader(data: bytes | None, path: Path):  # type: ignore[no-untyped-def]
+        def text() -> str | None:
+            raw = data if data is not None else read_source(path)
+            decoded = decode(raw) if isinstance(raw, bytes) else None
+            return decoded if isinstance(decoded, str) else None
+
+        return text
+
+    seen = {os.path.abspath(path) for path, _ in reads}
+    records = [Record(str(path), outline(data), loader(data, path)) for path, data in reads]
+    for path in project:
+        if os.path.abspath(path) in seen:
+            continue
+        data = read_source(path)
+        if isinstance(data, bytes):
+            records.append(Record(str(path), outline(data), loader(None, path)))
+    return ProjectIndex(root, records)
 
 
 def fix_files(
-    files: Sequence[Path], config: Config, *, unsafe: bool, jobs: int | None = None
+    files: Sequence[Path],
+    config: Config,
+    *,
+    unsafe: bool,
+    jobs: int | None = None,
+    project: Sequence[Path] = (),
+    root: Path | None = None,
 ) -> tuple[list[FixJob], list[FileError]]:
     """Fix what the files hold, each in an isolated worker; nothing is written here. Returns
     the files that could hold a finding, with their outcome, and the files that could not be
-    read."""
+    read. The project index is the one `check` builds, so both see the same findings."""
     from .fix.write import DecodeFailed, decode_source, read_for_fix
     from .isolation import Failure, run_isolated
     from .workers import load_engine
@@ -397,12 +467,13 @@ def fix_files(
             reads.append(read_for_fix(path))
         except OSError as exc:
             errors.append(FileError(str(path), f"cannot read: {exc.strerror or exc}"))
-    # The same cross-file Function index `check` uses, so both see the same findings.
-    index = function_index([class_declarations(read.data) for read in reads])
+    index = project_index([(read.path, read.data) for read in reads], project, root)
     todo: list[FixJob] = []
+    views: list[FileView] = []
     for read in reads:
         enabled = config.enabled_for(read.path)
-        if not can_hold_findings(read.data, enabled, index):
+        view = index.view(str(read.path))
+        if not can_hold_findings(read.data, enabled) and not view:
             continue
         job = FixJob(read)
         try:
@@ -410,9 +481,10 @@ def fix_files(
         except DecodeFailed as exc:
             job.error = FileError(str(read.path), str(exc))
         todo.append(job)
+        views.append(view)
     pending = [
-        (str(j.read.path), j.text, config.enabled_for(j.read.path), config.settings, index, unsafe)
-        for j in todo
+        (str(j.read.path), j.text, config.enabled_for(j.read.path), config.settings, view, unsafe)
+        for j, view in zip(todo, views, strict=True)
         if j.text is not None
     ]
     if pending:

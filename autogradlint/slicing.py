@@ -332,7 +332,8 @@ def slice_source(
         tree = _parse(text)
     statements = _statements(tree)
     function_like = _function_like_names(tree, known_functions, statements)
-    if not any(
+    call_lines = _direct_call_lines(text, function_like)
+    if not call_lines and not any(
         isinstance(n, ast.ClassDef) and _class_of_interest(n, function_like) for n in statements
     ):
         return None
@@ -343,7 +344,7 @@ def slice_source(
         function_like,
         loaders,
         Bindings(import_bindings(tree)).aliases,
-        _direct_call_lines(text, function_like),
+        call_lines,
     )
     helpers = _helper_methods(tree, function_like)
     for stmt in tree.body:

@@ -304,3 +304,29 @@ async def test_noqa_goes_where_it_counts_and_breaks_nothing(
     from autogradlint.engine import lint_source
 
     assert lint_source(new, "m.py").findings == []  # and it does suppress the finding
+
+
+async def test_the_server_sees_the_rest_of_the_project(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    """An editor opens one module of a package: Functions of the others are followed."""
+    from test_project_view import BASE, MODEL, OPS
+
+    (tmp_path / "pyproject.toml").write_text("[tool.autogradlint]\n")
+    src = tmp_path / "src" / "mypkg"
+    src.mkdir(parents=True)
+    (src / "__init__.py").write_text("")
+    (src / "base.py").write_text(BASE)
+    (src / "ops.py").write_text(OPS)
+    (src / "model.py").write_text(MODEL)
+    ops = await _open(client, src / "ops.py", OPS)
+    assert [d.code for d in client.diagnostics[ops]] == ["AGL201"]
+    model = await _open(client, src / "model.py", MODEL)
+    assert [d.code for d in client.diagnostics[model]] == ["AGL407"]
+    # An unsaved edit of another open buffer counts: base.py stops being a Function.
+    base = await _open(client, src / "base.py", BASE)
+    _change(client, base, 2, BASE.replace("torch.autograd.Function", "object"))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    _change(client, ops, 2, OPS + "\n")
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert not client.diagnostics[ops]

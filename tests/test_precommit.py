@@ -74,3 +74,20 @@ def test_fix_hook_rewrites_the_file(repo: Path) -> None:
     result = _try_repo(repo, "autogradlint-fix", "bug.py")
     assert result.returncode != 0  # pre-commit fails a hook that modified files
     assert "with torch.enable_grad():" in (repo / "bug.py").read_text()
+
+
+def test_the_hook_on_one_changed_file_sees_the_rest_of_the_project(repo: Path) -> None:
+    """pre-commit passes only the changed files; the project view still covers the others."""
+    from test_project_view import BASE, MODEL, OPS
+
+    src = repo / "src" / "mypkg"
+    src.mkdir(parents=True)
+    (src / "__init__.py").write_text("")
+    (src / "base.py").write_text(BASE)
+    (src / "ops.py").write_text(OPS)
+    (src / "model.py").write_text(MODEL)
+    _git(repo, "add", ".")
+    result = _try_repo(repo, "autogradlint-check", "src/mypkg/ops.py", "src/mypkg/model.py")
+    assert result.returncode != 0
+    assert "src/mypkg/ops.py:9:37: AGL201" in result.stdout, result.stdout
+    assert "src/mypkg/model.py:5:12: AGL407" in result.stdout, result.stdout

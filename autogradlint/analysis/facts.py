@@ -8,20 +8,11 @@ from fnmatch import fnmatchcase
 
 import libcst as cst
 
+from ..project import EMPTY, FUNCTION_BASES, FileView
 from ..settings import DEFAULT_LOADERS
 from .hierarchy import inherited
 from .names import ImportTable, callee_text, dotted, iter_statements
 
-FUNCTION_BASES = frozenset(
-    {
-        "torch.autograd.Function",
-        "torch.autograd.function.Function",
-        "torch.autograd.function.InplaceFunction",
-        "torch.autograd.function._SingleLevelFunction",
-        "torch.autograd.function.NestedIOFunction",
-        "torch.autograd.function.FunctionBase",
-    }
-)
 TENSOR_BASES = frozenset(
     {
         "torch.Tensor",
@@ -70,6 +61,7 @@ class FileFacts:
     python_custom_ops: set[str]  # `ns.op` defined in Python in this file via custom_op("ns::op")
     class_nodes: dict[str, cst.ClassDef] = field(default_factory=dict)  # every class, by name
     source: str = ""  # the full text (the module may be a slice of it)
+    project: FileView = EMPTY  # what the rest of the project says about this file
 
     @property
     def function_classes(self) -> list[ClassInfo]:
@@ -88,7 +80,7 @@ def collect_facts(
     source: str,
     *,
     loaders: tuple[str, ...] = DEFAULT_LOADERS,
-    known_function_bases: frozenset[str] = frozenset(),
+    project: FileView = EMPTY,
     imports: ImportTable | None = None,
 ) -> FileFacts:
     """Walk the statements once and derive every file-level fact the checks need.
@@ -132,25 +124,34 @@ def collect_facts(
                 if name is not None:
                     compiled.add(name)
 
-    classes = _classify(class_defs, imports, known_function_bases)
+    classes = _classify(class_defs, imports, project)
     custom_ops = {f"{ns}.{op}" for ns, op in _CUSTOM_OP_RE.findall(source)}
     class_nodes = {node.name.value: node for node in class_defs}
-    return FileFacts(module, imports, classes, compiled, triton, custom_ops, class_nodes, source)
+    return FileFacts(
+        module, imports, classes, compiled, triton, custom_ops, class_nodes, source, project
+    )
 
 
 def _classify(
-    class_defs: list[cst.ClassDef], imports: ImportTable, known: frozenset[str]
+    class_defs: list[cst.ClassDef], imports: ImportTable, project: FileView
 ) -> list[ClassInfo]:
     infos: dict[int, ClassInfo] = {}
     for node in class_defs:
-        bases = [imports.resolve(arg.value) or "" for arg in node.bases if arg.keyword is None]
+        written = [dotted(arg.value) or "" for arg in node.bases if arg.keyword is None]
+        bases = [imports.resolve_dotted(text) if text else "" for text in written]
         info = ClassInfo(node=node, name=node.name.value, base_names=bases)
         for stmt in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
             if isinstance(stmt, cst.FunctionDef):
                 info.methods[stmt.name.value] = stmt
-        for base in bases:
+        for text, base in zip(written, bases, strict=True):
             last = base.rsplit(".", 1)[-1]
-            if base in FUNCTION_BASES or (known and last in known):
+            # A base is a Function when it resolves to torch's, or when the project index
+            # says the class this file's import names is one (never by a bare class name).
+            if (
+                base in FUNCTION_BASES
+                or text in project.function_bases
+                or text in project.function_names
+            ):
                 info.kinds.add("function")
             elif base in TENSOR_BASES:
                 info.kinds.add("tensor")

@@ -693,7 +693,8 @@ class FunctionContract(Check):
     def _direct_calls(self) -> None:
         facts = self.ctx.facts
         self.ctx.enter(None)  # call sites can be anywhere in the module
-        functions = {info.name for info in facts.function_classes}
+        imported = facts.project.function_names  # Functions of other files, by their names here
+        functions = {info.name for info in facts.function_classes} | imported
         if not functions:
             return
         # The whole-module visit is the expensive part: only do it when the text has a call.
@@ -738,14 +739,19 @@ class FunctionContract(Check):
         `Fn.forward(None, x)`): a deliberate plain call. Only a call one argument short is the
         forgotten `.apply`."""
         info = self.by_name.get(cls)
-        forward = self._method(info, "forward") if info is not None else None
+        given = len([a for a in call.args if a.keyword is None])
+        if info is None:  # a Function of another file: its forward, as the index read it
+            signature = dict(self.ctx.facts.project.signatures).get(cls)
+            if signature is None or signature.setup_context or any(a.star for a in call.args):
+                return True
+            return given >= signature.required + 1
+        forward = self._method(info, "forward")
         if forward is None or any(arg.star for arg in call.args):
             return True
         params = _params(forward)
         if self._method(info, "setup_context") is not None:  # type: ignore[arg-type]
             return True  # forward has no ctx slot: a direct call is ambiguous
         required = sum(1 for p in params if p.default is None)
-        given = len([a for a in call.args if a.keyword is None])
         return given >= required
 
     def _report_direct(self, call: cst.Call, cls: str, how: str) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from ..engine import Analysis, analyse, locate
 from ..model import Finding, Violation
+from ..project import EMPTY, FileView
 from ..settings import Settings
 from .edits import Fix, apply_fixes
 from .splice import LineEdit, apply_line_edits, line_edits
@@ -80,11 +81,9 @@ def _edits_for(
 
 
 def _pass(
-    text: str, path: str, *, full: bool, enabled, settings, index
+    text: str, path: str, *, full: bool, enabled, settings, project
 ) -> tuple[Analysis, list[tuple[Finding, Violation]]]:
-    result = analyse(
-        text, path, enabled=enabled, settings=settings, known_function_bases=index, full=full
-    )
+    result = analyse(text, path, enabled=enabled, settings=settings, project=project, full=full)
     if result.error is not None or result.module is None or not result.violations:
         return result, []
     assert result.text is not None
@@ -99,13 +98,13 @@ def fix_text(
     enabled: frozenset[str] | None = None,
     settings: Settings | None = None,
     max_passes: int = MAX_PASSES,
-    known_function_bases: frozenset[str] = frozenset(),
+    project: FileView = EMPTY,
 ) -> FixOutcome:
     """Apply every fix the tier allows until a fixpoint; never returns code that does not
     compile, and returns the input untouched (with `error`) whenever anything goes wrong."""
     current = text
     applied: list[str] = []
-    options = {"enabled": enabled, "settings": settings, "index": known_function_bases}
+    options = {"enabled": enabled, "settings": settings, "project": project}
     for attempt in range(max_passes):
         result, located = _pass(current, path, full=False, **options)
         if result.error is not None:
@@ -162,10 +161,10 @@ def single_fixes(
     *,
     enabled: frozenset[str] | None = None,
     settings: Settings | None = None,
-    known_function_bases: frozenset[str] = frozenset(),
+    project: FileView = EMPTY,
 ) -> list[SingleFix]:
     """Each fixable finding's fix applied alone to `text` (never re-linted: a preview)."""
-    options = {"enabled": enabled, "settings": settings, "index": known_function_bases}
+    options = {"enabled": enabled, "settings": settings, "project": project}
     result, located = _pass(text, path, full=False, **options)
     if not located or compile_error(text, path) is not None:
         return []

@@ -7,20 +7,17 @@ from typing import Any
 
 from ..engine import lint_source
 from ..fix.loop import fix_text, single_fixes
+from ..project import FileView
 from ..settings import Settings
 
-# (kind, source, path, enabled rules, settings, cross-file Function index)
-Job = tuple[str, str, str, frozenset[str], Settings, frozenset[str]]
+# (kind, source, path, enabled rules, settings, what the project says about the file)
+Job = tuple[str, str, str, frozenset[str], Settings, FileView]
 PRELOAD = ("autogradlint.lsp.jobs",)  # what the fork server imports once for every worker
 
 
 def run(job: Job) -> Any:
-    kind, source, path, enabled, settings, index = job
-    options: dict[str, Any] = {
-        "enabled": enabled,
-        "settings": settings,
-        "known_function_bases": index,
-    }
+    kind, source, path, enabled, settings, project = job
+    options: dict[str, Any] = {"enabled": enabled, "settings": settings, "project": project}
     if kind == "lint":
         return lint_source(source, path, **options)
     if kind == "fixes":

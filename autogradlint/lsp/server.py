@@ -9,6 +9,7 @@ changes; a code action reuses the fixes computed for the document's current vers
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,10 @@ from ..config import CONFIG_FILES, Config, ConfigError, discover
 from ..fix.loop import FixOutcome, SingleFix
 from ..isolation import Failure, Persistent
 from ..model import FileResult, Finding
+from ..prefilter import Outline, outline
+from ..project import EMPTY, ProjectIndex, Record, project_root
+from ..runner import discover as discover_files
+from ..source_io import decode, read_source
 from ..suppress import noqa_line
 from .convert import SOURCE, hover_markdown, minimal_edit, to_diagnostic
 from .jobs import PRELOAD, Job
@@ -46,6 +51,10 @@ class AutogradLintServer(LanguageServer):
         self.documents: dict[str, DocumentState] = {}  # open documents only
         self.configs: dict[Path, Config] = {}  # by directory, until a configuration changes
         self.worker = Persistent(run_job, time_budget=WORKER_TIME_BUDGET_S, preload=PRELOAD)
+        # The project view, per project root: every file's record, open documents from their
+        # buffers; rebuilt (linear in the candidate classes) when a record changes.
+        self.records: dict[Path, dict[str, Record]] = {}
+        self.indexes: dict[Path, ProjectIndex] = {}
 
     def config_for(self, path: Path) -> Config:
         directory = path.parent
@@ -66,15 +75,45 @@ class AutogradLintServer(LanguageServer):
         document = self.workspace.get_text_document(uri)
         path = _path(uri)
         config = self.config_for(path)
-        job: Job = (
-            kind,
-            document.source,
-            str(path),
-            config.enabled_for(path),
-            config.settings,
-            frozenset(),
-        )
+        source = document.source
+        index = self.index_for(path, config)
+        view = EMPTY
+        if index is not None:
+            view = index.view(str(path), text=source, outline=outline(source.encode("utf-8")))
+        job: Job = (kind, source, str(path), config.enabled_for(path), config.settings, view)
         return job, document.version
+
+    # --- the project view: built once per root, kept current from buffers and disk events ------
+    def index_for(self, path: Path, config: Config) -> ProjectIndex | None:
+        root = project_root(path, config.source)
+        if root is None:
+            return None  # a loose file: nothing else to know
+        index = self.indexes.get(root)
+        if index is None:
+            files = discover_files([str(root)], config).files
+            self.records[root] = {os.path.abspath(f): record_of(f) for f in files}
+            self._open_buffers_into(root)
+            index = self.indexes[root] = ProjectIndex(root, list(self.records[root].values()))
+        return index
+
+    def _open_buffers_into(self, root: Path) -> None:
+        for uri in self.documents:
+            path = _path(uri)
+            if _inside(path, root):
+                source = self.workspace.get_text_document(uri).source
+                self.records[root][os.path.abspath(path)] = record_of(path, source)
+
+    def refresh(self, path: Path, source: str | None = None) -> None:
+        """A file changed (in a buffer, or on disk): its record, then the indexes holding it."""
+        for root, records in self.records.items():
+            if not _inside(path, root):
+                continue
+            key = os.path.abspath(path)
+            if source is None and not path.exists():
+                records.pop(key, None)
+            else:
+                records[key] = record_of(path, source)
+            self.indexes[root] = ProjectIndex(root, list(records.values()))
 
     async def compute(self, job: Job) -> object:
         """Run a job in the worker process; the event loop only waits."""
@@ -99,6 +138,13 @@ class AutogradLintServer(LanguageServer):
             return  # keep the last good diagnostics
         assert isinstance(result, FileResult)
         if result.error is not None:
+            if result.error.message.startswith("internal error"):
+                self.window_log_message(
+                    types.LogMessageParams(
+                        type=types.MessageType.Error,
+                        message=f"autogradlint: {result.error.describe()}",
+                    )
+                )
             return  # half-typed code: keep the last good diagnostics
         state.version = version
         state.findings = result.findings
@@ -135,8 +181,33 @@ class AutogradLintServer(LanguageServer):
     def relint_all(self) -> None:
         """A configuration changed: forget what was read, lint every open document again."""
         self.configs.clear()
+        self.records.clear()
+        self.indexes.clear()
         for uri in list(self.documents):
             asyncio.ensure_future(self.lint(uri))
+
+
+def record_of(path: Path, source: str | None = None) -> Record:
+    """The index's record of one file, from an editor buffer or from disk."""
+    if source is not None:
+        return Record(str(path), outline(source.encode("utf-8", "surrogatepass")), lambda: source)
+    data = read_source(path)
+    if not isinstance(data, bytes):
+        return Record(str(path), Outline(), lambda: None)
+
+    def text() -> str | None:
+        decoded = decode(data)
+        return decoded if isinstance(decoded, str) else None
+
+    return Record(str(path), outline(data), text)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        Path(os.path.abspath(path)).relative_to(root)
+    except ValueError:
+        return False
+    return True
 
 
 server = AutogradLintServer()
@@ -161,6 +232,7 @@ def did_change(ls: AutogradLintServer, params: types.DidChangeTextDocumentParams
         return
     if state.task is not None:
         state.task.cancel()
+    ls.refresh(_path(uri), ls.workspace.get_text_document(uri).source)
     state.task = asyncio.ensure_future(ls.lint_later(uri, params.text_document.version))
 
 
@@ -193,7 +265,16 @@ def did_change_configuration(
 def did_change_watched_files(
     ls: AutogradLintServer, params: types.DidChangeWatchedFilesParams
 ) -> None:
-    ls.relint_all()
+    paths = [_path(change.uri) for change in params.changes]
+    if any(path.name in CONFIG_FILES for path in paths):
+        ls.relint_all()
+        return
+    open_paths = {_path(uri) for uri in ls.documents}
+    for path in paths:
+        if path not in open_paths:  # an open document's buffer is what counts
+            ls.refresh(path)
+    for uri in list(ls.documents):
+        asyncio.ensure_future(ls.lint(uri))
 
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)

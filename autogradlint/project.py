@@ -1,0 +1,402 @@
+"""One view of the project: its root, its modules, and which classes are autograd Functions,
+resolved through imports (never by a bare class name).
+
+Every front end (check of a directory, of one file, of stdin, fix, the language server,
+pre-commit) lints a file with the same `FileView`, built from the whole project whatever paths
+were named, so they report the same findings. The view is built from bytes: class statements
+(prefilter.class_declarations) for every file, and, only for the few files whose classes or
+imports can involve a Function, their module-scope imports and the signatures of their
+Functions' `forward` (`ast` of just those statements). Per-file records are cached with the
+results; building the index itself is linear in the candidate classes.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from .analysis.bindings import Binding
+from .analysis.hierarchy import descendants
+from .chunks import chunk_starts
+from .prefilter import ClassDecl, Outline, function_index
+
+FUNCTION_BASES = frozenset(
+    {
+        "torch.autograd.Function",
+        "torch.autograd.function.Function",
+        "torch.autograd.function.InplaceFunction",
+        "torch.autograd.function._SingleLevelFunction",
+        "torch.autograd.function.NestedIOFunction",
+        "torch.autograd.function.FunctionBase",
+    }
+)
+PROJECT_MARKERS = (".git", ".hg", "pyproject.toml", "setup.py", "setup.cfg", ".autogradlint.yaml")
+_MAX_HOPS = 16  # re-exports followed per name (a cycle of imports ends there)
+
+
+class Signature(NamedTuple):
+    """What `apply` and a direct `forward` call must be given (after ctx)."""
+
+    required: int
+    total: int
+    star: bool  # forward takes *args
+    setup_context: bool  # the setup_context style: forward has no ctx parameter
+
+
+@dataclass(frozen=True)
+class Details:
+    """What only files that can involve a Function need: imports and forward signatures."""
+
+    imports: tuple[Binding, ...] = ()
+    signatures: tuple[tuple[str, Signature], ...] = ()  # class name -> its forward
+
+
+@dataclass(frozen=True)
+class FileView:
+    """What the engine knows of the rest of the project when it analyses one file. Names are
+    as this file writes them: no resolution is left to do."""
+
+    module: str = ""
+    function_bases: frozenset[str] = frozenset()  # base expressions that are Functions
+    function_names: frozenset[str] = frozenset()  # names bound here to Functions elsewhere
+    signatures: tuple[tuple[str, Signature], ...] = ()  # forward of those, by local name
+
+    @property
+    def seeds(self) -> frozenset[str]:
+        """Class names a text scan may treat as Functions (an over-approximation)."""
+        return self.function_names | {b.rsplit(".", 1)[-1] for b in self.function_bases}
+
+    def __bool__(self) -> bool:
+        return bool(self.function_bases or self.function_names)
+
+
+EMPTY = FileView()
+
+
+def project_root(start: Path, config_source: Path | None = None) -> Path | None:
+    """The project a path belongs to, found as ruff and mypy find theirs: the directory of the
+    configuration file, else the nearest version-control or packaging root; None for a loose
+    file (then only the named paths are the project)."""
+    if config_source is not None:
+        return config_source.parent
+    start = start.resolve()
+    directory = start if start.is_dir() else start.parent
+    for candidate in (directory, *directory.parents):
+        if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
+            return candidate
+    return None
+
+
+def module_names(path: Path, root: Path | None) -> tuple[str, ...]:
+    """The dotted names a file can be imported by: through its packages (`__init__.py`), and,
+    for namespace packages and src layouts, relative to the root and to `src/`."""
+    path = Path(os.path.abspath(path))
+    stem = path.stem
+    parts = [] if stem == "__init__" else [stem]
+    folder = path.parent
+    while (folder / "__init__.py").exists():
+        parts.append(folder.name)
+        folder = folder.parent
+    names = [".".join(reversed(parts))] if parts else []
+    if root is not None:
+        try:
+            relative = path.relative_to(os.path.abspath(root)).with_suffix("")
+        except ValueError:
+            relative = None
+        if relative is not None:
+            pieces = [p for p in relative.parts if p != "__init__"]
+            for skip in (0, 1):
+                if skip and not (pieces and pieces[0] in ("src", "lib", "python")):
+                    continue
+                name = ".".join(pieces[skip:])
+                if name and all(p.isidentifier() for p in pieces[skip:]) and name not in names:
+                    names.append(name)
+    return tuple(n for n in names if n)
+
+
+# --- details of one file, from bytes -----------------------------------------------------------
+_IMPORT_CHUNK = re.compile(r"(?:from|import|try|if|with)\b")
+
+
+def details_of(text: str) -> Details:
+    """Module-scope import bindings and the forward signature of each class that defines one,
+    from `ast` of just the statements that hold them."""
+    starts = chunk_starts(text)
+    bounds = [*starts, len(text)]
+    imports: list[Binding] = []
+    signatures: list[tuple[str, Signature]] = []
+    for index, start in enumerate(starts):
+        chunk = text[start : bounds[index + 1]]
+        head = chunk.lstrip()
+        is_class = head.startswith(("class ", "@")) and "def forward" in chunk
+        if not (is_class or (_IMPORT_CHUNK.match(head) and "import" in chunk)):
+            continue
+        tree = _parse(chunk)
+        if tree is None:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                signature = _forward_signature(node)
+                if signature is not None:
+                    signatures.append((node.name, signature))
+            else:
+                imports.extend(_module_imports(node))
+    return Details(tuple(imports), tuple(signatures))
+
+
+def _parse(text: str) -> ast.Module | None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+
+
+def _module_imports(node: ast.stmt) -> list[Binding]:
+    """Imports at module scope, inside top-level if/try/with blocks too."""
+    if isinstance(node, ast.Import):
+        return [("import", alias.name, alias.asname) for alias in node.names]
+    if isinstance(node, ast.ImportFrom):
+        base = "." * node.level + (node.module or "")
+        return [("from", base, a.name, a.asname) for a in node.names if a.name != "*"]
+    out: list[Binding] = []
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return out
+    for attr in ("body", "orelse", "finalbody"):
+        for child in getattr(node, attr, None) or []:
+            out.extend(_module_imports(child))
+    for handler in getattr(node, "handlers", None) or []:
+        for child in handler.body:
+            out.extend(_module_imports(child))
+    return out
+
+
+def _forward_signature(node: ast.ClassDef) -> Signature | None:
+    methods = {
+        s.name: s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    forward = methods.get("forward")
+    if forward is None:
+        return None
+    args = forward.args
+    positional = [*args.posonlyargs, *args.args]
+    setup_context = "setup_context" in methods
+    if not setup_context:
+        positional = positional[1:]  # ctx
+    required = len(positional) - len(args.defaults)
+    return Signature(max(required, 0), len(positional), args.vararg is not None, setup_context)
+
+
+# --- the index -------------------------------------------------------------------------------
+@dataclass
+class Record:
+    """One file of the project, as the index sees it."""
+
+    path: str
+    outline: Outline
+    text: Callable[[], str | None]  # its source, read only if its details are needed
+    details: Details | None = None
+    names: tuple[str, ...] = ()
+
+    @property
+    def decls(self) -> Sequence[ClassDecl]:
+        return self.outline.decls
+
+    def get_details(self) -> Details:
+        if self.details is None:
+            source = self.text()
+            self.details = details_of(source) if source is not None else Details()
+        return self.details
+
+
+@dataclass
+class ProjectIndex:
+    """The project's autograd Function classes by qualified name, and per file its view."""
+
+    root: Path | None
+    records: list[Record]
+    by_module: dict[str, list[Record]] = field(default_factory=dict)
+    by_path: dict[str, Record] = field(default_factory=dict)
+    functions: set[str] = field(default_factory=set)  # canonical `module.Class` names
+    bare: frozenset[str] = frozenset()
+    bases_of: dict[str, set[str]] = field(default_factory=dict)  # canonical, of candidates
+
+    def __post_init__(self) -> None:
+        for record in self.records:
+            record.names = module_names(Path(record.path), self.root)
+            self.by_path[os.path.abspath(record.path)] = record
+            for name in record.names:
+                self.by_module.setdefault(name, []).append(record)
+        # Names that may stand for a Function (by last component): classes, and the names
+        # they are imported under elsewhere (`import Base as PublicBase`).
+        found = function_index([r.decls for r in self.records])
+        renamed: dict[str, set[str]] = {}
+        for record in self.records:
+            for name, alias in record.outline.aliases:
+                renamed.setdefault(alias, set()).add(name)
+        self.bare = frozenset(descendants(found, renamed))
+        # Only classes whose bases can name a Function (by their last component) need their
+        # imports resolved; everything else is not a Function whatever its imports say.
+        candidates = [
+            (record, decl)
+            for record in self.records
+            for decl in record.decls
+            if any(_last(base) in self.bare or "Function" in _last(base) for base in decl[1])
+        ]
+        seeds: set[str] = set()
+        bases_of: dict[str, set[str]] = {}
+        for record, (name, bases, _flag) in candidates:
+            if not record.names:
+                continue
+            own = f"{record.names[0]}.{name}"
+            resolved = {self.resolve(record, base) for base in bases}
+            resolved.discard(None)
+            if resolved & FUNCTION_BASES:
+                seeds.add(own)
+            bases_of.setdefault(own, set()).update(r for r in resolved if r is not None)
+        self.functions = descendants(seeds, bases_of)
+        self.bases_of = bases_of
+
+    # --- resolution ----------------------------------------------------------------------------
+    def module(self, name: str) -> Record | None:
+        found = self.by_module.get(name)
+        return found[0] if found and len(found) == 1 else None  # ambiguous: unknown
+
+    def resolve(self, record: Record, text: str, hops: int = 0) -> str | None:
+        """The canonical name `text` stands for in `record`'s module: `module.Class` for a
+        project class, the dotted import target for anything outside the project."""
+        if hops > _MAX_HOPS or not record.names:
+            return None
+        head, _, rest = text.partition(".")
+        for kind, *binding in reversed(record.get_details().imports):
+            local, target = _binding_name(kind, binding, record)
+            if local == head:
+                full = f"{target}.{rest}" if rest else target
+                return self.canonical(full, hops + 1)
+        if not rest and any(decl[0] == head for decl in record.decls):
+            return f"{record.names[0]}.{head}"
+        return None
+
+    def canonical(self, full: str, hops: int = 0) -> str:
+        """Follow a dotted name through the project's modules and their re-exports to the
+        module that defines it; names outside the project stay as they are."""
+        parts = full.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            record = self.module(".".join(parts[:cut]))
+            if record is None:
+                continue
+            name, rest = parts[cut], parts[cut + 1 :]
+            if not rest and any(decl[0] == name for decl in record.decls):
+                return f"{record.names[0]}.{name}"
+            found = self.resolve(record, ".".join(parts[cut:]), hops + 1)
+            return found if found is not None else full
+        return full
+
+    # --- what one file needs ------------------------------------------------------------------
+    def needs_view(self, outline: Outline) -> bool:
+        """Whether a file can involve a Function of another file: a class statement whose base
+        may name one, or a direct call (`X.forward(`, `X()(`) that may be on one."""
+        if not self.functions:
+            return False
+        return outline.direct_calls or any(
+            _last(base) in self.bare for _name, bases, _flag in outline.decls for base in bases
+        )
+
+    def view(self, path: str, text: str | None = None, outline: Outline | None = None) -> FileView:
+        """The view of one file. `text` and `outline` stand in for what is on disk (stdin, an
+        editor's buffer)."""
+        record = self._record(path, text, outline)
+        if record is None or not self.needs_view(record.outline):
+            return EMPTY
+        direct_calls = record.outline.direct_calls
+        module = record.names[0] if record.names else ""
+        bases = {
+            base
+            for _name, decl_bases, _flag in record.decls
+            for base in decl_bases
+            if _last(base) in self.bare and self.resolve(record, base) in self.functions
+        }
+        names: set[str] = set()
+        signatures: list[tuple[str, Signature]] = []
+        if direct_calls:
+            for kind, *binding in record.get_details().imports:
+                local, target = _binding_name(kind, binding, record)
+                if _last(target) not in self.bare:
+                    continue
+                canonical = self.canonical(target)
+                if canonical in self.functions:
+                    names.add(local)
+                    signature = self.signature(canonical)
+                    if signature is not None:
+                        signatures.append((local, signature))
+        return FileView(module, frozenset(bases), frozenset(names), tuple(sorted(signatures)))
+
+    def signature(self, canonical: str, hops: int = 0) -> Signature | None:
+        """The forward a Function class has: its own, else the first of its bases'."""
+        module, _, name = canonical.rpartition(".")
+        record = self.module(module)
+        if record is None or hops > _MAX_HOPS:
+            return None
+        own = dict(record.get_details().signatures).get(name)
+        if own is not None:
+            return own
+        for base in sorted(self.bases_of.get(canonical, ())):
+            found = self.signature(base, hops + 1)
+            if found is not None:
+                return found
+        return None
+
+    def _record(self, path: str, text: str | None, outline: Outline | None) -> Record | None:
+        record = self.by_path.get(os.path.abspath(path))
+        if text is None:
+            return record
+        names = record.names if record is not None else module_names(Path(path), self.root)
+        return Record(path, outline or Outline(), lambda: text, names=names)
+
+
+def _last(dotted: str) -> str:
+    return dotted.rsplit(".", 1)[-1]
+
+
+def _binding_name(kind: str, binding: list, record: Record) -> tuple[str, str]:  # type: ignore[type-arg]
+    """(local name, absolute dotted target) of one import binding of `record`'s module."""
+    if kind == "import":
+        module, asname = binding
+        if asname is not None:
+            return asname, module
+        head = module.split(".", 1)[0]
+        return head, head
+    base, name, asname = binding
+    return asname or name, _absolute(base, name, record)
+
+
+def _absolute(base: str, name: str, record: Record) -> str:
+    """`from ..pkg import name` in `record`'s module, as an absolute dotted name."""
+    level = len(base) - len(base.lstrip("."))
+    module = base[level:]
+    if level == 0:
+        return f"{module}.{name}" if module else name
+    package = record.names[0] if record.names else ""
+    if not Path(record.path).name == "__init__.py":
+        package = package.rpartition(".")[0]
+    for _ in range(level - 1):
+        package = package.rpartition(".")[0]
+    prefix = ".".join(p for p in (package, module) if p)
+    return f"{prefix}.{name}" if prefix else name
+
+
+def view_key(view: FileView) -> str:
+    """A file's cached result stays valid while its view does (a change elsewhere in the
+    project re-analyses only the files it concerns)."""
+    import hashlib
+
+    if not view:
+        return ""
+    return hashlib.blake2b(repr(view).encode(), digest_size=8).hexdigest()

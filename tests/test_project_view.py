@@ -1,0 +1,150 @@
+"""One view of the project: every front end reports what `check ROOT` reports for a file, and a
+class is a Function because of what its import names, never because of a bare class name."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from autogradlint.cli import main
+
+BASE = """\
+import torch
+
+
+class Base(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+"""
+OPS = """\
+import scale_cuda
+
+from .base import Base
+
+
+class Recompute(Base):
+    @staticmethod
+    def backward(ctx, grad_output):
+        return scale_cuda.scale_bwd(grad_output, 2.0)
+"""
+MODEL = """\
+from .ops import Recompute
+
+
+def run(x):
+    return Recompute.forward(x)
+"""
+
+
+@pytest.fixture
+def package(tmp_path: Path) -> Path:
+    """The three-module package of issue 13, in a project with a configuration file."""
+    (tmp_path / "pyproject.toml").write_text("[tool.autogradlint]\n")
+    src = tmp_path / "src" / "mypkg"
+    src.mkdir(parents=True)
+    (src / "__init__.py").write_text("")
+    (src / "base.py").write_text(BASE)
+    (src / "ops.py").write_text(OPS)
+    (src / "model.py").write_text(MODEL)
+    return tmp_path
+
+
+def _codes(output: str) -> list[tuple[str, str, int]]:
+    return sorted(
+        (Path(f["filename"]).name, f["code"], f["location"]["row"]) for f in json.loads(output)
+    )
+
+
+EXPECTED = [("model.py", "AGL407", 5), ("ops.py", "AGL201", 9)]
+
+
+def _check(cwd: Path, *args: str, stdin: str | None = None) -> list[tuple[str, str, int]]:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autogradlint",
+            "check",
+            "--no-cache",
+            "--output-format",
+            "json",
+            *args,
+        ],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode in (0, 1), result.stderr
+    return _codes(result.stdout)
+
+
+def test_check_root_sees_both_cross_file_findings(package: Path) -> None:
+    assert _check(package, ".") == EXPECTED
+
+
+def test_check_of_one_file_sees_what_check_root_sees(package: Path) -> None:
+    src = package / "src" / "mypkg"
+    assert _check(package, str(src / "ops.py")) == [("ops.py", "AGL201", 9)]
+    assert _check(package, str(src / "model.py")) == [("model.py", "AGL407", 5)]
+    assert _check(src, "model.py") == [("model.py", "AGL407", 5)]  # from inside the package
+
+
+def test_stdin_sees_what_check_root_sees(package: Path) -> None:
+    src = package / "src" / "mypkg"
+    found = _check(package, "-", "--stdin-filename", str(src / "ops.py"), stdin=OPS)
+    assert found == [("ops.py", "AGL201", 9)]
+    found = _check(package, "-", "--stdin-filename", str(src / "model.py"), stdin=MODEL)
+    assert found == [("model.py", "AGL407", 5)]
+
+
+def test_fix_of_one_file_sees_the_index(package: Path) -> None:
+    ops = package / "src" / "mypkg" / "ops.py"
+    result = CliRunner().invoke(main, ["fix", "--apply", str(ops)])
+    assert "Fixed 1 finding in 1 file (AGL201 x1)" in result.output, result.output
+    assert "scale_cuda.scale_bwd(grad_output.contiguous(), 2.0)" in ops.read_text()
+
+
+def test_a_same_named_class_elsewhere_is_not_the_function(tmp_path: Path) -> None:
+    """`ops.Base` is a Function and `layers.Base` an nn.Module: `Net(layers.Base)` is not a
+    Function, so its forward must not be made static (that broke the module)."""
+    (tmp_path / "pyproject.toml").write_text("[tool.autogradlint]\n")
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "ops.py").write_text(BASE)
+    (pkg / "layers.py").write_text(
+        "import torch.nn as nn\n\n\nclass Base(nn.Module):\n    def forward(self, x):\n        return x\n"
+    )
+    model = pkg / "model.py"
+    source = (
+        "from . import layers\n\n\nclass Net(layers.Base):\n"
+        "    def forward(self, x):\n        return x + 1\n"
+    )
+    model.write_text(source)
+    assert _check(tmp_path, ".") == []
+    CliRunner().invoke(main, ["fix", "--apply", str(tmp_path)])
+    assert model.read_text() == source
+    # The Function itself, imported under its module path, is still followed:
+    (pkg / "child.py").write_text(
+        "from pkg import ops\n\n\nclass Child(ops.Base):\n    def backward(ctx, g):\n        return g\n"
+    )
+    assert _check(tmp_path, ".") == [("child.py", "AGL402", 5)]
+
+
+def test_re_exports_through_a_package_are_followed(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()  # a VCS root is a project root too
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from .base import Base as PublicBase\n")
+    (pkg / "base.py").write_text(BASE)
+    (tmp_path / "user.py").write_text(
+        "import pkg\n\n\nclass Child(pkg.PublicBase):\n    def backward(ctx, g):\n        return g\n"
+    )
+    assert _check(tmp_path, "user.py") == [("user.py", "AGL402", 5)]
