@@ -99,6 +99,7 @@ def test_fix_round_trip_on_a_copy_of_the_corpus(corpus: Path, tmp_path: Path) ->
     from click.testing import CliRunner
 
     from autogradlint.cli import main
+    from autogradlint.fix.verify import compile_error
 
     copy = tmp_path / "corpus"
     shutil.copytree(corpus, copy, symlinks=True)
@@ -119,6 +120,9 @@ def test_fix_round_trip_on_a_copy_of_the_corpus(corpus: Path, tmp_path: Path) ->
     assert reported is not None and int(reported.group(1)) == len(changed), first.output
     for name in changed:
         cst.parse_module(after[name])  # every written file parses
+    for name in changed:  # and compiles as CPython reads it (the others are byte-identical)
+        if compile_error(before[name], name) is None:  # type: ignore[arg-type]
+            assert compile_error(after[name], name) is None, name  # type: ignore[arg-type]
     second = runner.invoke(
         main, ["fix", "--apply", "--unsafe-fixes", "--no-respect-gitignore", str(copy)]
     )
