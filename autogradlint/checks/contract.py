@@ -167,8 +167,9 @@ class FunctionContract(Check):
         self.by_name = {info.name: info for info in facts.classes}
         for info in facts.function_classes:
             self.ctx.enter(info.node)
-            if any(b.rsplit(".", 1)[-1] == "NestedIOFunction" for b in info.base_names):
-                continue  # the legacy NestedIOFunction API is non-static by design
+            legacy = [info.name, *(b.rsplit(".", 1)[-1] for b in info.base_names)]
+            if "NestedIOFunction" in legacy:
+                continue  # the legacy NestedIOFunction API (and torch's own) is non-static
             self._static_methods(info)
             forward = self._method(info, "forward")
             backward = info.methods.get("backward")
@@ -184,14 +185,15 @@ class FunctionContract(Check):
     def _method(self, info: ClassInfo, name: str) -> cst.FunctionDef | None:
         """`name` as `info` resolves it: its own, else its first known base's (memoised, so a
         long chain of subclasses costs one step per class)."""
-        memo: dict[tuple[str, str], cst.FunctionDef | None] = self.__dict__.setdefault(
+        # By class node, not name: a test module may define several local classes of one name.
+        memo: dict[tuple[int, str], cst.FunctionDef | None] = self.__dict__.setdefault(
             "_method_memo", {}
         )
         chain: list[ClassInfo] = []
         current: ClassInfo | None = info
         found: cst.FunctionDef | None = None
         while current is not None:
-            key = (current.name, name)
+            key = (id(current.node), name)
             if key in memo:
                 found = memo[key]
                 break
@@ -204,7 +206,7 @@ class FunctionContract(Check):
             parents = [self.by_name.get(b.rsplit(".", 1)[-1]) for b in current.base_names]
             current = next((p for p in parents if p is not None), None)
         for visited in chain:
-            memo[(visited.name, name)] = found
+            memo[(id(visited.node), name)] = found
         return found
 
     # --- AGL402 ------------------------------------------------------------------------------
