@@ -27,7 +27,7 @@ from .model import FileError, FileResult, Finding
 from .prefilter import Outline
 from .project import Details, Signature
 
-FORMAT = 3  # 2: entries keyed by ctime and inode too; 3: dotted bases, file details
+FORMAT = 4  # 2: keyed by ctime and inode too; 3: dotted bases; 4: imports in the outline
 DIR_NAME = ".autogradlint_cache"
 
 
@@ -43,6 +43,11 @@ def engine_fingerprint() -> str:
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+def files_key(keys: list[str]) -> str:
+    """A fingerprint of a set of files (their absolute paths)."""
+    return hashlib.blake2b("\n".join(sorted(keys)).encode(), digest_size=16).hexdigest()
 
 
 def content_hash(data: bytes) -> str:
@@ -75,10 +80,10 @@ class Entry:
     ctime_ns: int
     inode: int
     digest: str
-    outline: Outline  # what its bytes say: class statements, import aliases, direct calls
+    outline: Outline  # what its bytes say: class statements, import aliases, direct callees
     result: FileResult | None  # None: read for the project index, never analysed
     index_key: str  # the project view its result was computed under
-    details: Details | None = None  # imports and forward signatures, once the index needed them
+    details: Details = Details()  # imports and forward signatures, once the index asked
 
     def result_for(self, path: str) -> FileResult:
         """The cached result, reported under the path this run names the file by."""
@@ -108,7 +113,7 @@ class Entry:
             self.digest,
             [[name, list(bases), flag] for name, bases, flag in self.outline.decls],
             [list(pair) for pair in self.outline.aliases],
-            self.outline.direct_calls,
+            list(self.outline.callees),
             result_to_json(self.result) if self.result is not None else None,
             self.index_key,
             _details_to_json(self.details),
@@ -130,7 +135,7 @@ class Entry:
                 Outline(
                     tuple((str(n), tuple(str(b) for b in bases), bool(f)) for n, bases, f in decls),
                     tuple((str(a), str(b)) for a, b in aliases),
-                    bool(calls),
+                    tuple(str(c) for c in calls),
                 ),
                 result_from_json(path, result) if result is not None else None,
                 str(index_key),
@@ -145,31 +150,37 @@ class Entry:
         return entry
 
 
-def _details_to_json(details: Details | None) -> Any:
-    if details is None:
-        return None
-    return [[list(b) for b in details.imports], [[n, list(sig)] for n, sig in details.signatures]]
+def _details_to_json(details: Details) -> Any:
+    imports = None if details.imports is None else [list(b) for b in details.imports]
+    signatures = (
+        None if details.signatures is None else [[n, list(sig)] for n, sig in details.signatures]
+    )
+    return [imports, signatures]
 
 
-def _details_from_json(raw: Any) -> Details | None:
-    if raw is None:
-        return None
+def _details_from_json(raw: Any) -> Details:
     imports, signatures = raw
+    return Details(
+        None if imports is None else _bindings_from_json(imports),
+        None
+        if signatures is None
+        else tuple(
+            (str(n), Signature(int(sig[0]), int(sig[1]), bool(sig[2]), bool(sig[3])))
+            for n, sig in signatures
+        ),
+    )
+
+
+def _bindings_from_json(raw: Any) -> tuple[Binding, ...]:
     bindings: list[Binding] = []
-    for binding in imports:
+    for binding in raw:
         if binding[0] == "import" and len(binding) == 3:
             bindings.append(("import", str(binding[1]), _optional(binding[2])))
         elif binding[0] == "from" and len(binding) == 4:
             bindings.append(("from", str(binding[1]), str(binding[2]), _optional(binding[3])))
         else:
             raise ValueError("not an import binding")
-    return Details(
-        tuple(bindings),
-        tuple(
-            (str(n), Signature(int(sig[0]), int(sig[1]), bool(sig[2]), bool(sig[3])))
-            for n, sig in signatures
-        ),
-    )
+    return tuple(bindings)
 
 
 def _optional(value: Any) -> str | None:
@@ -186,6 +197,9 @@ class Cache:
         self.raw: dict[str, Any] = {}
         self.entries: dict[str, Entry] = {}
         self.dirty = False
+        # Which set of files the last run saw: when it is the same and none changed, every
+        # file's project view is what it was, and the index need not be built at all.
+        self.files_key = ""
         self._load()
 
     def _load(self) -> None:
@@ -194,6 +208,7 @@ class Cache:
             if raw.get("format") != FORMAT or not isinstance(raw.get("files"), dict):
                 return
             self.raw = raw["files"]
+            self.files_key = str(raw.get("files_key", ""))
         except (OSError, ValueError, TypeError, AttributeError):
             self.raw = {}  # missing or corrupt: start afresh
 
@@ -224,7 +239,7 @@ class Cache:
         outline: Outline,
         result: FileResult | None,
         index_key: str,
-        details: Details | None = None,
+        details: Details = Details(),  # noqa: B008 - frozen, shared safely
     ) -> None:
         self.dirty = True
         self.entries[key] = Entry(
@@ -250,7 +265,10 @@ class Cache:
                 (self.directory / ".gitignore").write_text("*\n")
             files = dict(self.raw)  # entries not looked at this run stay as they were
             files.update((key, entry.to_json()) for key, entry in self.entries.items())
-            payload = json.dumps({"format": FORMAT, "files": files}, separators=(",", ":"))
+            payload = json.dumps(
+                {"format": FORMAT, "files_key": self.files_key, "files": files},
+                separators=(",", ":"),
+            )
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.directory)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:

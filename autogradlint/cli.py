@@ -250,7 +250,7 @@ def check(
     else:
         found = discover_files(paths, config, respect_gitignore=respect_gitignore)
         errors.extend(found.errors)
-        root, project = _project(paths[0], config, respect_gitignore)
+        root, project = _project(paths[0], config, respect_gitignore, paths, found.files)
         cache = None
         if not no_cache:
             from .cache import DIR_NAME, Cache
@@ -343,15 +343,22 @@ def check(
 
 
 def _project(
-    anchor: str, config: Config, respect_gitignore: bool
+    anchor: str,
+    config: Config,
+    respect_gitignore: bool,
+    named: tuple[str, ...] = (),
+    found: list[Path] | None = None,
 ) -> tuple[Path | None, list[Path]]:
     """The project the named paths belong to, and all its Python files: every front end
-    builds the same index from them, whatever paths were named (project.py)."""
+    builds the same index from them, whatever paths were named (project.py). When the root
+    itself was named, its files were just found: they are not walked again."""
     from .project import project_root
 
     root = project_root(Path(anchor), config.source)
     if root is None:
         return None, []  # a loose file: the named paths are the project
+    if found is not None and any(Path(p).resolve() == root.resolve() for p in named):
+        return root, []
     return root, discover_files([str(root)], config, respect_gitignore=respect_gitignore).files
 
 
@@ -532,7 +539,7 @@ def _fix_paths(
     from .runner import fix_files
 
     found = discover_files(paths, config, respect_gitignore=respect_gitignore)
-    root, project = _project(paths[0], config, respect_gitignore)
+    root, project = _project(paths[0], config, respect_gitignore, paths, found.files)
     jobs, errors = fix_files(found.files, config, unsafe=unsafe, project=project, root=root)
     errors = list(found.errors) + errors
     fixed: Counter[str] = Counter()
@@ -726,7 +733,7 @@ def confirm(
     from .confirm.run import confirm as run_confirm
 
     found = discover_files(paths, config)
-    root, project = _project(paths[0], config, True)
+    root, project = _project(paths[0], config, True, paths, found.files)
     results = lint_paths(found.files, config, project=project, root=root)
     errors = list(found.errors) + [r.error for r in results if r.error is not None]
     targets = plan(results, config, include_clean=not no_clean)

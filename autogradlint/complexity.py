@@ -17,6 +17,8 @@ from dataclasses import dataclass
 # Overridable for experiments (and for the tests that reach the native parser on purpose).
 MAX_EXPRESSION_DEPTH = int(os.environ.get("AUTOGRADLINT_MAX_EXPRESSION_DEPTH", "1000"))
 
+# Identifiers are not tokens here (most of any text is identifiers): `re` skips them in C, and
+# whether a bracket follows an operand is read from the character before it.
 _TOKENS = re.compile(
     r"""
       (?P<skip>\#[^\n]*
@@ -32,10 +34,25 @@ _TOKENS = re.compile(
     | (?P<reset>[,;]|\r?\n|\r)
     | (?P<op>\*\*|//|<<|>>|<=|>=|==|!=|->|:=|[-+*/%@&|^~<>.]
         | \b(?:not|and|or|if|else|lambda|await|in|is)\b)
-    | (?P<word>\w+)
     """,
     re.VERBOSE,
 )
+_OPERAND_END = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_)]}\"'")
+
+
+_BRACKETS = ("(", "[", "{")  # a bracket can count twice: itself, and as a call's trailer
+_COUNTED = (".", "+", "-", "*", "/", "%", "@", "&", "|", "^", "~", "<", ">", "=")
+_WORDS = ("not ", "and ", "or ", "if ", "else ", "lambda", "await ", "in ", "is ")
+
+
+def _upper_bound(text: str) -> int:
+    """More than the depth the scan below can find: every level it counts is one of these
+    characters or words (str.count runs at memory speed)."""
+    return (
+        2 * sum(text.count(c) for c in _BRACKETS)
+        + sum(text.count(c) for c in _COUNTED)
+        + sum(text.count(w) for w in _WORDS)
+    )
 
 
 @dataclass(frozen=True)
@@ -54,44 +71,36 @@ class TooComplex:
 def too_complex(text: str, limit: int | None = None) -> TooComplex | None:
     """The first place where the estimated nesting passes `limit`, or None."""
     limit = MAX_EXPRESSION_DEPTH if limit is None else limit
-    if len(text) < limit:
-        return None  # fewer characters than levels: cannot reach it
+    if len(text) < limit or _upper_bound(text) <= limit:
+        return None  # fewer operators and brackets in all of it than levels: cannot reach it
     chains = [0]  # per open bracket: operators chained at that level since its last comma
     depth = 0  # sum of chains: what libcst's recursion would be at this point
     line = 1
-    after_operand = False  # a bracket right after an operand is a call or subscript trailer
     for match in _TOKENS.finditer(text):
         kind = match.lastgroup
-        token = match.group()
         if kind == "skip":
-            line += token.count("\n")
-            after_operand = not token.startswith(("#", "\\"))
+            line += match.group().count("\n")
             continue
         if kind == "open":
-            if after_operand:
+            start = match.start()
+            if start and text[start - 1] in _OPERAND_END:  # a call or subscript trailer
                 chains[-1] += 1
                 depth += 1
             chains.append(1)
             depth += 1
-            after_operand = False
         elif kind == "close":
             if len(chains) > 1:
                 depth -= chains.pop()
-            after_operand = True
         elif kind == "reset":
-            if token not in ",;":
+            if match.group() not in ",;":
                 line += 1
                 if len(chains) > 1:
                     continue  # a line break inside brackets continues the expression
             depth -= chains[-1] - (1 if len(chains) > 1 else 0)
             chains[-1] = 1 if len(chains) > 1 else 0
-            after_operand = False
-        elif kind == "op":
+        else:  # an operator
             chains[-1] += 1
             depth += 1
-            after_operand = False
-        else:
-            after_operand = True
         if depth > limit:
             return TooComplex(depth, line)
     return None

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import functools
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from .analysis.bindings import Binding
 from .analysis.hierarchy import descendants
 
 ClassDecl = tuple[str, tuple[str, ...], bool]  # name, dotted bases as written, file has autograd
@@ -168,36 +170,116 @@ def function_index(declarations: Sequence[Sequence[ClassDecl]]) -> frozenset[str
     return frozenset(descendants(names, bases_of))
 
 
-_ALIAS = re.compile(rb"(\w+)[ \t]+as[ \t]+(\w+)")
-_DIRECT_CALL = (b".forward(", b")(")
+_WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_CALLS = (b".forward(", b"()(")  # `X.forward(` and `X()(`
+_IMPORT_ALIAS = re.compile(rb"(\w+)\s+as\s+(\w+)")
 
 
 @dataclass(frozen=True)
 class Outline:
-    """What a file's bytes say about it, without parsing: its class statements, the names it
-    imports under another name (`from .base import Base as PublicBase`), and whether it has a
-    direct call (`X.forward(`, `X()(`) that may be on a Function."""
+    """What a file's bytes say about it, without parsing: its class statements, the classes it
+    imports under another name (`from .base import Base as PublicBase`: the project index's
+    filter must follow the rename), and the names it calls directly (`X.forward(`, `X()(`),
+    which are wrong on an autograd Function."""
 
     decls: tuple[ClassDecl, ...] = ()
     aliases: tuple[tuple[str, str], ...] = ()
-    direct_calls: bool = False
+    callees: tuple[str, ...] = ()
+
+
+def _word_before(data: bytes, end: int) -> str:
+    start = end
+    while start > 0 and data[start - 1] in _WORD:
+        start -= 1
+    return data[start:end].decode("ascii", "replace")
+
+
+def _offsets(data: bytes, token: bytes) -> list[int]:
+    """Where `token` occurs (bytes.find runs at memory speed; a regex that cannot start with
+    a literal tries every byte)."""
+    out: list[int] = []
+    at = data.find(token)
+    while at != -1:
+        out.append(at)
+        at = data.find(token, at + 1)
+    return out
+
+
+_RENAMED_CLASS = re.compile(rb" as[ \t]+([A-Za-z_]\w*)")  # starts with a literal: fast
 
 
 def outline(data: bytes, decls: Sequence[ClassDecl] | None = None) -> Outline:
-    aliases = (
-        tuple(
-            sorted(
-                {
-                    (a.decode("ascii", "replace"), b.decode("ascii", "replace"))
-                    for a, b in _ALIAS.findall(data)
-                }
-            )
-        )
-        if b" as " in data
-        else ()
-    )
+    callees = {_word_before(data, at) for token in _CALLS for at in _offsets(data, token)}
+    callees.discard("")
+    aliases: set[tuple[str, str]] = set()
+    for match in _RENAMED_CLASS.finditer(data):
+        name = _word_before(data, match.start())
+        if name[:1].isupper():  # a class (or torch's `Function`) imported as another name
+            aliases.add((name, match.group(1).decode("ascii", "replace")))
     return Outline(
         tuple(class_declarations(data) if decls is None else decls),
-        aliases,
-        any(token in data for token in _DIRECT_CALL),
+        tuple(sorted(aliases)),
+        tuple(sorted(callees)),
     )
+
+
+_FROM = re.compile(rb"[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import\b")
+_PLAIN = re.compile(rb"[ \t]*import\b")
+_NAME = re.compile(rb"([\w.]+)(?:\s+as\s+(\w+))?")
+_COMMENT = re.compile(rb"#[^\n]*")
+# Blocks at column 0 whose body is still module scope.
+_MODULE_BLOCK = re.compile(rb"(?:if|elif|else|try|except|finally|with)\b")
+
+
+def module_imports(data: bytes) -> tuple[Binding, ...]:
+    """Module-scope import bindings read from the bytes (statements at column 0, or inside a
+    top-level if/try/with block), without `ast`: `("import", "a.b", asname)` or
+    `("from", "..pkg", name, asname)`, in source order."""
+    if b"import" not in data:
+        return ()
+    out: list[Binding] = []
+    headers: list[int] | None = None  # column-0 statement starts, computed when needed
+    seen_lines: set[int] = set()
+    for at in _offsets(data, b"import"):
+        line_start = data.rfind(b"\n", 0, at) + 1
+        if line_start in seen_lines:
+            continue
+        match = _FROM.match(data, line_start) or _PLAIN.match(data, line_start)
+        if match is None or match.end() < at:
+            continue
+        seen_lines.add(line_start)
+        if data[line_start : line_start + 1] in (b" ", b"\t"):
+            if headers is None:
+                headers = [0, *(m.start() + 1 for m in _COLUMN_0.finditer(data))]
+            header = headers[bisect_right(headers, line_start) - 1]
+            if not _MODULE_BLOCK.match(data, header):
+                continue  # inside a def or class: not module scope
+        end = data.find(b"\n", match.end())
+        end = len(data) if end == -1 else end
+        rest = data[match.end() : end]
+        if rest.lstrip().startswith(b"("):
+            close = data.find(b")", match.end())
+            rest = data[match.end() : len(data) if close == -1 else close]
+        while rest.rstrip().endswith(b"\\") and end < len(data):  # backslash continuations
+            nxt = data.find(b"\n", end + 1)
+            nxt = len(data) if nxt == -1 else nxt
+            rest = rest.rstrip()[:-1] + b" " + data[end + 1 : nxt]
+            end = nxt
+        rest = _COMMENT.sub(b"", rest.split(b";", 1)[0]).replace(b"(", b" ").replace(b")", b" ")
+        is_from = match.re is _FROM
+        base = match.group(1).decode("ascii", "replace") if is_from else ""
+        for part in rest.split(b","):
+            name = _NAME.search(part)
+            if name is None:
+                continue
+            target = name.group(1).decode("ascii", "replace")
+            alias = name.group(2).decode("ascii", "replace") if name.group(2) else None
+            if is_from:
+                if target != "*":
+                    out.append(("from", base, target, alias))
+            else:
+                out.append(("import", target, alias))
+    return tuple(out)
+
+
+_COLUMN_0 = re.compile(rb"\n(?=[^\s#])")

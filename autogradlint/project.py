@@ -13,18 +13,19 @@ results; building the index itself is linear in the candidate classes.
 from __future__ import annotations
 
 import ast
+import functools
 import os
-import re
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
 from .analysis.bindings import Binding
 from .analysis.hierarchy import descendants
 from .chunks import chunk_starts
-from .prefilter import ClassDecl, Outline, function_index
+from .prefilter import ClassDecl, Outline, module_imports
+from .source_io import decode
 
 FUNCTION_BASES = frozenset(
     {
@@ -36,6 +37,8 @@ FUNCTION_BASES = frozenset(
         "torch.autograd.function.FunctionBase",
     }
 )
+# The names torch's Function classes go by (last component): where the filter starts.
+TORCH_FUNCTIONS = frozenset(name.rsplit(".", 1)[-1] for name in FUNCTION_BASES)
 PROJECT_MARKERS = (".git", ".hg", "pyproject.toml", "setup.py", "setup.cfg", ".autogradlint.yaml")
 _MAX_HOPS = 16  # re-exports followed per name (a cycle of imports ends there)
 
@@ -51,10 +54,12 @@ class Signature(NamedTuple):
 
 @dataclass(frozen=True)
 class Details:
-    """What only files that can involve a Function need: imports and forward signatures."""
+    """What only the files the index resolves through need, read when it first asks (and
+    cached): module-scope imports (from bytes), and the signatures of their classes'
+    `forward` (`ast` of just those classes: only files whose Functions are called directly)."""
 
-    imports: tuple[Binding, ...] = ()
-    signatures: tuple[tuple[str, Signature], ...] = ()  # class name -> its forward
+    imports: tuple[Binding, ...] | None = None
+    signatures: tuple[tuple[str, Signature], ...] | None = None  # class name -> its forward
 
 
 @dataclass(frozen=True)
@@ -93,61 +98,66 @@ def project_root(start: Path, config_source: Path | None = None) -> Path | None:
     return None
 
 
-def module_names(path: Path, root: Path | None) -> tuple[str, ...]:
+def module_names(path: Path | str, root: Path | None) -> tuple[str, ...]:
     """The dotted names a file can be imported by: through its packages (`__init__.py`), and,
     for namespace packages and src layouts, relative to the root and to `src/`."""
-    path = Path(os.path.abspath(path))
-    stem = path.stem
-    parts = [] if stem == "__init__" else [stem]
-    folder = path.parent
-    while (folder / "__init__.py").exists():
-        parts.append(folder.name)
-        folder = folder.parent
-    names = [".".join(reversed(parts))] if parts else []
-    if root is not None:
-        try:
-            relative = path.relative_to(os.path.abspath(root)).with_suffix("")
-        except ValueError:
-            relative = None
-        if relative is not None:
-            pieces = [p for p in relative.parts if p != "__init__"]
-            for skip in (0, 1):
-                if skip and not (pieces and pieces[0] in ("src", "lib", "python")):
-                    continue
-                name = ".".join(pieces[skip:])
-                if name and all(p.isidentifier() for p in pieces[skip:]) and name not in names:
-                    names.append(name)
-    return tuple(n for n in names if n)
+    path = os.fspath(path)
+    absolute = path if path.startswith(os.sep) else os.path.abspath(path)
+    directory, _, filename = absolute.rpartition(os.sep)
+    stem = filename.rsplit(".", 1)[0]
+    package = _package_of(directory)
+    dotted = ".".join(p for p in (package, "" if stem == "__init__" else stem) if p)
+    names = [dotted] if dotted else []
+    prefix = _root_prefix(root)
+    if prefix and absolute.startswith(prefix):
+        pieces = [p for p in absolute[len(prefix) :].rsplit(".", 1)[0].split(os.sep)]
+        pieces = [p for p in pieces if p != "__init__"]
+        for skip in (0, 1):
+            if skip and not (pieces and pieces[0] in ("src", "lib", "python")):
+                continue
+            name = ".".join(pieces[skip:])
+            if name and all(p.isidentifier() for p in pieces[skip:]) and name not in names:
+                names.append(name)
+    return tuple(names)
+
+
+@functools.lru_cache(maxsize=16)
+def _root_prefix(root: Path | None) -> str:
+    return "" if root is None else os.path.abspath(root).rstrip(os.sep) + os.sep
+
+
+@functools.lru_cache(maxsize=4096)
+def _package_of(directory: str) -> str:
+    """The dotted package a directory is (climbing while `__init__.py` exists), memoised per
+    directory: the files of one directory share it."""
+    if not os.path.exists(os.path.join(directory, "__init__.py")):
+        return ""
+    parent, name = os.path.split(directory)
+    above = _package_of(parent) if parent != directory else ""
+    return f"{above}.{name}" if above else name
 
 
 # --- details of one file, from bytes -----------------------------------------------------------
-_IMPORT_CHUNK = re.compile(r"(?:from|import|try|if|with)\b")
-
-
-def details_of(text: str) -> Details:
-    """Module-scope import bindings and the forward signature of each class that defines one,
-    from `ast` of just the statements that hold them."""
+def signatures_of(text: str) -> tuple[tuple[str, Signature], ...]:
+    """The forward signature of each class that defines one, from `ast` of just those class
+    statements (one parse of them together; one each only if that fails)."""
     starts = chunk_starts(text)
     bounds = [*starts, len(text)]
-    imports: list[Binding] = []
-    signatures: list[tuple[str, Signature]] = []
+    chunks: list[str] = []
     for index, start in enumerate(starts):
         chunk = text[start : bounds[index + 1]]
-        head = chunk.lstrip()
-        is_class = head.startswith(("class ", "@")) and "def forward" in chunk
-        if not (is_class or (_IMPORT_CHUNK.match(head) and "import" in chunk)):
-            continue
-        tree = _parse(chunk)
-        if tree is None:
-            continue
-        for node in tree.body:
+        if chunk.lstrip().startswith(("class ", "@")) and "def forward" in chunk:
+            chunks.append(chunk if chunk.endswith(("\n", "\r")) else chunk + "\n")
+    joined = _parse("".join(chunks))
+    trees = [joined] if joined is not None else [_parse(chunk) for chunk in chunks]
+    signatures: list[tuple[str, Signature]] = []
+    for tree in trees:
+        for node in tree.body if tree is not None else ():
             if isinstance(node, ast.ClassDef):
                 signature = _forward_signature(node)
                 if signature is not None:
                     signatures.append((node.name, signature))
-            else:
-                imports.extend(_module_imports(node))
-    return Details(tuple(imports), tuple(signatures))
+    return tuple(signatures)
 
 
 def _parse(text: str) -> ast.Module | None:
@@ -157,25 +167,6 @@ def _parse(text: str) -> ast.Module | None:
             return ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-
-
-def _module_imports(node: ast.stmt) -> list[Binding]:
-    """Imports at module scope, inside top-level if/try/with blocks too."""
-    if isinstance(node, ast.Import):
-        return [("import", alias.name, alias.asname) for alias in node.names]
-    if isinstance(node, ast.ImportFrom):
-        base = "." * node.level + (node.module or "")
-        return [("from", base, a.name, a.asname) for a in node.names if a.name != "*"]
-    out: list[Binding] = []
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return out
-    for attr in ("body", "orelse", "finalbody"):
-        for child in getattr(node, attr, None) or []:
-            out.extend(_module_imports(child))
-    for handler in getattr(node, "handlers", None) or []:
-        for child in handler.body:
-            out.extend(_module_imports(child))
-    return out
 
 
 def _forward_signature(node: ast.ClassDef) -> Signature | None:
@@ -201,19 +192,36 @@ class Record:
 
     path: str
     outline: Outline
-    text: Callable[[], str | None]  # its source, read only if its details are needed
-    details: Details | None = None
+    source: Callable[[], bytes | None]  # its bytes, read again only if its details are needed
+    details: Details = Details()
     names: tuple[str, ...] = ()
 
     @property
     def decls(self) -> Sequence[ClassDecl]:
         return self.outline.decls
 
-    def get_details(self) -> Details:
-        if self.details is None:
-            source = self.text()
-            self.details = details_of(source) if source is not None else Details()
-        return self.details
+    @property
+    def imports(self) -> tuple[Binding, ...]:
+        if self.details.imports is None:
+            data = self.source()
+            imports = module_imports(data) if data is not None else ()
+            self.details = replace(self.details, imports=imports)
+        return self.details.imports or ()
+
+    @property
+    def signatures(self) -> dict[str, Signature]:
+        if self.details.signatures is None:
+            data = self.source()
+            text = decode(data) if data is not None else None
+            found = signatures_of(text) if isinstance(text, str) else ()
+            self.details = replace(self.details, signatures=found)
+        return dict(self.details.signatures or ())
+
+    @functools.cached_property
+    def bindings(self) -> dict[str, str]:
+        """Local name -> absolute dotted target of each module-scope import (the last one of
+        a name wins, as at run time)."""
+        return dict(_binding_name(kind, binding, self) for kind, *binding in self.imports)
 
 
 @dataclass
@@ -230,25 +238,28 @@ class ProjectIndex:
 
     def __post_init__(self) -> None:
         for record in self.records:
-            record.names = module_names(Path(record.path), self.root)
+            record.names = module_names(record.path, self.root)
             self.by_path[os.path.abspath(record.path)] = record
             for name in record.names:
                 self.by_module.setdefault(name, []).append(record)
-        # Names that may stand for a Function (by last component): classes, and the names
-        # they are imported under elsewhere (`import Base as PublicBase`).
-        found = function_index([r.decls for r in self.records])
-        renamed: dict[str, set[str]] = {}
+        # Names that may stand for a Function, by last component: torch's, the classes that
+        # derive from one, and the names they are imported under (`import Base as Public`).
+        # A filter only: what is a Function is decided by resolving imports below.
+        derived: dict[str, set[str]] = {}
         for record in self.records:
+            for name, bases, _flag in record.decls:
+                for base in bases:
+                    derived.setdefault(name, set()).add(_last(base))
             for name, alias in record.outline.aliases:
-                renamed.setdefault(alias, set()).add(name)
-        self.bare = frozenset(descendants(found, renamed))
+                derived.setdefault(alias, set()).add(name)
+        self.bare = frozenset(descendants(TORCH_FUNCTIONS, derived))
         # Only classes whose bases can name a Function (by their last component) need their
         # imports resolved; everything else is not a Function whatever its imports say.
         candidates = [
             (record, decl)
             for record in self.records
             for decl in record.decls
-            if any(_last(base) in self.bare or "Function" in _last(base) for base in decl[1])
+            if any(_last(base) in self.bare for base in decl[1])
         ]
         seeds: set[str] = set()
         bases_of: dict[str, set[str]] = {}
@@ -275,11 +286,9 @@ class ProjectIndex:
         if hops > _MAX_HOPS or not record.names:
             return None
         head, _, rest = text.partition(".")
-        for kind, *binding in reversed(record.get_details().imports):
-            local, target = _binding_name(kind, binding, record)
-            if local == head:
-                full = f"{target}.{rest}" if rest else target
-                return self.canonical(full, hops + 1)
+        target = record.bindings.get(head)
+        if target is not None:
+            return self.canonical(f"{target}.{rest}" if rest else target, hops + 1)
         if not rest and any(decl[0] == head for decl in record.decls):
             return f"{record.names[0]}.{head}"
         return None
@@ -302,10 +311,10 @@ class ProjectIndex:
     # --- what one file needs ------------------------------------------------------------------
     def needs_view(self, outline: Outline) -> bool:
         """Whether a file can involve a Function of another file: a class statement whose base
-        may name one, or a direct call (`X.forward(`, `X()(`) that may be on one."""
+        may name one, or a direct call (`X.forward(`, `X()(`) on a name that may be one."""
         if not self.functions:
             return False
-        return outline.direct_calls or any(
+        return any(name in self.bare for name in outline.callees) or any(
             _last(base) in self.bare for _name, bases, _flag in outline.decls for base in bases
         )
 
@@ -315,7 +324,7 @@ class ProjectIndex:
         record = self._record(path, text, outline)
         if record is None or not self.needs_view(record.outline):
             return EMPTY
-        direct_calls = record.outline.direct_calls
+        direct_calls = any(name in self.bare for name in record.outline.callees)
         module = record.names[0] if record.names else ""
         bases = {
             base
@@ -326,8 +335,7 @@ class ProjectIndex:
         names: set[str] = set()
         signatures: list[tuple[str, Signature]] = []
         if direct_calls:
-            for kind, *binding in record.get_details().imports:
-                local, target = _binding_name(kind, binding, record)
+            for local, target in record.bindings.items():
                 if _last(target) not in self.bare:
                     continue
                 canonical = self.canonical(target)
@@ -344,7 +352,7 @@ class ProjectIndex:
         record = self.module(module)
         if record is None or hops > _MAX_HOPS:
             return None
-        own = dict(record.get_details().signatures).get(name)
+        own = record.signatures.get(name)
         if own is not None:
             return own
         for base in sorted(self.bases_of.get(canonical, ())):
@@ -357,8 +365,9 @@ class ProjectIndex:
         record = self.by_path.get(os.path.abspath(path))
         if text is None:
             return record
-        names = record.names if record is not None else module_names(Path(path), self.root)
-        return Record(path, outline or Outline(), lambda: text, names=names)
+        names = record.names if record is not None else module_names(path, self.root)
+        data = text.encode("utf-8", "surrogatepass")
+        return Record(path, outline or Outline(), lambda: data, names=names)
 
 
 def _last(dotted: str) -> str:
@@ -384,7 +393,7 @@ def _absolute(base: str, name: str, record: Record) -> str:
     if level == 0:
         return f"{module}.{name}" if module else name
     package = record.names[0] if record.names else ""
-    if not Path(record.path).name == "__init__.py":
+    if not record.path.endswith("__init__.py"):
         package = package.rpartition(".")[0]
     for _ in range(level - 1):
         package = package.rpartition(".")[0]
@@ -399,4 +408,11 @@ def view_key(view: FileView) -> str:
 
     if not view:
         return ""
-    return hashlib.blake2b(repr(view).encode(), digest_size=8).hexdigest()
+    # Sorted: a frozenset's repr follows string hashes, which differ from run to run.
+    stable = (
+        view.module,
+        sorted(view.function_bases),
+        sorted(view.function_names),
+        view.signatures,
+    )
+    return hashlib.blake2b(repr(stable).encode(), digest_size=8).hexdigest()

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from .config import Config
 from .gitignore import IgnoreRule, is_ignored, parse_gitignore
 from .model import FileError, FileResult
-from .prefilter import Outline, can_hold_findings, class_declarations, outline
-from .project import EMPTY, FileView, ProjectIndex, Record, view_key
+from .prefilter import Outline, can_hold_findings, class_declarations, module_imports, outline
+from .project import EMPTY, Details, FileView, ProjectIndex, Record, view_key
 from .settings import Settings
 from .source_io import kind_of, read_source
 
@@ -30,7 +30,7 @@ Progress = Callable[[int], AbstractContextManager[Callable[[], None]]]
 # Below this many files to parse (or to read), starting worker processes costs more than it saves.
 POOL_THRESHOLD = 16
 READ_POOL_THRESHOLD = 400
-FILES_PER_ENGINE_LOAD = 3000
+FILES_PER_ENGINE_LOAD = 1500
 
 
 @dataclass(frozen=True)
@@ -123,8 +123,8 @@ def _walk(
     root: str, config: Config, respect_gitignore: bool, errors: list[FileError]
 ) -> Iterator[str]:
     """Python files below `root`, as strings (pathlib costs more than the walk itself)."""
-    if config.is_excluded(Path(root)) and os.path.abspath(root) != str(config.root.resolve()):
-        return
+    # A directory named on the command line is walked even inside an excluded one (a package
+    # in site-packages, say), as ruff does; exclusions apply to what the walk finds below it.
     absolute_root = os.path.abspath(root)
     start_layers = _parent_layers(absolute_root) if respect_gitignore else []
     # os.scandir does not follow symlinked directories here, so a link loop cannot trap us.
@@ -182,6 +182,7 @@ class _Read:
     digest: str | None = None
     outline: Outline | None = None
     error: FileError | None = None
+    details: Details | None = None  # for the files the project index will surely ask about
 
 
 def _read_batch(batch: list[tuple[str, frozenset[str]]], hashed: bool) -> list[_Read]:
@@ -198,7 +199,14 @@ def _read_batch(batch: list[tuple[str, frozenset[str]]], hashed: bool) -> list[_
             from .cache import content_hash
 
             digest = content_hash(data)
-        out.append(_Read(data if admitted else None, admitted, digest, outline(data, decls)))
+        details = None
+        if any("Function" in base for _name, bases, _flag in decls for base in bases):
+            # The index will resolve this file's imports: reading them here, in a reader
+            # process, keeps that off the main process.
+            details = Details(imports=module_imports(data))
+        out.append(
+            _Read(data if admitted else None, admitted, digest, outline(data, decls), None, details)
+        )
     return out
 
 
@@ -211,20 +219,16 @@ class _File:
     data: bytes | None = None
     digest: str | None = None
     outline: Outline | None = None
+    details: Details | None = None
     admitted: bool | None = None  # a gate admits it on its own (None: not read this run)
     entry: CacheEntry | None = None  # the cache entry matching this file's stat or bytes
     result: FileResult | None = None
     record: Record | None = None
 
-    def text(self) -> str | None:
-        """The decoded source, read again if it was not kept (the index may need it)."""
-        from .source_io import decode
-
+    def source(self) -> bytes | None:
+        """The bytes, read again if they were not kept (the index may need them)."""
         data = self.data if self.data is not None else read_source(self.path)
-        if isinstance(data, FileError):
-            return None
-        text = decode(data)
-        return text if isinstance(text, str) else None
+        return data if isinstance(data, bytes) else None
 
 
 def lint_paths(
@@ -274,19 +278,26 @@ def lint_paths(
             item.result = FileResult(str(item.path), error=read.error)
             continue
         item.data, item.admitted, item.digest = read.data, read.admitted, read.digest
-        item.outline = read.outline
+        item.outline, item.details = read.outline, read.details
         if cache is not None:
             item.entry = cache.lookup_hash(item.key, item.digest or "")
     for item in items:
         if item.entry is not None:
             item.outline = item.entry.outline
+    if cache is not None and _unchanged(cache, items, unread):
+        # No file was added, removed or changed since the last run: every view is the same.
+        reuse = [
+            item.entry.result_for(str(item.path)) for item in items if item.reported and item.entry
+        ]
+        return sorted(reuse, key=lambda r: r.path)
     # 2. The project index: Function classes resolved through imports, across every file.
     records = []
     for item in items:
         if item.outline is None:
             continue
         details = item.entry.details if item.entry is not None else None
-        item.record = Record(str(item.path), item.outline, item.text, details)
+        details = details or item.details or Details()
+        item.record = Record(str(item.path), item.outline, item.source, details)
         records.append(item.record)
     index = ProjectIndex(root, records)
     # 3. Reuse results computed under the same view of the project; analyse the rest.
@@ -333,6 +344,16 @@ def lint_paths(
     return results_out
 
 
+def _unchanged(cache: Cache, items: list[_File], unread: list[_File]) -> bool:
+    from .cache import files_key
+
+    if unread or any(item.result is not None for item in items):
+        return False  # something was read, or could not be
+    if any(item.reported and (item.entry is None or item.entry.result is None) for item in items):
+        return False  # a file named now that an earlier run only read for the index
+    return cache.files_key == files_key([item.key for item in items])
+
+
 def _store(cache: Cache, items: list[_File], keys: dict[str, str]) -> None:
     """Record what this run learned: results under their view, and each file's details once
     the index computed them (a project file's entry has no result until it is named)."""
@@ -345,7 +366,7 @@ def _store(cache: Cache, items: list[_File], keys: dict[str, str]) -> None:
             entry is None
             or item.admitted is not None
             or (item.reported and entry.index_key != keys.get(item.key, entry.index_key))
-            or (details is not None and entry.details is None)
+            or details != entry.details
         )
         if not fresh:
             continue
@@ -355,6 +376,11 @@ def _store(cache: Cache, items: list[_File], keys: dict[str, str]) -> None:
             continue
         key = keys.get(item.key, entry.index_key if entry else "~")
         cache.store(item.key, item.stat, digest, item.outline or Outline(), result, key, details)
+    from .cache import files_key
+
+    every = files_key([item.key for item in items])
+    if cache.files_key != every:
+        cache.files_key, cache.dirty = every, True
     cache.save()
 
 
@@ -362,8 +388,8 @@ def _read_many(batch: list[tuple[str, frozenset[str]]], hashed: bool, workers: i
     """Read and gate many files in forked workers while this process loads the engine."""
     from .workers import load_engine, reader_pool
 
-    # Reading ~3,000 files costs about what loading the engine costs here: one reader then
-    # finishes alongside it, and more would only compete with it for the cores.
+    # Reading (and outlining) ~1,500 files costs about what loading the engine costs here: one
+    # reader then finishes alongside it, and more would only compete with it for the cores.
     readers = 1 if len(batch) <= FILES_PER_ENGINE_LOAD else workers
     size = -(-len(batch) // (readers * 4))  # a few batches per reader balance the load
     with reader_pool(readers) as pool:
@@ -423,15 +449,13 @@ def project_index(
     reads: Sequence[tuple[Path, bytes]], project: Sequence[Path], root: Path | None
 ) -> ProjectIndex:
     """The index over files already read (`reads`) and the rest of the project (read here)."""
-    from .source_io import decode
 
     def loader(data: bytes | None, path: Path):  # type: ignore[no-untyped-def]
-        def text() -> str | None:
+        def source() -> bytes | None:
             raw = data if data is not None else read_source(path)
-            decoded = decode(raw) if isinstance(raw, bytes) else None
-            return decoded if isinstance(decoded, str) else None
+            return raw if isinstance(raw, bytes) else None
 
-        return text
+        return source
 
     seen = {os.path.abspath(path) for path, _ in reads}
     records = [Record(str(path), outline(data), loader(data, path)) for path, data in reads]

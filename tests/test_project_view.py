@@ -65,17 +65,9 @@ EXPECTED = [("model.py", "AGL407", 5), ("ops.py", "AGL201", 9)]
 
 
 def _check(cwd: Path, *args: str, stdin: str | None = None) -> list[tuple[str, str, int]]:
+    caching = [] if "--cache-dir" in args else ["--no-cache"]
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "autogradlint",
-            "check",
-            "--no-cache",
-            "--output-format",
-            "json",
-            *args,
-        ],
+        [sys.executable, "-m", "autogradlint", "check", *caching, "--output-format", "json", *args],
         cwd=cwd,
         input=stdin,
         capture_output=True,
@@ -148,3 +140,35 @@ def test_re_exports_through_a_package_are_followed(tmp_path: Path) -> None:
         "import pkg\n\n\nclass Child(pkg.PublicBase):\n    def backward(ctx, g):\n        return g\n"
     )
     assert _check(tmp_path, "user.py") == [("user.py", "AGL402", 5)]
+
+
+def test_the_cache_key_of_a_view_does_not_depend_on_the_hash_seed() -> None:
+    """A frozenset's repr follows string hashes, which differ per process: keyed on it, every
+    warm run re-analysed the files with a cross-file view."""
+    code = (
+        "from autogradlint.project import FileView, view_key\n"
+        "print(view_key(FileView('m', frozenset({'Function', 'torch.autograd.Function', 'b'}))))"
+    )
+    keys = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in (1, 2, 3, 4)
+    }
+    assert len(keys) == 1
+
+
+def test_a_warm_run_of_one_file_reads_nothing_it_need_not(package: Path) -> None:
+    ops = package / "src" / "mypkg" / "ops.py"
+    cache = package / "cache"
+    first = _check(package, "--cache-dir", str(cache), str(ops))
+    (package / "src" / "mypkg" / "base.py").write_text(
+        BASE.replace("torch.autograd.Function", "object")
+    )
+    assert _check(package, "--cache-dir", str(cache), str(ops)) == []  # base changed: seen
+    (package / "src" / "mypkg" / "base.py").write_text(BASE)
+    assert _check(package, "--cache-dir", str(cache), str(ops)) == first

@@ -110,18 +110,18 @@ TENSOR_EVIDENCE = frozenset(
 )
 
 
-_CALLED_NAME = re.compile(r"(?<![\w.])(\w+)[ \t]*\(")
-
-
-def _called_names(source: str) -> set[str]:
-    """Every bare name called as `Name(` in the text, class statements (`class Name(`) aside:
-    one pass for the whole file."""
-    out: set[str] = set()
-    for match in _CALLED_NAME.finditer(source):
+def _instantiated(source: str, name: str) -> bool:
+    """Whether `Name(` is called anywhere in the text other than its class statement (asked
+    only for classes with a non-static method: a literal search each, no whole-file scan)."""
+    pattern = re.compile(rf"{re.escape(name)}[ \t]*\(")
+    for match in pattern.finditer(source):
+        before = source[match.start() - 1 : match.start()]
+        if before and (before.isalnum() or before in "._"):
+            continue  # `MyName(` or `x.Name(`: another name
         line_start = source.rfind("\n", 0, match.start()) + 1
         if not source[line_start : match.start()].rstrip(" \t").endswith("class"):
-            out.add(match.group(1))
-    return out
+            return True
+    return False
 
 
 def _is_static(function: cst.FunctionDef) -> bool:
@@ -211,10 +211,7 @@ class FunctionContract(Check):
 
     # --- AGL402 ------------------------------------------------------------------------------
     def _static_methods(self, info: ClassInfo) -> None:
-        called: set[str] = self.__dict__.get("_called") or self.__dict__.setdefault(
-            "_called", _called_names(self.ctx.facts.source)
-        )
-        instantiated = info.name in called
+        instantiated: bool | None = None
         for name in CONTRACT_METHODS:
             method = info.methods.get(name)
             if method is None or _is_static(method):
@@ -225,6 +222,8 @@ class FunctionContract(Check):
                 # Through the class (`apply`, `Fn.forward(ctx, x)`) a plain function and a
                 # static method are the same; through an instance the plain one gets the
                 # instance as its first argument, so the fix is proven only without instances.
+                if instantiated is None:
+                    instantiated = _instantiated(self.ctx.facts.source, info.name)
                 note = (
                     f"`{info.name}(...)` is instantiated in this file: looked up on an instance, "
                     f"`{name}` gets the instance as its first argument until it is static"

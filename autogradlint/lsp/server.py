@@ -26,7 +26,7 @@ from ..model import FileResult, Finding
 from ..prefilter import Outline, outline
 from ..project import EMPTY, ProjectIndex, Record, project_root
 from ..runner import discover as discover_files
-from ..source_io import decode, read_source
+from ..source_io import read_source
 from ..suppress import noqa_line
 from .convert import SOURCE, hover_markdown, minimal_edit, to_diagnostic
 from .jobs import PRELOAD, Job
@@ -189,17 +189,10 @@ class AutogradLintServer(LanguageServer):
 
 def record_of(path: Path, source: str | None = None) -> Record:
     """The index's record of one file, from an editor buffer or from disk."""
-    if source is not None:
-        return Record(str(path), outline(source.encode("utf-8", "surrogatepass")), lambda: source)
-    data = read_source(path)
+    data = source.encode("utf-8", "surrogatepass") if source is not None else read_source(path)
     if not isinstance(data, bytes):
         return Record(str(path), Outline(), lambda: None)
-
-    def text() -> str | None:
-        decoded = decode(data)
-        return decoded if isinstance(decoded, str) else None
-
-    return Record(str(path), outline(data), text)
+    return Record(str(path), outline(data), lambda: data)
 
 
 def _inside(path: Path, root: Path) -> bool:
