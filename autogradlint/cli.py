@@ -357,6 +357,10 @@ def _project(
     root = project_root(Path(anchor), config.source)
     if root is None:
         return None, []  # a loose file: the named paths are the project
+    if Config(root=root, exclude=config.exclude, extend_exclude=config.extend_exclude).is_excluded(
+        Path(anchor).resolve()
+    ):
+        return None, []  # a package in a virtualenv, say: not part of the project around it
     if found is not None and any(Path(p).resolve() == root.resolve() for p in named):
         return root, []
     return root, discover_files([str(root)], config, respect_gitignore=respect_gitignore).files

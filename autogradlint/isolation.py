@@ -26,6 +26,7 @@ from typing import Any
 
 DEFAULT_TIME_BUDGET = float(os.environ.get("AUTOGRADLINT_FILE_TIMEOUT", "60"))
 DEFAULT_MEMORY_BUDGET = int(os.environ.get("AUTOGRADLINT_FILE_MEMORY_MB", "4096")) << 20
+QUEUED_PER_WORKER = 2  # the running job and the next
 
 
 @dataclass(frozen=True)
@@ -95,12 +96,27 @@ class Worker:
         self.process.start()
         child.close()
         self.conn = parent
-        self.job: int | None = None
-        self.started = 0.0
+        # Jobs sent and not answered yet, oldest first: the first is the one running (a
+        # worker answers in order), the others wait in its pipe, so it never idles for a
+        # round trip to the parent between two jobs.
+        self.queue: deque[int] = deque()
+        self.started = 0.0  # when the running job started (as near as the parent can tell)
+
+    @property
+    def job(self) -> int | None:
+        return self.queue[0] if self.queue else None
 
     def give(self, index: int, job: Any) -> None:
-        self.job, self.started = index, time.monotonic()
+        if not self.queue:
+            self.started = time.monotonic()
+        self.queue.append(index)
         self.conn.send(job)
+
+    def answered(self) -> int:
+        """The running job is done; the next one (if any) starts now."""
+        index = self.queue.popleft()
+        self.started = time.monotonic()
+        return index
 
     def stop(self) -> None:
         try:
@@ -143,42 +159,45 @@ def run_isolated(
     pending = deque(order if order is not None else range(len(jobs)))
     gc.freeze()  # what is loaded so far is never garbage: keep it out of every collection
     pool: list[Worker] = []
+
+    def lost(worker: Worker, reason: str) -> None:
+        """The running job failed with its worker; the ones queued behind it go back."""
+        results[worker.answered()] = Failure(reason)
+        pending.extendleft(reversed(worker.queue))
+        _replace(pool, worker)
+        if tick is not None:
+            tick()
+
     try:
-        while pending or any(w.job is not None for w in pool):
-            while pending and (len(pool) < workers or any(w.job is None for w in pool)):
-                worker = next((w for w in pool if w.job is None), None)
-                if worker is None:
-                    worker = Worker(fn, memory_budget)
-                    pool.append(worker)
-                index = pending.popleft()
-                try:
-                    worker.give(index, jobs[index])
-                except (OSError, ValueError):
-                    results[index] = Failure(worker.death())
-                    _replace(pool, worker)
-            busy = [w for w in pool if w.job is not None]
+        while pending or any(w.queue for w in pool):
+            while len(pool) < min(workers, len(pending)):
+                pool.append(Worker(fn, memory_budget))
+            for worker in list(pool):
+                while pending and len(worker.queue) < QUEUED_PER_WORKER:
+                    index = pending.popleft()
+                    try:
+                        worker.give(index, jobs[index])
+                    except (OSError, ValueError):
+                        pending.appendleft(index)
+                        lost(worker, worker.death()) if worker.queue else _replace(pool, worker)
+                        break
+            busy = [w for w in pool if w.queue]
+            if not busy:
+                continue
             deadline = min(w.started for w in busy) + time_budget
-            timeout = max(0.0, deadline - time.monotonic())
-            ready = wait([w.conn for w in busy], timeout=timeout)
+            ready = wait([w.conn for w in busy], timeout=max(0.0, deadline - time.monotonic()))
             for worker in busy:
-                index = worker.job
-                assert index is not None
                 if worker.conn in ready:
                     try:
                         status, value = worker.conn.recv()
                     except (EOFError, OSError):
-                        results[index] = Failure(worker.death())
-                        _replace(pool, worker)
-                    else:
-                        results[index] = value if status == "ok" else Failure(value)
-                        worker.job = None
+                        lost(worker, worker.death())
+                        continue
+                    results[worker.answered()] = value if status == "ok" else Failure(value)
                     if tick is not None:
                         tick()
                 elif time.monotonic() - worker.started >= time_budget:
-                    results[index] = Failure(f"took longer than {time_budget:g} s to analyse")
-                    _replace(pool, worker)
-                    if tick is not None:
-                        tick()
+                    lost(worker, f"took longer than {time_budget:g} s to analyse")
     finally:
         for worker in pool:
             worker.stop()
@@ -232,7 +251,7 @@ class Persistent:
                 status, value = worker.conn.recv()
             except (EOFError, OSError):
                 return self._lost(worker, worker.death())
-            worker.job = None
+            worker.answered()
             return value if status == "ok" else Failure(value)
 
     def _lost(self, worker: Worker, reason: str) -> Failure:

@@ -205,17 +205,20 @@ def _offsets(data: bytes, token: bytes) -> list[int]:
     return out
 
 
-_RENAMED_CLASS = re.compile(rb" as[ \t]+([A-Za-z_]\w*)")  # starts with a literal: fast
+_IDENTIFIER = re.compile(rb"[A-Za-z_]\w*")
 
 
 def outline(data: bytes, decls: Sequence[ClassDecl] | None = None) -> Outline:
-    callees = {_word_before(data, at) for token in _CALLS for at in _offsets(data, token)}
+    callees = {
+        _word_before(data, at) for token in _CALLS if token in data for at in _offsets(data, token)
+    }
     callees.discard("")
     aliases: set[tuple[str, str]] = set()
-    for match in _RENAMED_CLASS.finditer(data):
-        name = _word_before(data, match.start())
+    for at in _offsets(data, b" as "):
+        alias = _IDENTIFIER.match(data, at + 4)
+        name = _word_before(data, at) if alias is not None else ""
         if name[:1].isupper():  # a class (or torch's `Function`) imported as another name
-            aliases.add((name, match.group(1).decode("ascii", "replace")))
+            aliases.add((name, alias.group().decode("ascii", "replace")))  # type: ignore[union-attr]
     return Outline(
         tuple(class_declarations(data) if decls is None else decls),
         tuple(sorted(aliases)),
