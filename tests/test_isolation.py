@@ -115,3 +115,68 @@ def test_a_killed_worker_is_replaced() -> None:
         "the parser crashed (SIGKILL)",
         "the parser crashed (SIGABRT)",
     ]
+
+
+def test_sigterm_stops_a_run_whose_parser_is_busy(tmp_path: Path) -> None:
+    """The parser runs in a worker: the CLI process itself always sees SIGTERM and SIGINT
+    (they were ignored while libcst's native code ran in it)."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "slow.py").write_text(HOOK + "+".join(["g"] * 8_000) + "\n")
+    env = {**os.environ, "AUTOGRADLINT_MAX_EXPRESSION_DEPTH": "1000000000"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "autogradlint", "check", "--no-cache", str(tmp_path)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(2.0)  # well inside libcst's minutes-long parse of that chain
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) != 0
+
+
+def test_fix_parses_the_slice_not_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fix` on a large file costs what `check` costs: libcst sees the Function, not the
+    megabytes around it (it took 164 s and 2.9 GB on a 2 MB file)."""
+    from autogradlint import engine
+    from autogradlint.fix.loop import fix_text
+
+    filler = "".join(f"def helper_{i}(x):\n    return x + {i}\n\n\n" for i in range(40_000))
+    source = filler + SQUARE_BUG.replace("import torch\n", "import torch\n\n\n", 1)
+    assert len(source) > 1_500_000
+    sizes: list[int] = []
+    real = engine.parse_module
+
+    def recording(text: str):  # type: ignore[no-untyped-def]
+        sizes.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(engine, "parse_module", recording)
+    outcome = fix_text(source, "big.py")
+    assert outcome.error is None and outcome.applied == ["AGL101"]
+    assert "with torch.enable_grad():" in outcome.source
+    assert outcome.source.startswith(filler)
+    assert sizes and max(sizes) < 5_000  # every parse was of the slice
+
+
+def test_a_long_chain_of_subclasses_is_resolved_in_one_walk() -> None:
+    """The Function closure goes over the classes once (10,000 chained subclasses took 216 s
+    when every layer iterated over all classes until nothing changed: once per level)."""
+    from autogradlint.analysis.hierarchy import descendants, inherited
+
+    passes = 0
+
+    class Counting(dict):  # type: ignore[type-arg]
+        def items(self):  # type: ignore[no-untyped-def]
+            nonlocal passes
+            passes += 1
+            return super().items()
+
+    n = 20_000
+    bases = Counting({f"C{i}": [f"C{i - 1}"] for i in range(n, 0, -1)})  # bases defined last
+    assert descendants({"C0"}, bases) == {f"C{i}" for i in range(n + 1)}
+    assert passes == 1
+    kinds = inherited({"C0": {"function"}}, bases)
+    assert kinds[f"C{n}"] == {"function"} and passes == 2
