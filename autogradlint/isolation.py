@@ -26,7 +26,10 @@ from typing import Any
 
 DEFAULT_TIME_BUDGET = float(os.environ.get("AUTOGRADLINT_FILE_TIMEOUT", "60"))
 DEFAULT_MEMORY_BUDGET = int(os.environ.get("AUTOGRADLINT_FILE_MEMORY_MB", "4096")) << 20
-QUEUED_PER_WORKER = 2  # the running job and the next
+QUEUED_PER_WORKER = 2  # the running job and the next...
+# ...when that next one is small: the parent's send of a job the pipe cannot hold would wait for
+# the worker to read it, while the worker may be waiting for the parent to read its result.
+SMALL_JOB = 32 << 10
 
 
 @dataclass(frozen=True)
@@ -148,11 +151,13 @@ def run_isolated(
     memory_budget: int = DEFAULT_MEMORY_BUDGET,
     order: Iterable[int] | None = None,
     tick: Callable[[], None] | None = None,
+    size: Callable[[Any], int] | None = None,
 ) -> list[Any]:
     """`fn(job)` for every job, each in a worker process; a `Failure` where none came back.
 
     `fn` must be importable by the workers (they are forked, so any module-level function is).
-    Results come back in job order; `order` is the order to start them in (largest first)."""
+    Results come back in job order; `order` is the order to start them in (largest first).
+    `size` tells how big a job is: small ones are queued behind the running one."""
     if not jobs:
         return []
     results: list[Any] = [None] * len(jobs)
@@ -173,7 +178,14 @@ def run_isolated(
             while len(pool) < min(workers, len(pending)):
                 pool.append(Worker(fn, memory_budget))
             for worker in list(pool):
-                while pending and len(worker.queue) < QUEUED_PER_WORKER:
+                while pending and (
+                    not worker.queue
+                    or (
+                        len(worker.queue) < QUEUED_PER_WORKER
+                        and size is not None
+                        and size(jobs[pending[0]]) <= SMALL_JOB
+                    )
+                ):
                     index = pending.popleft()
                     try:
                         worker.give(index, jobs[index])

@@ -414,7 +414,12 @@ def _analyse(pending: list[Job], workers: int, progress: Progress | None) -> lis
     order = sorted(range(len(pending)), key=lambda i: -len(pending[i][1]))
     with progress(len(pending)) if progress else nullcontext(_noop) as tick:
         results = run_isolated(
-            _lint_job, pending, workers=min(workers, len(pending)), order=order, tick=tick
+            _lint_job,
+            pending,
+            workers=min(workers, len(pending)),
+            order=order,
+            tick=tick,
+            size=lambda job: len(job[1]),
         )
     return [
         FileResult(job[0], error=FileError(job[0], f"too complex to analyse: {r.reason}"))

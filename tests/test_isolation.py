@@ -180,3 +180,15 @@ def test_a_long_chain_of_subclasses_is_resolved_in_one_walk() -> None:
     assert passes == 1
     kinds = inherited({"C0": {"function"}}, bases)
     assert kinds[f"C{n}"] == {"function"} and passes == 2
+
+
+def _echo(data: bytes) -> bytes:
+    return data * 2
+
+
+def test_large_jobs_and_results_never_deadlock_the_pool() -> None:
+    """A large job is never queued behind a running one: its send would wait for the worker,
+    which may be waiting to send a large result (the corpus fix round trip hung on it)."""
+    jobs = [bytes([i]) * (3 << 20) for i in range(6)] + [b"x" * 100] * 20
+    results = run_isolated(_echo, jobs, workers=2, size=len, time_budget=120)
+    assert [len(r) for r in results] == [len(j) * 2 for j in jobs]

@@ -97,59 +97,30 @@ def odd_names(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_junit_with_odd_file_names_is_valid_xml(odd_names: Path) -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "autogradlint",
-            "check",
-            "--no-cache",
-            "--output-format",
-            "junit",
-            str(odd_names),
-        ],
-        capture_output=True,
+def _check_bytes(output_format: str, path: str, cwd: Path | None = None):  # type: ignore[no-untyped-def]
+    """`check` in a subprocess, its output as bytes (a name that is not UTF-8 stays exact)."""
+    command = [sys.executable, "-m", "autogradlint", "check", "--no-cache"]
+    return subprocess.run(
+        [*command, "--output-format", output_format, path], capture_output=True, cwd=cwd
     )
+
+
+def test_junit_with_odd_file_names_is_valid_xml(odd_names: Path) -> None:
+    result = _check_bytes("junit", str(odd_names))
     root = ET.fromstring(result.stdout)  # used to be invalid XML
     names = sorted(case.get("name") for case in root.iter("testcase"))
     assert [Path(n).name for n in names] == ["caf\\xe9.py", "esc\\x1b[31m.py"]
 
 
 def test_github_annotations_escape_odd_file_names(odd_names: Path) -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "autogradlint",
-            "check",
-            "--no-cache",
-            "--output-format",
-            "github",
-            str(odd_names),
-        ],
-        capture_output=True,
-    )
+    result = _check_bytes("github", str(odd_names))
     text = result.stdout.decode("utf-8")  # valid UTF-8, no raw escape character
     assert "\x1b" not in text
     assert "caf\\xe9.py" in text and "esc\\x1b[31m.py" in text
 
 
 def test_sarif_uris_are_percent_encoded(odd_names: Path) -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "autogradlint",
-            "check",
-            "--no-cache",
-            "--output-format",
-            "sarif",
-            str(odd_names),
-        ],
-        capture_output=True,
-        cwd=odd_names,
-    )
+    result = _check_bytes("sarif", str(odd_names), cwd=odd_names)
     document = json.loads(result.stdout)
     jsonschema.validate(document, SCHEMA)
     uris = sorted(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from ..analysis.control import (
@@ -131,7 +133,16 @@ def wrap_in_enable_grad(
 
         edits.blocks[id(block)] = edit
 
-    title = "wrap the recomputation in `with torch.enable_grad():`"
+    return _grad_mode_fix(
+        method, build, "wrap the recomputation in `with torch.enable_grad():`", why
+    )
+
+
+def _grad_mode_fix(
+    method: cst.FunctionDef, build: Callable[[Edits], None], title: str, why: str | None
+) -> Fix:
+    """Safe when nothing stood in the way of the proof; else the same rewrite, unsafe, with
+    the reason."""
     if why is not None:
         return Fix("unsafe", method, build, title, _NOT_PROVEN.format(why=why))
     return Fix("safe", method, build, title)
@@ -165,10 +176,7 @@ def no_grad_to_enable_grad(
         enable = cst.Call(edits.torch("enable_grad"))
         edits.nodes[id(item.item)] = lambda _node: enable
 
-    title = "replace `torch.no_grad()` by `torch.enable_grad()`"
-    if why is not None:
-        return Fix("unsafe", method, build, title, _NOT_PROVEN.format(why=why))
-    return Fix("safe", method, build, title)
+    return _grad_mode_fix(method, build, "replace `torch.no_grad()` by `torch.enable_grad()`", why)
 
 
 def _no_grad_unproven(
