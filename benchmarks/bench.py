@@ -117,32 +117,9 @@ def main() -> None:
         f"peak RSS of any child process: {peak / 1024:.0f} MB (rounds: {args.rounds}, medians; "
         "ruff's peak counts too)"
     )
-    print(
-        f"LSP: one lint of a 2,000-line file after a change: {_lsp_latency() * 1000:.0f} ms "
-        "(median, plus the server's 50 ms debounce)"
-    )
-
-
-def _lsp_latency() -> float:
-    """What the language server does per change, on a ~2,000-line module: torch's own
-    `nn/modules/loss.py` followed by the buggy example Functions (so there is something to
-    report and place)."""
-    import torch.nn.modules.loss as loss_module
-
-    from autogradlint.engine import analyse, locate
-
-    padding = Path(loss_module.__file__).read_text()
-    example = (Path(__file__).resolve().parent.parent / "examples" / "reentrant_bug.py").read_text()
-    text = padding + "\n\n" + example.split("if __name__")[0]
-    timings = []
-    for _ in range(7):
-        start = time.perf_counter()
-        result = analyse(text, "big.py")
-        if result.module is not None and result.text is not None:
-            locate(result.module, result.text, result.violations, "big.py", result.layout)
-        timings.append(time.perf_counter() - start)
-    print(f"LSP file: {text.count(chr(10))} lines", end="; ")
-    return statistics.median(timings)
+    # The language server with a real client over stdio (benchmarks/lsp_latency.py).
+    latency = Path(__file__).with_name("lsp_latency.py")
+    subprocess.run([sys.executable, str(latency)], check=False)
 
 
 if __name__ == "__main__":

@@ -5,21 +5,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine import lint_source
 from ..fix.loop import fix_text, single_fixes
+from ..incremental import IncrementalLinter
 from ..project import FileView
 from ..settings import Settings
 
 # (kind, source, path, enabled rules, settings, what the project says about the file)
 Job = tuple[str, str, str, frozenset[str], Settings, FileView]
 PRELOAD = ("autogradlint.lsp.jobs",)  # what the fork server imports once for every worker
+# The worker lives as long as the server: it remembers each document's findings per class, so
+# a keystroke re-analyses only the class it changed (incremental.py).
+LINTER = IncrementalLinter()
 
 
 def run(job: Job) -> Any:
     kind, source, path, enabled, settings, project = job
     options: dict[str, Any] = {"enabled": enabled, "settings": settings, "project": project}
     if kind == "lint":
-        return lint_source(source, path, **options)
+        return LINTER.lint(source, path, **options)
+    if kind == "close":
+        LINTER.forget(path)
+        return None
     if kind == "fixes":
         return single_fixes(source, path, **options)
     if kind == "fix_all":

@@ -26,6 +26,7 @@ from ..model import FileResult, Finding
 from ..prefilter import Outline, outline
 from ..project import EMPTY, ProjectIndex, Record, project_root
 from ..runner import discover as discover_files
+from ..settings import Settings
 from ..source_io import read_source
 from ..suppress import noqa_line
 from .convert import SOURCE, hover_markdown, minimal_edit, to_diagnostic
@@ -242,6 +243,8 @@ def did_close(ls: AutogradLintServer, params: types.DidCloseTextDocumentParams) 
     state = ls.documents.pop(params.text_document.uri, None)
     if state is not None and state.task is not None:
         state.task.cancel()
+    job: Job = ("close", "", str(_path(params.text_document.uri)), frozenset(), Settings(), EMPTY)
+    asyncio.ensure_future(ls.compute(job))
     ls.text_document_publish_diagnostics(
         types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])
     )
