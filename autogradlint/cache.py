@@ -23,7 +23,7 @@ from typing import Any
 
 from . import __version__
 from .analysis.bindings import Binding
-from .model import FileError, FileResult, Finding
+from .model import FileError, FileResult, Finding, FixSuggestion, LineEdit
 from .prefilter import Outline
 from .project import Details, Signature
 
@@ -59,6 +59,7 @@ def result_to_json(result: FileResult) -> dict[str, Any]:
         "findings": [asdict(f) for f in result.findings],
         "error": asdict(result.error) if result.error else None,
         "parsed": result.parsed,
+        "fixes": [asdict(f) for f in result.fixes],
     }
 
 
@@ -66,7 +67,21 @@ def result_from_json(path: str, data: dict[str, Any]) -> FileResult:
     """Raises (KeyError, TypeError, ValueError) on an entry that is not one this code wrote."""
     findings = [Finding(**{**item, "path": path}) for item in data["findings"]]
     error = FileError(**{**data["error"], "path": path}) if data["error"] else None
-    return FileResult(path, findings=findings, error=error, parsed=bool(data["parsed"]))
+    fixes = [
+        FixSuggestion(
+            **{
+                **item,
+                "edits": tuple(
+                    LineEdit(int(e["start"]), int(e["end"]), tuple(map(str, e["lines"])))
+                    for e in item["edits"]
+                ),
+            }
+        )
+        for item in data.get("fixes", [])
+    ]
+    return FileResult(
+        path, findings=findings, error=error, parsed=bool(data["parsed"]), fixes=fixes
+    )
 
 
 @dataclass(frozen=True)
@@ -94,6 +109,7 @@ class Entry:
             findings=[replace(f, path=path) for f in result.findings],
             error=replace(result.error, path=path) if result.error else None,
             parsed=result.parsed,
+            fixes=list(result.fixes),
         )
 
     def matches(self, info: os.stat_result) -> bool:

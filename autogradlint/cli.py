@@ -11,7 +11,7 @@ import click
 from . import __version__
 from .config import Config, ConfigError, discover, expand_selectors, load_file
 from .meta import FAMILIES, all_rules, get_rule
-from .model import FileError, FileResult
+from .model import FileError
 from .project import EMPTY
 from .runner import discover as discover_files
 from .runner import lint_paths
@@ -232,19 +232,23 @@ def check(
     errors: list[FileError] = []
     sources: dict[str, list[str]] = {}
     respect_gitignore = not no_respect_gitignore
+    # Machine-readable formats carry each fixable finding's fix (ruff's `fix`, SARIF `fixes`),
+    # computed in the same analysis as the finding.
+    wants = frozenset({"fixes"}) if output_format in ("json", "sarif") else frozenset()
     if paths == ("-",):
         name = stdin_filename or "<stdin>"
-        from .engine import lint_source
+        from .lint import lint_file
 
         data = sys.stdin.buffer.read()
         view = _stdin_view(name, data, config, respect_gitignore) if stdin_filename else EMPTY
         results = [
-            lint_source(
+            lint_file(
                 data,
                 name,
                 enabled=config.enabled_for(Path(name)),
                 settings=config.settings,
                 project=view,
+                fixes="fixes" in wants,
             )
         ]
     else:
@@ -266,6 +270,7 @@ def check(
             progress=_progress(err) if show_progress else None,
             project=project,
             root=root,
+            wants=wants,
         )
     errors.extend(r.error for r in results if r.error is not None)
     stdin_data = data if paths == ("-",) else None
@@ -298,7 +303,7 @@ def check(
         from .confirm.run import confirm as run_confirm
 
         outcomes = run_confirm(
-            plan(results, config, include_clean=False),
+            plan(results, include_clean=False),
             ["cpu", "cuda"],
             config.confirm_timeout or 240.0,
             dict(config.confirm_factories),
@@ -316,7 +321,7 @@ def check(
     elif output_format == "sarif":
         from .report.sarif import render_sarif
 
-        click.echo(render_sarif(results, errors, config.root, _sarif_fixes(results, config)))
+        click.echo(render_sarif(results, errors, config.root))
     elif output_format == "github":
         from .report.ci_formats import render_github
 
@@ -330,7 +335,7 @@ def check(
 
         render_text(out, results, errors, sources, statistics=statistics)
         if outcomes:
-            from .report.confirm_table import render_confirm_table
+            from .confirm.report import render_confirm_table
 
             render_confirm_table(out, outcomes, ["cpu", "cuda"])
     for error in errors:
@@ -378,28 +383,6 @@ def _stdin_view(name: str, data: bytes, config: Config, respect_gitignore: bool)
         return EMPTY
     index = project_index([], project, root)
     return index.view(name, text=text, outline=outline(data))
-
-
-def _sarif_fixes(results: list[FileResult], config: Config):  # type: ignore[no-untyped-def]
-    """Each fixable finding's own edits, for SARIF `fixes` (computed only for fixable files)."""
-    from .fix.loop import single_fixes
-    from .fix.write import decode_source
-
-    fixes = {}
-    for result in results:
-        if not any(f.fixable for f in result.findings):
-            continue
-        try:
-            text = decode_source(Path(result.path).read_bytes())
-        except (OSError, ValueError):
-            continue
-        path = Path(result.path)
-        for fix in single_fixes(
-            text, result.path, enabled=config.enabled_for(path), settings=config.settings
-        ):
-            f = fix.finding
-            fixes[(f.path, f.rule_id, f.line, f.col)] = fix
-    return fixes
 
 
 def _progress(console: Console):  # type: ignore[no-untyped-def]
@@ -738,9 +721,11 @@ def confirm(
 
     found = discover_files(paths, config)
     root, project = _project(paths[0], config, True, paths, found.files)
-    results = lint_paths(found.files, config, project=project, root=root)
+    results = lint_paths(
+        found.files, config, project=project, root=root, wants=frozenset({"classes"})
+    )
     errors = list(found.errors) + [r.error for r in results if r.error is not None]
-    targets = plan(results, config, include_clean=not no_clean)
+    targets = plan(results, include_clean=not no_clean)
     devices = DEVICE_CHOICES[device]
     outcomes = run_confirm(
         targets,
@@ -749,11 +734,11 @@ def confirm(
         dict(config.confirm_factories),
     )
     if output_format == "json":
-        from .report.confirm_table import render_confirm_json
+        from .confirm.report import render_confirm_json
 
         click.echo(render_confirm_json(outcomes))
     else:
-        from .report.confirm_table import render_confirm_table
+        from .confirm.report import render_confirm_table
 
         render_confirm_table(Console(highlight=False), outcomes, devices)
     for error in errors:

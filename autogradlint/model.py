@@ -78,6 +78,37 @@ class FileError:
         return f"{where}: {self.message}"
 
 
+@dataclass(frozen=True)
+class LineEdit:
+    """Original lines [start, end) (0-based) replaced by `lines` (each with its ending)."""
+
+    start: int
+    end: int
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FixSuggestion:
+    """One finding's fix on its own, as edits of the file (ruff's JSON `fix`, SARIF `fixes`)."""
+
+    rule_id: str
+    line: int
+    col: int
+    title: str
+    safety: str  # safe | unsafe
+    note: str
+    edits: tuple[LineEdit, ...]
+
+
+@dataclass(frozen=True)
+class ClassSummary:
+    """A class the confirmer can execute, and the probe that fits it (A, B or C)."""
+
+    name: str
+    line: int
+    probe: str
+
+
 @dataclass
 class FileResult:
     """Everything the engine learned about one file."""
@@ -86,3 +117,5 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)
     error: FileError | None = None
     parsed: bool = False  # False when the byte prefilter proved the file cannot hold a finding
+    fixes: list[FixSuggestion] = field(default_factory=list)  # when asked for (json, sarif)
+    classes: list[ClassSummary] = field(default_factory=list)  # when asked for (confirm)

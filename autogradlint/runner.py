@@ -24,8 +24,9 @@ if TYPE_CHECKING:  # the pool and the cache are imported only by the runs that u
     from .fix.write import ReadFile
 
 PYTHON_SUFFIXES = (".py", ".pyi")
-# One file to analyse: path, bytes, enabled rules, settings, what the project says about it.
-Job = tuple[str, bytes, frozenset[str], Settings, FileView]
+# One file to analyse: path, bytes, enabled rules, settings, what the project says about it,
+# and what the caller wants besides findings ("fixes" for json/sarif, "classes" for confirm).
+Job = tuple[str, bytes, frozenset[str], Settings, FileView, frozenset[str]]
 Progress = Callable[[int], AbstractContextManager[Callable[[], None]]]
 # Below this many files to parse (or to read), starting worker processes costs more than it saves.
 POOL_THRESHOLD = 16
@@ -166,10 +167,18 @@ def _walk(
 
 
 def _lint_job(job: Job) -> FileResult:
-    from .engine import lint_source  # workers and warm runs import libcst only when needed
+    from .lint import lint_file  # workers and warm runs import libcst only when needed
 
-    path, data, enabled, settings, view = job
-    return lint_source(data, path, enabled=enabled, settings=settings, project=view)
+    path, data, enabled, settings, view, wants = job
+    return lint_file(
+        data,
+        path,
+        enabled=enabled,
+        settings=settings,
+        project=view,
+        fixes="fixes" in wants,
+        classes="classes" in wants,
+    )
 
 
 @dataclass
@@ -239,8 +248,10 @@ def lint_paths(
     progress: Progress | None = None,
     project: Sequence[Path] = (),
     root: Path | None = None,
+    wants: frozenset[str] = frozenset(),
 ) -> list[FileResult]:
-    """Lint `files`. Cached results are reused; only files the byte prefilter admits, or that
+    """Lint `files` (`wants`: "fixes" adds each fixable finding's fix, "classes" the classes
+    the confirmer can run). Cached results are reused; only files the byte prefilter admits, or that
     involve a Function of another file, are parsed.
 
     `project` lists the rest of the project (`root` is its top): those files are read, through
@@ -284,7 +295,7 @@ def lint_paths(
     for item in items:
         if item.entry is not None:
             item.outline = item.entry.outline
-    if cache is not None and _unchanged(cache, items, unread):
+    if cache is not None and _unchanged(cache, items, unread, wants):
         # No file was added, removed or changed since the last run: every view is the same.
         reuse = [
             item.entry.result_for(str(item.path)) for item in items if item.reported and item.entry
@@ -313,8 +324,10 @@ def lint_paths(
         keys[item.key] = key = view_key(view)
         entry = item.entry
         if entry is not None and entry.result is not None and entry.index_key == key:
-            item.result = entry.result_for(str(item.path))
-            continue
+            cached = entry.result_for(str(item.path))
+            if _has_what_is_wanted(cached, wants):
+                item.result = cached
+                continue
         enabled = config.enabled_for(item.path)
         if item.admitted is None:  # known from the cache: decide from a fresh read
             read = _read_batch([(str(item.path), enabled)], hashed)[0]
@@ -332,7 +345,7 @@ def lint_paths(
             item.result = FileResult(str(item.path))
             continue
         todo.append(item)
-        pending.append((str(item.path), item.data, enabled, config.settings, view))
+        pending.append((str(item.path), item.data, enabled, config.settings, view, wants))
     in_pool = workers > 1 and bool(pending) and (large or len(pending) >= POOL_THRESHOLD)
     analysed = _analyse(pending, workers if in_pool else 1, progress)
     for item, result in zip(todo, analysed, strict=True):
@@ -344,11 +357,27 @@ def lint_paths(
     return results_out
 
 
-def _unchanged(cache: Cache, items: list[_File], unread: list[_File]) -> bool:
+def _has_what_is_wanted(result: FileResult, wants: frozenset[str]) -> bool:
+    """A cached result serves when it holds what this run asks for besides findings."""
+    if "classes" in wants and result.parsed:
+        return False  # never cached: the confirmer asks rarely, and wants them fresh
+    if "fixes" in wants and any(f.fixable for f in result.findings) and not result.fixes:
+        return False
+    return True
+
+
+def _unchanged(
+    cache: Cache, items: list[_File], unread: list[_File], wants: frozenset[str]
+) -> bool:
     from .cache import files_key
 
     if unread or any(item.result is not None for item in items):
         return False  # something was read, or could not be
+    for item in items:
+        entry = item.entry
+        if item.reported and entry is not None and entry.result is not None:
+            if not _has_what_is_wanted(entry.result, wants):
+                return False
     if any(item.reported and (item.entry is None or item.entry.result is None) for item in items):
         return False  # a file named now that an earlier run only read for the index
     return cache.files_key == files_key([item.key for item in items])

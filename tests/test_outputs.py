@@ -128,3 +128,18 @@ def test_sarif_uris_are_percent_encoded(odd_names: Path) -> None:
         for r in document["runs"][0]["results"]
     )
     assert uris == ["caf%E9.py", "esc%1B%5B31m.py"]
+
+
+def test_json_carries_each_fixable_findings_fix_in_ruffs_shape(tree: Path) -> None:
+    result = invoke("check", "--no-cache", "--output-format", "json", str(tree / "bug.py"))
+    (finding,) = json.loads(result.stdout)
+    fix = finding["fix"]  # was always null
+    assert fix["applicability"] == "safe"
+    assert fix["message"].startswith("wrap the recomputation")
+    (edit,) = fix["edits"]
+    assert "with torch.enable_grad():" in edit["content"]
+    assert edit["location"] == {"row": 12, "column": 1}  # `y = x * x` and the call: lines 12-13
+    assert edit["end_location"] == {"row": 14, "column": 1}
+    lines = BUG.splitlines(keepends=True)
+    patched = "".join(lines[:11]) + edit["content"] + "".join(lines[13:])
+    assert "with torch.enable_grad():" in patched and compile(patched, "bug.py", "exec")

@@ -8,6 +8,7 @@ from fnmatch import fnmatchcase
 import libcst as cst
 
 from ..analysis.aliasing import ALIASING_METHODS
+from ..analysis.compiled import compiled_callee
 from ..analysis.flow import CallSite, MethodFlow
 from ..analysis.names import dotted
 from ..analysis.walk import FastVisitor
@@ -18,7 +19,6 @@ from .common import backward_methods, keyword, source_of
 from .gradient_copy import copy_gradient_first
 
 ALIASING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data"})
-DISPATCHER_NAMESPACES = frozenset({"aten", "prims", "prim", "higher_order", "_c10d_functional"})
 
 
 @dataclass(frozen=True)
@@ -50,51 +50,9 @@ class CompiledGradients(Check):
                 continue
             self.method = method
             for site in flow.calls:
-                callee = self._compiled_callee(site.node)
+                callee = compiled_callee(site.node, facts, self.ctx.settings)
                 if callee is not None:
                     self._check_call(site, callee, flow, grads, info.name)
-
-    # --- what counts as compiled code --------------------------------------------------
-    def _compiled_callee(self, call: cst.Call) -> tuple[str, str] | None:
-        """(kind, display name) for calls into compiled code; kind is `triton` or `extension`."""
-        facts = self.ctx.facts
-        func = call.func
-        if isinstance(func, cst.Subscript):
-            kernel = dotted(func.value)
-            if kernel is not None and self._is_triton_launch(kernel, func):
-                return "triton", kernel
-            return None
-        name = facts.imports.resolve(func)
-        if name is None:
-            return None
-        parts = name.split(".")
-        if parts[:2] == ["torch", "ops"] and len(parts) >= 4:
-            namespace, op = parts[2], parts[3]
-            if namespace in DISPATCHER_NAMESPACES or f"{namespace}.{op}" in facts.python_custom_ops:
-                return None
-            return "extension", name
-        if len(parts) < 2 or parts[0] == "torch":
-            return None  # torch's own bindings (torch._C...) go through ATen and honour strides
-        if parts[0] in facts.compiled_names:
-            return "extension", name
-        patterns = self.ctx.settings.extension_modules
-        for component in parts[:-1]:
-            component = component.lstrip(".")
-            if component and any(fnmatchcase(component, p) for p in patterns):
-                return "extension", name
-        return None
-
-    def _is_triton_launch(self, kernel: str, func: cst.Subscript) -> bool:
-        if kernel.rsplit(".", 1)[-1] in self.ctx.facts.triton_kernels:
-            return True
-        # `table[device](...)` and `OPS[dim](...)` are dict lookups; a launch grid looks like one.
-        if len(func.slice) != 1 or not isinstance(func.slice[0].slice, cst.Index):
-            return False
-        index = func.slice[0].slice.value
-        if isinstance(index, (cst.Tuple, cst.Lambda)):
-            return True
-        text = dotted(index) or ""
-        return "grid" in text.lower()
 
     def _guarded_by_decorator(self, method: cst.FunctionDef) -> bool:
         """`@input_guard` (fla) and friends make every tensor argument contiguous."""

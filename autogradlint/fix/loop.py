@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..engine import Analysis, analyse, locate
-from ..model import Finding, Violation
+from ..model import Finding, LineEdit, Violation
 from ..project import EMPTY, FileView
 from ..settings import Settings
 from .edits import Fix, apply_fixes
-from .splice import LineEdit, apply_line_edits, line_edits
+from .splice import apply_line_edits, line_edits
 from .torch_name import TorchNames, import_edit
 from .verify import compile_error, python_version
 
@@ -162,11 +162,13 @@ def single_fixes(
     enabled: frozenset[str] | None = None,
     settings: Settings | None = None,
     project: FileView = EMPTY,
+    analysed: tuple[Analysis, list[tuple[Finding, Violation]]] | None = None,
 ) -> list[SingleFix]:
-    """Each fixable finding's fix applied alone to `text` (never re-linted: a preview)."""
+    """Each fixable finding's fix applied alone to `text` (never re-linted: a preview).
+    `analysed` is the sliced pass when the caller has just made it."""
     options = {"enabled": enabled, "settings": settings, "project": project}
-    result, located = _pass(text, path, full=False, **options)
-    if not located or compile_error(text, path) is not None:
+    result, located = analysed if analysed is not None else _pass(text, path, full=False, **options)
+    if not any(v.fix for _, v in located) or compile_error(text, path) is not None:
         return []
     out: list[SingleFix] = []
     for finding, violation in located:
@@ -185,3 +187,10 @@ def single_fixes(
             continue  # never offer a fix that breaks the file
         out.append(SingleFix(finding, fix.title, fix.safety, fix.note, new, tuple(made[0])))
     return out
+
+
+def analysed_pass(
+    text: str, path: str, *, enabled, settings, project
+) -> tuple[Analysis, list[tuple[Finding, Violation]]]:
+    """The sliced analysis and its located findings, as the fix functions use them."""
+    return _pass(text, path, full=False, enabled=enabled, settings=settings, project=project)

@@ -12,8 +12,9 @@ line endings included; new lines take the line ending of the place they are put.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from difflib import SequenceMatcher
+
+from ..model import LineEdit
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _ENDING = re.compile(r"(?:\r\n|\r|\n)\Z")
@@ -23,15 +24,6 @@ def split_lines(text: str) -> list[str]:
     """Lines with their endings, as Python's tokenizer counts them (not str.splitlines, which
     also breaks at form feeds and other separators)."""
     return _LINE.findall(text)
-
-
-@dataclass(frozen=True)
-class LineEdit:
-    """Original lines [start, end) (0-based) replaced by `lines` (each with its ending)."""
-
-    start: int
-    end: int
-    lines: tuple[str, ...]
 
 
 def line_edits(

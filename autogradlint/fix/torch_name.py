@@ -16,7 +16,8 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .splice import LineEdit, apply_line_edits, split_lines
+from ..model import LineEdit
+from .splice import apply_line_edits, split_lines
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _FRESH = ("torch", "_torch", "torch_", "_agl_torch")

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..meta import rule_url
-from ..model import FileResult, printable
+from ..model import FileResult, Finding, printable
 
 
 def render_json(results: list[FileResult], outcomes: list[Any] | None = None) -> str:
@@ -29,13 +29,34 @@ def render_json(results: list[FileResult], outcomes: list[Any] | None = None) ->
                     "location": {"row": f.line, "column": f.col + 1},
                     "end_location": {"row": f.end_line, "column": f.end_col + 1},
                     "noqa_row": f.line,
-                    "fix": None,
+                    "fix": _fix(result, f),
                     "fix_safety": f.fix_safety,
                     "url": rule_url(f.rule_id),
                     **({"confirm": verdicts[id(f)]} if id(f) in verdicts else {}),
                 }
             )
     return json.dumps(items, indent=2)
+
+
+def _fix(result: FileResult, finding: Finding) -> dict[str, Any] | None:
+    """The finding's fix in ruff's shape: applicability, message, and edits (whole lines: a
+    location at column 1 of the first, an end at column 1 of the line after the last)."""
+    key = (finding.rule_id, finding.line, finding.col)
+    fix = next((x for x in result.fixes if (x.rule_id, x.line, x.col) == key), None)
+    if fix is None:
+        return None
+    return {
+        "applicability": fix.safety,
+        "message": fix.title + (f" ({fix.note})" if fix.note else ""),
+        "edits": [
+            {
+                "content": "".join(edit.lines),
+                "location": {"row": edit.start + 1, "column": 1},
+                "end_location": {"row": edit.end + 1, "column": 1},
+            }
+            for edit in fix.edits
+        ],
+    }
 
 
 def render_concise(results: list[FileResult]) -> str:

@@ -5,16 +5,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 from .. import __version__
 from ..meta import all_rules
-from ..model import FileError, FileResult
-
-if TYPE_CHECKING:
-    from ..fix.loop import SingleFix
-    from ..fix.splice import LineEdit
+from ..model import FileError, FileResult, LineEdit
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFO_URI = "https://github.com/autogradlint/autogradlint"
@@ -49,7 +45,6 @@ def render_sarif(
     results: list[FileResult],
     errors: list[FileError],
     root: Path,
-    fixes: dict[tuple[str, str, int, int], SingleFix] | None = None,
 ) -> str:
     rules = list(all_rules().values())
     index = {meta.id: i for i, meta in enumerate(rules)}
@@ -92,7 +87,14 @@ def render_sarif(
                 "message": {"text": f.message},
                 "locations": [location],
             }
-            fix = (fixes or {}).get((f.path, f.rule_id, f.line, f.col))
+            fix = next(
+                (
+                    x
+                    for x in result.fixes
+                    if (x.rule_id, x.line, x.col) == (f.rule_id, f.line, f.col)
+                ),
+                None,
+            )
             if fix is not None:
                 item["fixes"] = [
                     {

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..confirm.run import NOT_RUN, Outcome
+from .run import NOT_RUN, Outcome
 
 STYLE = {
     "confirmed": "bold red",

@@ -1,0 +1,91 @@
+"""The one entry point every front end lints a file through: check, fix previews, the
+language server, SARIF and JSON fixes, and the confirmer's plan all read one analysis of the
+file, so they can never disagree."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .analysis.compiled import compiled_callee
+from .analysis.flow import analyse_method
+from .engine import Analysis
+from .fix.loop import analysed_pass, single_fixes
+from .model import ClassSummary, FileResult, FixSuggestion
+from .positions import node_positions
+from .project import EMPTY, FileView
+from .settings import Settings
+
+
+def lint_file(
+    source: bytes | str,
+    path: str = "<stdin>",
+    *,
+    enabled: frozenset[str] | None = None,
+    settings: Settings | None = None,
+    project: FileView = EMPTY,
+    fixes: bool = False,
+    classes: bool = False,
+) -> FileResult:
+    """Findings of one file; with `fixes`, each fixable finding's fix as edits; with
+    `classes`, the classes the confirmer can execute. Errors become FileResult.error."""
+    settings = settings or Settings()
+    if isinstance(source, bytes) and (fixes or classes):
+        from .source_io import decode
+
+        decoded = decode(source)
+        if not isinstance(decoded, str):
+            from .engine import lint_source
+
+            return lint_source(source, path, enabled=enabled, settings=settings, project=project)
+        source = decoded
+    if not (fixes or classes):
+        from .engine import lint_source
+
+        return lint_source(source, path, enabled=enabled, settings=settings, project=project)
+    assert isinstance(source, str)
+    analysis, located = analysed_pass(
+        source, path, enabled=enabled, settings=settings, project=project
+    )
+    if analysis.error is not None:
+        return FileResult(path, error=analysis.error, parsed=analysis.parsed)
+    result = FileResult(path, findings=[f for f, _ in located], parsed=analysis.parsed)
+    if fixes and any(v.fix for _, v in located):
+        options = {"enabled": enabled, "settings": settings, "project": project}
+        result.fixes = [
+            FixSuggestion(
+                fix.finding.rule_id,
+                fix.finding.line,
+                fix.finding.col,
+                fix.title,
+                fix.safety,
+                fix.note,
+                fix.edits,
+            )
+            for fix in single_fixes(source, path, analysed=(analysis, located), **options)
+        ]
+    if classes:
+        result.classes = class_summaries(analysis, settings)
+    return result
+
+
+def class_summaries(analysis: Analysis, settings: Settings) -> list[ClassSummary]:
+    """Top-level Function and override classes, with the probe that fits each: B when
+    backward calls compiled code, A for another backward, C for a hook."""
+    facts, module = analysis.facts, analysis.module
+    if facts is None or module is None or analysis.text is None:
+        return []
+    top = {s.name.value: s for s in module.body if isinstance(s, cst.ClassDef)}
+    chosen = [info for info in facts.classes if info.name in top and top[info.name] is info.node]
+    places = node_positions(
+        module, [info.node.name for info in chosen], analysis.layout, analysis.text
+    )
+    out: list[ClassSummary] = []
+    for info in chosen:
+        line = places[id(info.node.name)][0]
+        if info.is_function and "backward" in info.methods:
+            flow = analyse_method(info.methods["backward"], facts.imports)
+            uses = any(compiled_callee(site.node, facts, settings) for site in flow.calls)
+            out.append(ClassSummary(info.name, line, "B" if uses else "A"))
+        elif "__torch_function__" in info.methods or "__torch_dispatch__" in info.methods:
+            out.append(ClassSummary(info.name, line, "C"))
+    return out
