@@ -24,7 +24,7 @@ from typing import Any
 from . import __version__
 from .analysis.bindings import Binding
 from .model import FileError, FileResult, Finding, FixSuggestion, LineEdit
-from .prefilter import Outline
+from .outline import Outline
 from .project import Details, Signature
 
 FORMAT = 4  # 2: keyed by ctime and inode too; 3: dotted bases; 4: imports in the outline

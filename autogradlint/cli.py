@@ -373,7 +373,7 @@ def _project(
 
 def _stdin_view(name: str, data: bytes, config: Config, respect_gitignore: bool):  # type: ignore[no-untyped-def]
     """What the project says about source read from stdin as the file `name`."""
-    from .prefilter import outline
+    from .outline import outline
     from .runner import project_index
     from .source_io import decode
 

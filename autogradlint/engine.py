@@ -4,30 +4,25 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import libcst as cst
 
 from .analysis.facts import FileFacts, collect_facts
 from .analysis.names import ImportTable
-from .checks import ALL_CHECKS, Check, CheckContext
-from .complexity import too_complex
+from .checks import CheckContext, checks_for
 from .meta import all_rules
 from .model import FileError, FileResult, Finding, Violation
-from .parsing import parse_module
-from .positions import Layout, node_positions
-from .prefilter import class_declarations, subclasses_index
+from .outline import class_declarations
 from .project import EMPTY, FileView
 from .settings import Settings
-from .slicing import slice_source
 from .source_io import decode
+from .speed.complexity import too_complex
+from .speed.gates import subclasses_index
+from .speed.parsing import parse_module
+from .speed.positions import Layout, node_positions
+from .speed.slicing import slice_source
 from .suppress import parse_suppressions
-
-
-def checks_for(enabled: Iterable[str]) -> list[type[Check]]:
-    wanted = set(enabled)
-    return [check for check in ALL_CHECKS if wanted.intersection(check.GATE.ids)]
 
 
 @dataclass
@@ -64,9 +59,9 @@ def analyse(
         or any(name.encode() in raw for name in project.function_names)
     )
     checks = [
-        c
-        for c in checks_for(enabled)
-        if c.GATE.admits(raw) or (mentions_index and c.GATE.starts_from_functions)
+        check
+        for check, gate in checks_for(enabled)
+        if gate.admits(raw) or (mentions_index and gate.starts_from_functions)
     ]
     if not checks:
         return Analysis(path)

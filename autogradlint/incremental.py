@@ -20,11 +20,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from .chunks import body_start, chunk_starts, line_breaks
 from .engine import lint_source
 from .model import FileResult, Finding
 from .project import EMPTY, FileView
 from .settings import Settings
+from .speed.statements import body_start, chunk_starts, line_breaks
 from .suppress import parse_suppressions
 
 _CLASS = re.compile(r"(?:@[^\n]*\n[ \t\f]*)*class[ \t]+(\w+)")

@@ -11,9 +11,9 @@ from .analysis.flow import analyse_method
 from .engine import Analysis
 from .fix.loop import analysed_pass, single_fixes
 from .model import ClassSummary, FileResult, FixSuggestion
-from .positions import node_positions
 from .project import EMPTY, FileView
 from .settings import Settings
+from .speed.positions import node_positions
 
 
 def lint_file(

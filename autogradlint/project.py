@@ -4,7 +4,7 @@ resolved through imports (never by a bare class name).
 Every front end (check of a directory, of one file, of stdin, fix, the language server,
 pre-commit) lints a file with the same `FileView`, built from the whole project whatever paths
 were named, so they report the same findings. The view is built from bytes: class statements
-(prefilter.class_declarations) for every file, and, only for the few files whose classes or
+(outline.py) for every file, and, only for the few files whose classes or
 imports can involve a Function, their module-scope imports and the signatures of their
 Functions' `forward` (`ast` of just those statements). Per-file records are cached with the
 results; building the index itself is linear in the candidate classes.
@@ -23,9 +23,9 @@ from typing import NamedTuple
 
 from .analysis.bindings import Binding
 from .analysis.hierarchy import descendants
-from .chunks import chunk_starts
-from .prefilter import ClassDecl, Outline, module_imports
+from .outline import ClassDecl, Outline, module_imports
 from .source_io import decode
+from .speed.statements import chunk_starts
 
 FUNCTION_BASES = frozenset(
     {

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING
 from .config import Config
 from .gitignore import IgnoreRule, is_ignored, parse_gitignore
 from .model import FileError, FileResult
-from .prefilter import Outline, can_hold_findings, class_declarations, module_imports, outline
+from .outline import Outline, class_declarations, module_imports, outline
 from .project import EMPTY, Details, FileView, ProjectIndex, Record, view_key
 from .settings import Settings
 from .source_io import kind_of, read_source
+from .speed.gates import can_hold_findings
 
 if TYPE_CHECKING:  # the pool and the cache are imported only by the runs that use them
     from .cache import Cache

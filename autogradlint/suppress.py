@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .chunks import comments, joined_lines
+from .speed.statements import comments, joined_lines
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[\w\-]+(?:[\s,]+[\w\-]+)*))?", re.IGNORECASE)
 _IGNORE = re.compile(r"#\s*autogradlint:\s*ignore(?:\[(?P<codes>[^\]]*)\])?")

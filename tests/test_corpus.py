@@ -133,8 +133,9 @@ def test_fix_round_trip_on_a_copy_of_the_corpus(corpus: Path, tmp_path: Path) ->
 def test_pre_slicing_selects_what_the_whole_file_selects(corpus: Path) -> None:
     """On real code, the text scan never changes what reaches libcst (see test_slicing.py)."""
     from autogradlint.meta import all_rules
-    from autogradlint.prefilter import can_hold_findings, class_declarations, function_index
-    from autogradlint.slicing import slice_source
+    from autogradlint.outline import class_declarations
+    from autogradlint.speed.gates import can_hold_findings, function_index
+    from autogradlint.speed.slicing import slice_source
 
     enabled = frozenset(all_rules())
     data = {path: path.read_bytes() for path in corpus.rglob("*.py")}
@@ -161,7 +162,7 @@ def test_pre_slicing_selects_what_the_whole_file_selects(corpus: Path) -> None:
 
 def test_finding_positions_match_a_whole_module_pass(corpus: Path) -> None:
     from autogradlint.engine import analyse
-    from autogradlint.positions import _whole_module, node_positions
+    from autogradlint.speed.positions import _whole_module, node_positions
 
     checked = 0
     for path in sorted(corpus.rglob("*.py")):

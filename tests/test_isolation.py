@@ -11,12 +11,12 @@ import pytest
 from click.testing import CliRunner
 from conftest import SQUARE_BUG
 
-from autogradlint import complexity
 from autogradlint.cli import main
 from autogradlint.config import Config
 from autogradlint.engine import lint_source
 from autogradlint.isolation import Failure, run_isolated
 from autogradlint.runner import discover, lint_paths
+from autogradlint.speed import complexity
 
 HOOK = "import torch\n\n\nclass G(torch.autograd.Function):\n    @staticmethod\n    def backward(ctx, g):\n        return "
 

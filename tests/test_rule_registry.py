@@ -7,14 +7,14 @@ import string
 import pytest
 import yaml
 
-from autogradlint.checks import ALL_CHECKS
+from autogradlint.checks import REGISTRY
 from autogradlint.meta import RuleFileError, all_rules, get_rule, parse_rule, rules_dir
 
 RULES = all_rules()
 
 
 def test_every_rule_has_exactly_one_check_and_back() -> None:
-    reported = [rule_id for check in ALL_CHECKS for rule_id in check.GATE.ids]
+    reported = [rule_id for _check, gate in REGISTRY for rule_id in gate.ids]
     assert len(reported) == len(set(reported))
     assert sorted(reported) == sorted(RULES)
 

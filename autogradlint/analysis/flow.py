@@ -88,9 +88,6 @@ class MethodFlow:
                 best = definition
         return best
 
-    def all_definitions_before(self, name: str, order: int) -> list[Definition]:
-        return [d for d in self.defs.get(name, ()) if d.order < order]
-
 
 class _FlowVisitor(FastVisitor):
     def __init__(self, flow: MethodFlow, imports: ImportTable) -> None:

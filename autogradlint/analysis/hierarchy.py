@@ -9,7 +9,7 @@ from the seeds down a base -> subclasses map visits each class once.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -42,3 +42,22 @@ def inherited(
         for name in descendants(seeds, bases_of):
             out.setdefault(name, set()).add(kind)
     return out
+
+
+def function_like(
+    classes: Iterable[tuple[str, Iterable[str]]],
+    known: Iterable[str] = (),
+    seed: Callable[[set[str]], bool] = lambda lasts: any("Function" in last for last in lasts),
+) -> set[str]:
+    """The one rule every text-level layer uses to say which classes may be autograd Functions
+    (an over-approximation: analysis/facts.py and the project index decide for real): `known`
+    names, classes whose bases (by last component) satisfy `seed` (a base spelled
+    `...Function`), and every class deriving from one of those, transitively."""
+    seeds = set(known)
+    bases_of: dict[str, set[str]] = {}
+    for name, bases in classes:
+        lasts = {base.rsplit(".", 1)[-1] for base in bases}
+        if seed(lasts):
+            seeds.add(name)
+        bases_of.setdefault(name, set()).update(lasts)
+    return descendants(seeds, bases_of)

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 import libcst as cst
 
+from ..analysis.contract import ContractView
 from ..analysis.facts import FileFacts
 from ..analysis.flow import MethodFlow, analyse_method
 from ..fix.edits import Fix
 from ..meta import all_rules
 from ..model import Violation
-from ..prefilter import Gate
 from ..settings import Settings
 
 
@@ -26,6 +25,7 @@ class CheckContext:
     violations: list[Violation] = field(default_factory=list)
     _flows: dict[int, MethodFlow] = field(default_factory=dict)
     current_subject: str | None = None  # that class's name (what the confirmer imports)
+    _contract: ContractView | None = None
 
     def enter(self, class_node: cst.ClassDef | None) -> None:
         """Checks call this per class so violations know the class they are about."""
@@ -38,21 +38,19 @@ class CheckContext:
             self._flows[key] = analyse_method(function, self.facts.imports)
         return self._flows[key]
 
+    def contract(self) -> ContractView:
+        """The file's Function classes as the contract checks read them (built once)."""
+        if self._contract is None:
+            self._contract = ContractView(self.facts, self.flow)
+        return self._contract
+
 
 class Check:
-    """Base class. Subclasses set GATE (their rules and byte prefilter) and implement run()."""
-
-    GATE: ClassVar[Gate]  # the rules it reports and its byte prefilter (autogradlint.prefilter)
-
-    @classmethod
-    def ids(cls) -> tuple[str, ...]:
-        return cls.GATE.ids
+    """Base class: a check reads the shared facts in run() and reports through report().
+    Which rules it reports, and which files can hold them, is checks/registry.py's."""
 
     def __init__(self, ctx: CheckContext) -> None:
         self.ctx = ctx
-
-    def enabled(self, rule_id: str) -> bool:
-        return rule_id in self.ctx.enabled
 
     def report(
         self,

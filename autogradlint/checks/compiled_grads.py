@@ -13,7 +13,6 @@ from ..analysis.flow import CallSite, MethodFlow
 from ..analysis.names import dotted
 from ..analysis.walk import FastVisitor
 from ..fix.edits import Edits, Fix
-from ..prefilter import COMPILED_GRADS
 from .base import Check
 from .common import backward_methods, keyword, source_of
 from .gradient_copy import copy_gradient_first
@@ -33,8 +32,6 @@ class GradState:
 
 class CompiledGradients(Check):
     """AGL201 (raw read) and AGL202 (write into a shared grad buffer)."""
-
-    GATE = COMPILED_GRADS
 
     def run(self) -> None:
         facts = self.ctx.facts

@@ -7,7 +7,6 @@ import libcst as cst
 from ..analysis.flow import DEFAULT, DISABLE, ENABLE, CallSite, MethodFlow
 from ..analysis.names import dotted
 from ..analysis.provenance import CTX, EXTERNAL, SAVED, Provenance
-from ..prefilter import REENTRANT
 from . import reentrant_fix_builders as fixes
 from .base import Check
 from .common import backward_methods, is_literal, keyword, positional, source_of
@@ -18,8 +17,6 @@ BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward"})
 
 class ReentrantAutograd(Check):
     """AGL101-AGL105: one pass over each backward, classifying every grad/backward call."""
-
-    GATE = REENTRANT
 
     def run(self) -> None:
         facts = self.ctx.facts

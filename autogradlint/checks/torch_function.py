@@ -9,7 +9,6 @@ import libcst as cst
 from ..analysis.facts import ClassInfo
 from ..analysis.names import ImportTable, dotted
 from ..analysis.walk import FastVisitor, names_in
-from ..prefilter import TORCH_FUNCTION
 from .base import Check
 from .common import keyword, positional, source_of, string_value
 
@@ -257,8 +256,6 @@ def _target_names(target: cst.BaseExpression) -> list[str]:
 
 class TorchFunctionConversions(Check):
     """AGL301 (dtype) and AGL302 (device) changed in an override before redispatch."""
-
-    GATE = TORCH_FUNCTION
 
     def run(self) -> None:
         facts = self.ctx.facts

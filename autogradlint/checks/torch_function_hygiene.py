@@ -9,7 +9,6 @@ from ..analysis.facts import ClassInfo
 from ..analysis.names import dotted
 from ..analysis.walk import FastVisitor, names_in
 from ..fix.edits import Edits, Fix
-from ..prefilter import HYGIENE
 from .base import Check
 from .common import add_decorator_fix
 
@@ -64,8 +63,6 @@ def _decorated(method: cst.FunctionDef, name: str) -> bool:
 
 
 class TorchFunctionHygiene(Check):
-    GATE = HYGIENE
-
     def run(self) -> None:
         for info in self.ctx.facts.classes:
             self.ctx.enter(info.node)

@@ -23,7 +23,7 @@ from ..config import CONFIG_FILES, Config, ConfigError, discover
 from ..fix.loop import FixOutcome, SingleFix
 from ..isolation import Failure, Persistent
 from ..model import FileResult, Finding
-from ..prefilter import Outline, outline
+from ..outline import Outline, outline
 from ..project import EMPTY, ProjectIndex, Record, project_root
 from ..runner import discover as discover_files
 from ..settings import Settings

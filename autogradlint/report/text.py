@@ -38,7 +38,6 @@ def render_text(
     errors: list[FileError],
     sources: dict[str, list[str]],
     *,
-    show_frames: bool = True,
     statistics: bool = False,
 ) -> None:
     findings = [f for r in results for f in r.findings]
@@ -52,7 +51,7 @@ def render_text(
             highlight=False,
         )
         lines = sources.get(f.path)
-        if show_frames and lines:
+        if lines:
             for line in _frame(lines, f):
                 console.print(line, soft_wrap=True, highlight=False)
             console.print()

@@ -1,131 +1,19 @@
-"""Byte-level gates: which files can hold a finding, decided without parsing (or importing libcst).
-
-Each check has a gate: the rules it reports, a regex one of whose matches every reportable file
-contains, and substrings all of them contain. A file no enabled gate admits is never parsed.
-"""
+"""What a file's bytes say without parsing: its class statements, the classes it imports under
+another name, its direct `X.forward(` / `X()(` callees (all of them, for every file read), and
+its module-scope imports (for the files the project index resolves through)."""
 
 from __future__ import annotations
 
-import functools
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .analysis.bindings import Binding
-from .analysis.hierarchy import descendants
 
 ClassDecl = tuple[str, tuple[str, ...], bool]  # name, dotted bases as written, file has autograd
-
-
-@dataclass(frozen=True)
-class Gate:
-    ids: tuple[str, ...]
-    patterns: tuple[re.Pattern[bytes], ...]  # a reportable file matches one of them
-    requires: tuple[bytes, ...] = ()
-    # Checks that start from autograd.Function classes: a file subclassing a Function defined
-    # elsewhere in the project (the cross-file index) must reach them.
-    starts_from_functions: bool = False
-
-    def admits(self, raw: bytes, memo: dict[object, bool] | None = None) -> bool:
-        """Substring tests first (memory speed, they reject almost every file), then patterns.
-
-        Gates share tokens and patterns: `memo` keeps each test's answer for one file."""
-        memo = {} if memo is None else memo
-        for token in self.requires:
-            if token not in memo:
-                memo[token] = token in raw
-            if not memo[token]:
-                return False
-        for pattern in self.patterns:
-            if pattern not in memo:
-                memo[pattern] = pattern.search(raw) is not None
-            if memo[pattern]:
-                return True
-        return False
-
-
-# A Function subclass is a class statement naming `...Function` among its bases, or a class in a
-# file that imports Function under another name (`from torch.autograd import Function as F`).
-# Each pattern starts with a literal so `re` skips ahead instead of trying every byte (a leading
-# `\b` or `^`, or an alternation of the two, makes the same search five to ten times slower).
-_FUNCTION_CLASS = (
-    re.compile(rb"class\s+\w+\s*\([^)]*Function\b"),
-    re.compile(rb"Function\s+as\s+\w+"),
-)
-REENTRANT = Gate(
-    ("AGL101", "AGL102", "AGL103", "AGL104", "AGL105"),
-    _FUNCTION_CLASS,
-    (b"Function", b"def backward", b"autograd"),
-    True,
-)
-COMPILED_GRADS = Gate(
-    ("AGL201", "AGL202"), _FUNCTION_CLASS, (b"Function", b"def backward", b"autograd"), True
-)
-TORCH_FUNCTION = Gate(
-    ("AGL301", "AGL302"), (re.compile(rb"def\s+__torch_(function|dispatch)__"),), (b"__torch_",)
-)
-HYGIENE = Gate(
-    ("AGL303", "AGL304", "AGL305"), (re.compile(rb"def\s+__torch_function__"),), (b"__torch_",)
-)
-CONTRACT = Gate(
-    ("AGL401", "AGL402", "AGL403", "AGL404", "AGL405", "AGL406", "AGL407", "AGL408"),
-    _FUNCTION_CLASS,
-    (b"Function", b"autograd"),
-    True,
-)
-GATES: tuple[Gate, ...] = (REENTRANT, COMPILED_GRADS, TORCH_FUNCTION, HYGIENE, CONTRACT)
-
-
-def gates_for(enabled: Iterable[str]) -> list[Gate]:
-    wanted = set(enabled)
-    return [gate for gate in GATES if wanted.intersection(gate.ids)]
-
-
-@functools.lru_cache(maxsize=64)
-def _admitting_gates(enabled: frozenset[str]) -> tuple[Gate, ...]:
-    """The gates of `enabled` that can change a yes/no answer: a gate with the same patterns
-    as another and more required tokens admits nothing the other does not."""
-    gates = gates_for(enabled)
-    return tuple(
-        gate
-        for gate in gates
-        if not any(
-            other is not gate
-            and other.patterns == gate.patterns
-            and set(other.requires) < set(gate.requires)
-            for other in gates
-        )
-    )
-
-
-def can_hold_findings(
-    source: bytes,
-    enabled: Iterable[str],
-    index: frozenset[str] = frozenset(),
-    decls: Sequence[ClassDecl] | None = None,
-) -> bool:
-    """Whether an enabled gate admits the file, or it subclasses a Function of the index.
-
-    `decls` are the file's class_declarations when the caller already has them."""
-    gates = _admitting_gates(frozenset(enabled))
-    memo: dict[object, bool] = {}
-    if any(gate.admits(source, memo) for gate in gates):
-        return True
-    if not index or not any(gate.starts_from_functions for gate in gates):
-        return False
-    return subclasses_index(class_declarations(source) if decls is None else decls, index)
-
-
-def subclasses_index(decls: Sequence[ClassDecl], index: frozenset[str]) -> bool:
-    """Whether one of these class statements names (by its last component) a class of the
-    project's Function index."""
-    return any(base.rsplit(".", 1)[-1] in index for _, bases, _ in decls for base in bases)
-
-
 # No `^` anchor (it would defeat the literal-prefix search): the line start is checked by hand.
 _CLASS_RE = re.compile(rb"class[ \t]+(\w+)[ \t]*\(([^)]*)\)")
-_FUNCTION_BASES = {"Function", "InplaceFunction"}
 
 
 def class_declarations(data: bytes) -> list[ClassDecl]:
@@ -150,24 +38,6 @@ def class_declarations(data: bytes) -> list[ClassDecl]:
         )
         out.append((name, bases, autograd))
     return out
-
-
-def function_index(declarations: Sequence[Sequence[ClassDecl]]) -> frozenset[str]:
-    """Names of the project's autograd.Function classes, across files.
-
-    Seeds are classes whose base is spelled `...Function` in a file that mentions autograd;
-    any class whose base names a known Function joins them (to a fixpoint), so a subclass of
-    `MyBase` in one file is recognised when `MyBase(torch.autograd.Function)` is in another.
-    """
-    bases_of: dict[str, set[str]] = {}
-    names: set[str] = set()
-    for decls in declarations:
-        for name, bases, autograd in decls:
-            lasts = {base.rsplit(".", 1)[-1] for base in bases}
-            bases_of.setdefault(name, set()).update(lasts)
-            if autograd and _FUNCTION_BASES.intersection(lasts):
-                names.add(name)
-    return frozenset(descendants(names, bases_of))
 
 
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")

@@ -17,9 +17,9 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from .analysis.hierarchy import descendants
-from .chunks import body_start, chunk_of, chunk_starts
-from .settings import DEFAULT_LOADERS
+from ..analysis.hierarchy import function_like
+from ..settings import DEFAULT_LOADERS
+from .statements import body_start, chunk_of, chunk_starts
 
 
 def direct_call_offsets(text: str, function_like: set[str]) -> list[int]:
@@ -121,15 +121,15 @@ def kept_ranges(
         for m in _CLASS_DECL.finditer(text)
         if _at_line_start(text, m.start())
     ]
-    # The same closure as slicing's _function_like_names, over the class statements' text.
-    seeds = set(known_functions) | set(_FUNCTION_ALIAS.findall(text))
-    bases_of: dict[str, set[str]] = {}
-    for _, name, bases in decls:
-        parts = [base.split("=", 1)[0].strip() for base in bases.split(",")]
-        if "Function" in bases:
-            seeds.add(name)
-        bases_of.setdefault(name, set()).update(part.rsplit(".", 1)[-1] for part in parts)
-    names = descendants(seeds, bases_of)
+    # The same rule as slicing's _function_like_names, over the class statements' text (a
+    # keyword base such as `metaclass=...` counts by its name: more is kept, never less).
+    names = function_like(
+        (
+            (name, [base.split("=", 1)[0].strip() for base in bases.split(",")])
+            for _, name, bases in decls
+        ),
+        set(known_functions) | set(_FUNCTION_ALIAS.findall(text)),
+    )
     function_offsets = [offset for offset, name, _ in decls if name in names]
     hook_offsets = [m.start() for m in _HOOK_NAME.finditer(text)]
     calls = direct_call_offsets(text, names)  # on Functions of this file or imported ones

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from itertools import compress
 
-from .analysis.bindings import Binding, Bindings
-from .analysis.hierarchy import descendants
-from .chunks import blank_outside, chunk_starts
+from ..analysis.bindings import Binding, Bindings
+from ..analysis.hierarchy import function_like
+from ..settings import DEFAULT_LOADERS
 from .preselect import direct_call_offsets, kept_ranges, triton_kernels
-from .settings import DEFAULT_LOADERS
+from .statements import blank_outside, chunk_starts
 
 
 @dataclass
@@ -55,13 +55,9 @@ def _function_like_names(
             for alias in node.names:
                 if "Function" in alias.name and alias.asname:
                     seeds.add(alias.asname)
-    bases_of: dict[str, set[str]] = {}
-    for node in classes:
-        lasts = {_decorator_text(base).rsplit(".", 1)[-1] for base in node.bases}
-        if any("Function" in last for last in lasts):
-            seeds.add(node.name)
-        bases_of.setdefault(node.name, set()).update(lasts)
-    return descendants(seeds, bases_of)
+    return function_like(
+        ((node.name, [_decorator_text(base) for base in node.bases]) for node in classes), seeds
+    )
 
 
 def _is_hook(stmt: ast.stmt) -> bool:

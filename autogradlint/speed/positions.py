@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from .analysis.names import iter_statements
-from .analysis.walk import children
+from ..analysis.names import iter_statements
+from ..analysis.walk import children
 
 Span = tuple[int, int, int, int]  # line, column, end line, end column (original text)
 # One statement as `ast` saw it: node kind (without "Async"), original line of its keyword (the

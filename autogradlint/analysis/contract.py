@@ -1,0 +1,349 @@
+"""What the Function-contract checks share: how a class resolves its methods, what its static
+helpers do to their parameters, and which storage an expression may share with an input."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from .aliasing import ALIASING_METHODS
+from .facts import ClassInfo, FileFacts
+from .flow import MethodFlow
+from .names import dotted
+
+CONTRACT_METHODS = ("forward", "backward", "setup_context", "jvp", "vmap")
+# Views and no-op conversions (`contiguous` included: it returns self when already contiguous).
+ALIASING = ALIASING_METHODS | {"contiguous", "data", "T", "mT"}
+# In-place methods that only change metadata (shape/strides) or flags, never the values.
+METADATA_INPLACE = frozenset(
+    {
+        "requires_grad_",
+        "retain_grad",
+        "unsqueeze_",
+        "squeeze_",
+        "transpose_",
+        "t_",
+        "resize_",
+        "as_strided_",
+        "swapdims_",
+        "swapaxes_",
+        "share_memory_",
+        "pin_memory_",
+        "rename_",
+    }
+)
+METADATA_USES = frozenset(
+    {
+        "shape",
+        "dtype",
+        "device",
+        "size",
+        "dim",
+        "ndim",
+        "numel",
+        "is_cuda",
+        "layout",
+        "requires_grad",
+        "ndimension",
+        "is_contiguous",
+        "stride",
+    }
+)
+METADATA_FUNCTIONS = frozenset({"zeros_like", "empty_like", "ones_like", "full_like", "rand_like"})
+TENSOR_EVIDENCE = frozenset(
+    METADATA_USES
+    | {
+        "contiguous",
+        "view",
+        "reshape",
+        "to",
+        "float",
+        "half",
+        "t",
+        "transpose",
+        "clone",
+        "detach",
+        "new_empty",
+        "new_zeros",
+        "new_ones",
+        "unsqueeze",
+        "squeeze",
+        "permute",
+        "expand",
+        "sum",
+        "mean",
+        "matmul",
+        "mm",
+        "bmm",
+        "data_ptr",
+        "numel",
+        "element_size",
+        "flatten",
+        "masked_fill",
+        "softmax",
+        "exp",
+        "log",
+        "abs",
+        "pow",
+        "sqrt",
+        "mul",
+        "add",
+        "sub",
+        "div",
+        "cuda",
+        "cpu",
+        "chunk",
+        "split",
+        "narrow",
+        "gather",
+        "scatter",
+        "index_select",
+    }
+)
+
+
+def is_static(function: cst.FunctionDef) -> bool:
+    return any(dotted(d.decorator) == "staticmethod" for d in function.decorators)
+
+
+def params(function: cst.FunctionDef) -> list[cst.Param]:
+    """The positional parameters, positional-only ones first."""
+    return [*function.params.posonly_params, *function.params.params]
+
+
+def mutation(node: cst.CSTNode) -> tuple[cst.BaseExpression, cst.CSTNode] | None:
+    """(the mutated expression, the node to report) for in-place statements, else None."""
+    if isinstance(node, cst.AugAssign):
+        return node.target, node
+    if isinstance(node, cst.Assign):
+        for target in node.targets:
+            if isinstance(target.target, cst.Subscript):
+                return target.target.value, node
+        return None
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        name = node.func.attr.value
+        if name.endswith("_") and not name.endswith("__") and name not in METADATA_INPLACE:
+            return node.func.value, node
+    return None
+
+
+def tensor_inputs(inputs: list[cst.Param], flow: MethodFlow) -> set[str]:
+    """Inputs that are tensors: by annotation, or by how forward uses them."""
+    evidence = {
+        node.value.value
+        for node in flow.attribute_reads
+        if isinstance(node.value, cst.Name) and node.attr.value in TENSOR_EVIDENCE
+    }
+    for site in flow.calls:
+        if (dotted(site.node.func) or "").endswith("save_for_backward"):
+            for arg in site.node.args:
+                if isinstance(arg.value, cst.Name):
+                    evidence.add(arg.value.value)
+    out: set[str] = set()
+    for param in inputs:
+        name = param.name.value
+        annotation = param.annotation
+        if annotation is not None:
+            text = cst.Module([]).code_for_node(annotation.annotation)
+            if "Tensor" in text or "Parameter" in text:
+                out.add(name)
+            continue
+        if name in evidence:
+            out.add(name)
+    return out
+
+
+@dataclass
+class ForwardInputs:
+    """forward as the contract reads it."""
+
+    flow: MethodFlow
+    ctx_name: str | None  # None with setup_context (forward has no ctx slot)
+    inputs: list[cst.Param]
+    vararg: str | None
+    tensors: set[str]  # inputs known to be tensors (the vararg counts as one)
+
+    @property
+    def names(self) -> set[str]:
+        return {p.name.value for p in self.inputs} | ({self.vararg} if self.vararg else set())
+
+
+@dataclass
+class StaticHelper:
+    """What a static helper method of the class does to its parameters."""
+
+    params: list[str]
+    mutates: dict[int, cst.CSTNode] = field(default_factory=dict)  # param index -> statement
+    returns: dict[int | None, int] = field(default_factory=dict)  # tuple index -> param index
+
+
+class ContractView:
+    """One file's Function classes as the contract checks read them; built once per file
+    (`CheckContext.shared`) so each check's questions are answered once."""
+
+    def __init__(self, facts: FileFacts, flow: Callable[[cst.FunctionDef], MethodFlow]) -> None:
+        self.facts = facts
+        self.flow = flow
+        self.by_name = {info.name: info for info in facts.classes}
+        self._method_memo: dict[tuple[int, str], cst.FunctionDef | None] = {}
+        self._helper_cache: dict[str, dict[str, StaticHelper]] = {}
+
+    def classes(self) -> Iterator[ClassInfo]:
+        """The Function classes the contract applies to."""
+        for info in self.facts.function_classes:
+            legacy = [info.name, *(b.rsplit(".", 1)[-1] for b in info.base_names)]
+            if "NestedIOFunction" not in legacy:
+                # the legacy NestedIOFunction API (and torch's own) is non-static
+                yield info
+
+    def method(self, info: ClassInfo, name: str) -> cst.FunctionDef | None:
+        """`name` as `info` resolves it: its own, else its first known base's (memoised, so a
+        long chain of subclasses costs one step per class)."""
+        # By class node, not name: a test module may define several local classes of one name.
+        memo = self._method_memo
+        chain: list[ClassInfo] = []
+        current: ClassInfo | None = info
+        found: cst.FunctionDef | None = None
+        while current is not None:
+            key = (id(current.node), name)
+            if key in memo:
+                found = memo[key]
+                break
+            if name in current.methods:
+                found = current.methods[name]
+                chain.append(current)
+                break
+            memo[key] = None  # provisional: a cycle of bases ends here
+            chain.append(current)
+            parents = [self.by_name.get(b.rsplit(".", 1)[-1]) for b in current.base_names]
+            current = next((p for p in parents if p is not None), None)
+        for visited in chain:
+            memo[(id(visited.node), name)] = found
+        return found
+
+    def forward_of(self, info: ClassInfo, forward: cst.FunctionDef) -> ForwardInputs:
+        """forward's ctx slot and inputs, and which inputs are tensors."""
+        flow = self.flow(forward)
+        setup_style = self.method(info, "setup_context") is not None
+        positional = params(forward)
+        # With setup_context, forward has no ctx slot: every parameter is an input.
+        ctx_name = None if setup_style or not positional else positional[0].name.value
+        inputs = positional if setup_style else positional[1:]
+        star = forward.params.star_arg
+        vararg = star.name.value if isinstance(star, cst.Param) else None
+        tensors = tensor_inputs(inputs, flow)
+        if vararg:
+            tensors.add(vararg)
+        return ForwardInputs(flow, ctx_name, inputs, vararg, tensors)
+
+    def helpers(self, class_name: str) -> dict[str, StaticHelper]:
+        """Summaries of the static helpers of a class of this file (memoised per class)."""
+        cache = self._helper_cache
+        if class_name in cache:
+            return cache[class_name]
+        helpers: dict[str, StaticHelper] = {}
+        cache[class_name] = helpers
+        node = self.facts.class_nodes.get(class_name)
+        methods = (
+            [s for s in node.body.body if isinstance(s, cst.FunctionDef)]
+            if node is not None and isinstance(node.body, cst.IndentedBlock)
+            else []
+        )
+        for method in methods:
+            name = method.name.value
+            if name in CONTRACT_METHODS or not is_static(method):
+                continue
+            flow = self.flow(method)
+            helper = StaticHelper(params=flow.params)
+            for node, order in flow.statements:
+                found = mutation(node)
+                if found is None:
+                    continue
+                origin = self.alias_of(found[0], flow, order, set(flow.params), {})
+                if origin is not None and origin in flow.params:
+                    helper.mutates.setdefault(flow.params.index(origin), found[1])
+            for ret, order in flow.returns:
+                value = ret.value
+                elements = value.elements if isinstance(value, cst.Tuple) else None
+                items = (
+                    [(i, e.value) for i, e in enumerate(elements)]
+                    if elements is not None
+                    else [(None, value)]
+                )
+                for index, expr in items:
+                    if expr is None:
+                        continue
+                    origin = self.alias_of(expr, flow, order, set(flow.params), {})
+                    if origin is not None:
+                        helper.returns[index] = flow.params.index(origin)
+            helpers[name] = helper
+        return helpers
+
+    def alias_of(
+        self,
+        expr: cst.BaseExpression,
+        flow: MethodFlow,
+        order: int,
+        roots: set[str],
+        helpers: dict[str, StaticHelper],
+        cls: str | None = None,
+        depth: int = 0,
+    ) -> str | None:
+        """The root parameter whose storage `expr` may share, if any."""
+        if depth > 20:
+            return None
+        if isinstance(expr, cst.Name):
+            definition = flow.definition_before(expr.value, order)
+            if definition is None:
+                return None
+            if definition.kind == "param":
+                return expr.value if expr.value in roots else None
+            if definition.value is None or definition.kind in ("with", "loop"):
+                return None
+            if definition.kind == "augassign":
+                return self.alias_of(
+                    cst.Name(expr.value), flow, definition.order, roots, helpers, cls, depth + 1
+                )
+            value = definition.value
+            if isinstance(value, cst.Call) and cls is not None:
+                helper = self.helper_of(value, helpers, cls)
+                if helper is not None:
+                    key = definition.index if definition.kind == "unpack" else None
+                    param = helper.returns.get(key)
+                    if param is not None and param < len(value.args):
+                        return self.alias_of(
+                            value.args[param].value,
+                            flow,
+                            definition.order,
+                            roots,
+                            helpers,
+                            cls,
+                            depth + 1,
+                        )
+                    return None
+            if definition.kind == "unpack":
+                return None
+            return self.alias_of(value, flow, definition.order, roots, helpers, cls, depth + 1)
+        if isinstance(expr, cst.Subscript):
+            return self.alias_of(expr.value, flow, order, roots, helpers, cls, depth + 1)
+        if isinstance(expr, cst.Attribute) and expr.attr.value in ALIASING:
+            return self.alias_of(expr.value, flow, order, roots, helpers, cls, depth + 1)
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            if expr.func.attr.value in ALIASING:
+                return self.alias_of(expr.func.value, flow, order, roots, helpers, cls, depth + 1)
+        return None
+
+    def helper_of(
+        self, call: cst.Call, helpers: dict[str, StaticHelper], cls: str
+    ) -> StaticHelper | None:
+        """The summary of `Cls.helper(...)`: a static method of this class or another one here."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            owner = func.value.value
+            if owner in (cls, "cls", "self", "ctx"):
+                return helpers.get(func.attr.value)
+            if owner in self.facts.class_nodes:
+                return self.helpers(owner).get(func.attr.value)
+        return None

@@ -1,0 +1,93 @@
+"""AGL401: backward returns as many gradients as forward has inputs."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.contract import params
+from ..analysis.facts import ClassInfo
+from ..analysis.names import dotted
+from .base import Check
+
+
+class GradientCount(Check):
+    """AGL401 on every return of every Function's backward."""
+
+    def run(self) -> None:
+        contract = self.ctx.contract()
+        for info in contract.classes():
+            backward = info.methods.get("backward")
+            forward = contract.method(info, "forward")
+            if backward is not None and forward is not None:
+                self.ctx.enter(info.node)
+                self._class(info, forward, backward)
+
+    def _class(self, info: ClassInfo, forward: cst.FunctionDef, backward: cst.FunctionDef) -> None:
+        signature = forward.params
+        if isinstance(signature.star_arg, cst.Param) or signature.kwonly_params:
+            return  # *args forwards or keyword-only inputs: the count is not knowable
+        inputs = params(forward)
+        if self.ctx.contract().method(info, "setup_context") is None:
+            inputs = inputs[1:]  # forward's first parameter is the ctx
+        total = len(inputs)
+        required = sum(1 for p in inputs if p.default is None)
+        for ret, _order in self.ctx.flow(backward).returns:
+            count, extras_none = gradient_count(ret.value, total)
+            if count is None:
+                continue
+            if count < required or (count > total and not extras_none):
+                expected = str(total) if required == total else f"{required} to {total}"
+                self.report(
+                    "AGL401",
+                    ret,
+                    cls=info.name,
+                    expected=expected,
+                    actual=count,
+                    shown=expected.split(" ")[-1],
+                )
+
+
+def gradient_count(value: cst.BaseExpression | None, total: int) -> tuple[int | None, bool]:
+    """(number of gradients returned, whether those past `total` are all None); None when the
+    number depends on runtime values."""
+    if value is None:
+        return None, True
+    elements = tuple_elements(value)
+    if elements is not None:
+        extras = elements[total:]
+        return len(elements), all(isinstance(e, cst.Name) and e.value == "None" for e in extras)
+    if _has_tuple(value):
+        return None, True  # `(None, None) + grads`: the length depends on runtime values
+    if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)) or (
+        isinstance(value, cst.Name) and value.value == "None"
+    ):
+        return 1, True
+    return None, True
+
+
+def tuple_elements(expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+    """The elements of a tuple expression built from literals: `(a,) + (None,) * 3`."""
+    if isinstance(expr, cst.Tuple):
+        if any(isinstance(e, cst.StarredElement) for e in expr.elements):
+            return None
+        return [e.value for e in expr.elements]
+    if isinstance(expr, cst.BinaryOperation):
+        if isinstance(expr.operator, cst.Add):
+            left, right = tuple_elements(expr.left), tuple_elements(expr.right)
+            return None if left is None or right is None else left + right
+        if isinstance(expr.operator, cst.Multiply):
+            for seq, times in ((expr.left, expr.right), (expr.right, expr.left)):
+                items = tuple_elements(seq)
+                if items is not None and isinstance(times, cst.Integer):
+                    return items * int(times.value)
+    return None
+
+
+def _has_tuple(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.Tuple):
+        return True
+    if isinstance(expr, cst.Call) and dotted(expr.func) in ("tuple", "list"):
+        return True
+    if isinstance(expr, cst.BinaryOperation):
+        return _has_tuple(expr.left) or _has_tuple(expr.right)
+    return False

@@ -1,0 +1,171 @@
+"""AGL403 / AGL404: what forward keeps for backward (tensors on ctx, save_for_backward calls)."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from ..analysis.contract import METADATA_FUNCTIONS, METADATA_USES, ForwardInputs
+from ..analysis.facts import ClassInfo
+from ..analysis.flow import MethodFlow
+from ..analysis.names import dotted
+from .base import Check
+from .common import source_of, statement_in_block
+
+
+class SavedState(Check):
+    """AGL403 (tensors stashed as ctx attributes) and AGL404 (save_for_backward misuse)."""
+
+    def run(self) -> None:
+        contract = self.ctx.contract()
+        for info in contract.classes():
+            forward = info.methods.get("forward")
+            if forward is None:
+                continue
+            self.ctx.enter(info.node)
+            seen = contract.forward_of(info, forward)
+            if seen.ctx_name is None:
+                continue  # with setup_context, forward cannot touch ctx
+            outputs = _returned_names(seen.flow)
+            self._ctx_stash(info, seen.flow, seen.ctx_name, seen.tensors | outputs)
+            self._save_for_backward(info, seen, seen.ctx_name)
+
+    def _ctx_stash(
+        self, info: ClassInfo, flow: MethodFlow, ctx_name: str, tensors: set[str]
+    ) -> None:
+        metadata_only = self._metadata_only_attrs(info, ctx_name)
+
+        found: list[tuple[cst.CSTNode, str, str]] = []
+        for node, _order in flow.statements:
+            if not isinstance(node, cst.Assign):
+                continue
+            for target in node.targets:
+                pairs: list[tuple[cst.BaseExpression, cst.BaseExpression]] = []
+                if isinstance(target.target, cst.Tuple) and isinstance(node.value, cst.Tuple):
+                    pairs = [
+                        (t.value, v.value)
+                        for t, v in zip(target.target.elements, node.value.elements, strict=False)
+                    ]
+                elif isinstance(target.target, cst.Tuple):
+                    pairs = [(t.value, node.value) for t in target.target.elements]
+                else:
+                    pairs = [(target.target, node.value)]
+                for t, v in pairs:
+                    if (
+                        isinstance(t, cst.Attribute)
+                        and isinstance(t.value, cst.Name)
+                        and t.value.value == ctx_name
+                    ):
+                        base = v
+                        while isinstance(base, cst.Subscript):
+                            base = base.value
+                        if isinstance(base, cst.Name) and base.value in tensors:
+                            found.append((node, t.attr.value, base.value))
+        for node, attr, name in found:
+            if attr in metadata_only:
+                continue
+            self.report("AGL403", node, cls=info.name, attr=attr, name=name)
+
+    def _metadata_only_attrs(self, info: ClassInfo, ctx_name: str) -> set[str]:
+        """ctx attributes every other method reads only for shape/dtype/device."""
+        uses: dict[str, list[bool]] = {}
+
+        def ctx_attr(expr: cst.BaseExpression) -> str | None:
+            if (
+                isinstance(expr, cst.Attribute)
+                and isinstance(expr.value, cst.Name)
+                and expr.value.value in ("ctx", ctx_name)
+            ):
+                return expr.attr.value
+            return None
+
+        for name, method in info.methods.items():
+            if name == "forward":
+                continue
+            flow = self.ctx.flow(method)
+            for node in flow.attribute_reads:
+                attr = ctx_attr(node.value)
+                if attr is not None:
+                    uses.setdefault(attr, []).append(node.attr.value in METADATA_USES)
+            for site in flow.calls:
+                callee = (dotted(site.node.func) or "").rsplit(".", 1)[-1]
+                for arg in site.node.args:
+                    attr = ctx_attr(arg.value)
+                    if attr is not None:
+                        uses.setdefault(attr, []).append(callee in METADATA_FUNCTIONS)
+        return {attr for attr, flags in uses.items() if flags and all(flags)}
+
+    def _save_for_backward(self, info: ClassInfo, seen: ForwardInputs, ctx_name: str) -> None:
+        flow = seen.flow
+        inputs = seen.inputs
+        scalars = {
+            p.name.value
+            for p in inputs
+            if p.annotation is not None
+            and re.fullmatch(
+                r"(Optional\[)?(int|float|bool|str)\]?",
+                cst.Module([]).code_for_node(p.annotation.annotation).replace(" ", ""),
+            )
+        }
+        calls = [
+            site
+            for site in flow.calls
+            if dotted(site.node.func) == f"{ctx_name}.save_for_backward" and not site.in_nested_def
+        ]
+        for site in calls:
+            for position, arg in enumerate(site.node.args):
+                if self._non_tensor(arg.value, scalars):
+                    self.report(
+                        "AGL404",
+                        arg.value,
+                        cls=info.name,
+                        problem=f"argument {position} (`{source_of(self.ctx.facts.module, arg.value)}`)"
+                        " is not a tensor: PyTorch raises TypeError",
+                    )
+        method = flow.function
+        for earlier, later in zip(calls, calls[1:], strict=False):
+            a = statement_in_block(method, earlier.node)
+            b = statement_in_block(method, later.node)
+            if a is not None and b is not None and a[0] is b[0]:
+                self.report(
+                    "AGL404",
+                    later.node,
+                    cls=info.name,
+                    problem="it is called a second time: the second call replaces the tensors "
+                    "of the first",
+                )
+
+    @staticmethod
+    def _non_tensor(value: cst.BaseExpression, scalars: set[str]) -> bool:
+        if isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.FormattedString)):
+            return True
+        if isinstance(value, cst.Name):
+            return value.value in scalars or value.value in ("True", "False")
+        if isinstance(value, cst.Attribute) and value.attr.value in ("shape", "dtype", "device"):
+            return True
+        if isinstance(value, cst.Call):
+            func = value.func
+            if isinstance(func, cst.Attribute) and func.attr.value in (
+                "size",
+                "dim",
+                "item",
+                "numel",
+                "tolist",
+            ):
+                return True
+            if isinstance(func, cst.Name) and func.value in ("len", "int", "float", "bool"):
+                return True
+        return False
+
+
+def _returned_names(flow: MethodFlow) -> set[str]:
+    names: set[str] = set()
+    for ret, _ in flow.returns:
+        value = ret.value
+        elements = value.elements if isinstance(value, cst.Tuple) else [value]
+        for element in elements:
+            expr = element.value if isinstance(element, cst.BaseElement) else element
+            if isinstance(expr, cst.Name) and expr.value != "None":
+                names.add(expr.value)
+    return names

@@ -1,0 +1,156 @@
+"""Byte-level gates: which files can hold a finding, decided without parsing (or importing libcst).
+
+Each check has a gate: the rules it reports, a regex one of whose matches every reportable file
+contains, and substrings all of them contain. A file no enabled gate admits is never parsed.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ..analysis.hierarchy import function_like
+from ..outline import ClassDecl, class_declarations
+
+
+@dataclass(frozen=True)
+class Gate:
+    ids: tuple[str, ...]
+    patterns: tuple[re.Pattern[bytes], ...]  # a reportable file matches one of them
+    requires: tuple[bytes, ...] = ()
+    # Checks that start from autograd.Function classes: a file subclassing a Function defined
+    # elsewhere in the project (the cross-file index) must reach them.
+    starts_from_functions: bool = False
+
+    def admits(self, raw: bytes, memo: dict[object, bool] | None = None) -> bool:
+        """Substring tests first (memory speed, they reject almost every file), then patterns.
+
+        Gates share tokens and patterns: `memo` keeps each test's answer for one file."""
+        memo = {} if memo is None else memo
+        for token in self.requires:
+            if token not in memo:
+                memo[token] = token in raw
+            if not memo[token]:
+                return False
+        for pattern in self.patterns:
+            if pattern not in memo:
+                memo[pattern] = pattern.search(raw) is not None
+            if memo[pattern]:
+                return True
+        return False
+
+
+# A Function subclass is a class statement naming `...Function` among its bases, or a class in a
+# file that imports Function under another name (`from torch.autograd import Function as F`).
+# Each pattern starts with a literal so `re` skips ahead instead of trying every byte (a leading
+# `\b` or `^`, or an alternation of the two, makes the same search five to ten times slower).
+_FUNCTION_CLASS = (
+    re.compile(rb"class\s+\w+\s*\([^)]*Function\b"),
+    re.compile(rb"Function\s+as\s+\w+"),
+)
+REENTRANT = Gate(
+    ("AGL101", "AGL102", "AGL103", "AGL104", "AGL105"),
+    _FUNCTION_CLASS,
+    (b"Function", b"def backward", b"autograd"),
+    True,
+)
+COMPILED_GRADS = Gate(
+    ("AGL201", "AGL202"), _FUNCTION_CLASS, (b"Function", b"def backward", b"autograd"), True
+)
+TORCH_FUNCTION = Gate(
+    ("AGL301", "AGL302"), (re.compile(rb"def\s+__torch_(function|dispatch)__"),), (b"__torch_",)
+)
+HYGIENE = Gate(
+    ("AGL303", "AGL304", "AGL305"), (re.compile(rb"def\s+__torch_function__"),), (b"__torch_",)
+)
+
+
+def _contract(*ids: str) -> Gate:
+    """The gate of a Function-contract check (every Function class can break the contract)."""
+    return Gate(ids, _FUNCTION_CLASS, (b"Function", b"autograd"), True)
+
+
+GRADIENT_COUNT = _contract("AGL401")
+STATIC_METHODS = _contract("AGL402")
+SAVED_STATE = _contract("AGL403", "AGL404")
+INPUT_MUTATION = _contract("AGL405")
+BACKWARD_STATE = _contract("AGL406", "AGL408")
+DIRECT_CALLS = _contract("AGL407")
+CONTRACT = (
+    GRADIENT_COUNT,
+    STATIC_METHODS,
+    SAVED_STATE,
+    INPUT_MUTATION,
+    BACKWARD_STATE,
+    DIRECT_CALLS,
+)
+GATES: tuple[Gate, ...] = (REENTRANT, COMPILED_GRADS, TORCH_FUNCTION, HYGIENE, *CONTRACT)
+
+
+def gates_for(enabled: Iterable[str]) -> list[Gate]:
+    wanted = set(enabled)
+    return [gate for gate in GATES if wanted.intersection(gate.ids)]
+
+
+@functools.lru_cache(maxsize=64)
+def _admitting_gates(enabled: frozenset[str]) -> tuple[Gate, ...]:
+    """The gates of `enabled` that can change a yes/no answer: a gate with the same patterns
+    as another and more required tokens admits nothing the other does not."""
+    gates = gates_for(enabled)
+    return tuple(
+        gate
+        for gate in gates
+        if not any(
+            other is not gate
+            and other.patterns == gate.patterns
+            and set(other.requires) < set(gate.requires)
+            for other in gates
+        )
+    )
+
+
+def can_hold_findings(
+    source: bytes,
+    enabled: Iterable[str],
+    index: frozenset[str] = frozenset(),
+    decls: Sequence[ClassDecl] | None = None,
+) -> bool:
+    """Whether an enabled gate admits the file, or it subclasses a Function of the index.
+
+    `decls` are the file's class_declarations when the caller already has them."""
+    gates = _admitting_gates(frozenset(enabled))
+    memo: dict[object, bool] = {}
+    if any(gate.admits(source, memo) for gate in gates):
+        return True
+    if not index or not any(gate.starts_from_functions for gate in gates):
+        return False
+    return subclasses_index(class_declarations(source) if decls is None else decls, index)
+
+
+def subclasses_index(decls: Sequence[ClassDecl], index: frozenset[str]) -> bool:
+    """Whether one of these class statements names (by its last component) a class of the
+    project's Function index."""
+    return any(base.rsplit(".", 1)[-1] in index for _, bases, _ in decls for base in bases)
+
+
+# No `^` anchor (it would defeat the literal-prefix search): the line start is checked by hand.
+def function_index(declarations: Sequence[Sequence[ClassDecl]]) -> frozenset[str]:
+    """Names of the project's autograd.Function classes, across files.
+
+    Seeds are classes whose base is spelled `...Function` in a file that mentions autograd;
+    any class whose base names a known Function joins them (to a fixpoint), so a subclass of
+    `MyBase` in one file is recognised when `MyBase(torch.autograd.Function)` is in another.
+    """
+    seeds = {
+        name
+        for decls in declarations
+        for name, bases, autograd in decls
+        if autograd and _FUNCTION_BASES.intersection(b.rsplit(".", 1)[-1] for b in bases)
+    }
+    classes = ((name, bases) for decls in declarations for name, bases, _ in decls)
+    return frozenset(function_like(classes, seeds, seed=lambda lasts: False))
+
+
+_FUNCTION_BASES = {"Function", "InplaceFunction"}
