@@ -490,6 +490,7 @@ def rule(rule_id: str | None, show_all: bool, output_format: str) -> None:
                     "fix": meta.fix,
                     "summary": meta.summary,
                     "docs": meta.docs,
+                    "semantics": list(meta.semantics),
                 },
                 indent=2,
             )
@@ -502,10 +503,23 @@ def rule(rule_id: str | None, show_all: bool, output_format: str) -> None:
     )
     click.echo(meta.summary + "\n")
     click.echo(meta.docs + "\n")
+    click.echo(_evidence(meta.semantics))
     click.echo("## Example\n")
     click.echo("```python\n" + meta.invalid[0].code.rstrip() + "\n```")
     if meta.invalid[0].fixed:
         click.echo("\nUse instead:\n\n```python\n" + meta.invalid[0].fixed.rstrip() + "\n```")
+
+
+def _evidence(row_ids: tuple[str, ...]) -> str:
+    """The rows of docs/semantics.md a rule cites, as PyTorch 2.13 showed them."""
+    from .evidence import semantics_rows
+
+    rows = semantics_rows()
+    lines = ["## Evidence (docs/semantics.md, verified by tests/semantics)\n"]
+    for row_id in row_ids:
+        row = rows.get(row_id)
+        lines.append(f"- {row_id}: {row.describe()}" if row else f"- {row_id}")
+    return "\n".join(lines) + "\n"
 
 
 def _fix_paths(

@@ -18,7 +18,20 @@ SEVERITIES = ("error", "warning")
 FIX_SAFETIES = ("safe", "unsafe", "none")
 _ID_RE = re.compile(r"^AGL\d{3}$")
 _NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-_REQUIRED = ("id", "name", "family", "severity", "message", "summary", "docs", "fix", "examples")
+_REQUIRED = (
+    "id",
+    "name",
+    "family",
+    "severity",
+    "message",
+    "summary",
+    "docs",
+    "fix",
+    "semantics",
+    "examples",
+)
+# A row of docs/semantics.md: `A2.1`, `B1.4b`, `FIX-A3`.
+ROW_ID = re.compile(r"^(?:[A-D]\d+\.\d+[a-z]?|FIX-[A-D]\d+)$")
 
 
 @dataclass(frozen=True)
@@ -37,6 +50,7 @@ class RuleMeta:
     summary: str
     docs: str
     fix: str
+    semantics: tuple[str, ...] = ()  # the rows of docs/semantics.md the rule rests on
     valid: tuple[str, ...] = field(default_factory=tuple)
     invalid: tuple[InvalidExample, ...] = field(default_factory=tuple)
 
@@ -99,6 +113,12 @@ def parse_rule(data: Any, origin: str) -> RuleMeta:
         raise RuleFileError(f"{origin}: severity must be one of {', '.join(SEVERITIES)}")
     if data["fix"] not in FIX_SAFETIES:
         raise RuleFileError(f"{origin}: fix must be one of {', '.join(FIX_SAFETIES)}")
+    rows = data["semantics"]
+    if not isinstance(rows, list) or not rows or not all(ROW_ID.match(str(r)) for r in rows):
+        raise RuleFileError(
+            f"{origin}: semantics must list the rows of docs/semantics.md the rule rests on "
+            "(ids like A2.1 or FIX-B1)"
+        )
     examples = data["examples"] or {}
     invalid = []
     for item in examples.get("invalid", []) or []:
@@ -117,6 +137,7 @@ def parse_rule(data: Any, origin: str) -> RuleMeta:
         summary=data["summary"].strip(),
         docs=data["docs"].strip(),
         fix=data["fix"],
+        semantics=tuple(str(r) for r in rows),
         valid=tuple(examples.get("valid", [])),
         invalid=tuple(invalid),
     )

@@ -45,6 +45,9 @@ def test_wheel_contains_rules_and_rule_command_works(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "# autograd-grad-without-enable-grad (AGL101)" in proc.stdout
+    # The rule's evidence comes from the packaged docs/semantics.md, not the checkout's.
+    assert "autogradlint/_docs/semantics.md" in names
+    assert "- A2.1: `torch.autograd.grad(h(x), x, g)`" in proc.stdout
     located = subprocess.run(
         [str(python), "-c", "import autogradlint.meta as m; print(m.rules_dir())"],
         cwd=tmp_path,

@@ -1,0 +1,218 @@
+"""Family C rows: __torch_function__ overrides and modes that change dtype or device."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.overrides import BaseTorchFunctionMode, TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_map
+
+from .rows import first_line, rows
+
+H = torch.float16
+
+
+def up(t: object) -> object:
+    return t.float() if isinstance(t, torch.Tensor) and t.dtype == H else t
+
+
+class Naive(torch.Tensor):  # reads t.dtype / calls t.float() without disabling the override
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return super().__torch_function__(
+            func, types, tree_map(up, args), tree_map(up, kwargs or {})
+        )
+
+
+class Upcast(torch.Tensor):  # converts under the disable guard, redispatches through super()
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        with torch._C.DisableTorchFunctionSubclass():
+            args, kwargs = tree_map(up, args), tree_map(up, kwargs or {})
+        return super().__torch_function__(func, types, args, kwargs)
+
+
+class SelfOnly(torch.Tensor):  # converts only its own instances
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        with torch._C.DisableTorchFunctionSubclass():
+            args = tree_map(lambda t: t.float() if isinstance(t, cls) and t.dtype == H else t, args)
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def mover(move_all: bool) -> type[torch.Tensor]:
+    class Move(torch.Tensor):  # "meta" stands in for a second device on a CPU-only machine
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            kind = torch.Tensor if move_all else cls
+            with torch._C.DisableTorchFunctionSubclass():
+                args = tree_map(lambda t: t.to("meta") if isinstance(t, kind) else t, args)
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    return Move
+
+
+class Copies(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.count += func is torch.ops.aten._to_copy.default
+        return func(*args, **(kwargs or {}))
+
+
+def true_dtype(t: torch.Tensor) -> torch.dtype:
+    """Read with the override disabled: the override itself misreports (C1.3)."""
+    with torch._C.DisableTorchFunctionSubclass():
+        return t.dtype
+
+
+def inputs() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    torch.manual_seed(0)
+    return (
+        torch.randn(4, 8, dtype=H),
+        torch.randn(3, 8, dtype=H),
+        torch.randn(3, dtype=H),
+        torch.tensor([0, 1, 2, 0]),
+    )
+
+
+@rows("C1.1")
+def test_a_naive_override_recurses() -> None:
+    x, w, b, _ = inputs()
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(300)
+    try:
+        with pytest.raises(RecursionError):
+            F.linear(x.as_subclass(Naive), w, b)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+@rows("C1.2", "C1.4")
+def test_an_upcasting_subclass_changes_results_and_copies_every_call() -> None:
+    x, w, b, target = inputs()
+    losses = []
+    for wrapped, dtype, copies in ((x, H, 0), (x.as_subclass(Upcast), torch.float32, 3)):
+        counter = Copies()
+        with counter:
+            y = F.linear(wrapped, w, b)
+            loss = F.cross_entropy(y, target)
+        assert true_dtype(y) == dtype and true_dtype(loss) == dtype
+        assert counter.count == copies
+        losses.append(round(loss.item(), 6))
+    assert losses == [1.018555, 1.01807]
+
+
+@rows("C1.3")
+def test_the_subclass_misreports_its_own_dtype() -> None:
+    x = inputs()[0].as_subclass(Upcast)
+    assert x.dtype == torch.float32 and x.element_size() == 4
+    assert true_dtype(x) == H
+
+
+@rows("C1.6")
+def test_converting_only_its_own_instances_mixes_dtypes() -> None:
+    x, w, b, _ = inputs()
+    with pytest.raises(RuntimeError) as raised:
+        F.linear(x.as_subclass(SelfOnly), w, b)
+    assert (
+        first_line(raised.value) == "mat1 and mat2 must have the same dtype, but got Float and Half"
+    )
+    assert true_dtype(torch.add(x.as_subclass(SelfOnly), x)) == torch.float32  # silent
+
+
+@rows("C1.8")
+def test_moving_only_its_own_instances_fails_on_another_device() -> None:
+    x, w, b = torch.randn(4, 8), torch.randn(3, 8), torch.randn(3)
+    with pytest.raises(RuntimeError) as raised:
+        F.linear(x.as_subclass(mover(False)), w, b)
+    assert first_line(raised.value) == "Tensor on device cpu is not on the expected device meta!"
+
+
+@rows("C1.9")
+def test_moving_every_argument_is_silent() -> None:
+    x, w = torch.randn(4, 8), torch.randn(3, 8)
+    y = F.linear(x.as_subclass(mover(True)), w)
+    with torch._C.DisableTorchFunctionSubclass():
+        assert y.device.type == "meta"
+    assert F.linear(x, w).device.type == "cpu"
+
+
+class UpMode(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*tree_map(up, args), **tree_map(up, kwargs or {}))
+
+
+class UpBaseMode(BaseTorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return super().__torch_function__(
+            func, types, tree_map(up, args), tree_map(up, kwargs or {})
+        )
+
+
+@rows("C2.1", "C2.2")
+@pytest.mark.parametrize("mode", [UpMode, UpBaseMode])
+def test_an_upcasting_mode_changes_every_result_inside_it(mode: type) -> None:
+    x, w, b, target = inputs()
+    with mode():
+        y = F.linear(x, w, b)
+        loss = F.cross_entropy(y, target)
+        unrelated = torch.ones(2, dtype=H) + torch.ones(2, dtype=H)
+    assert y.dtype == loss.dtype == unrelated.dtype == torch.float32
+    assert type(y) is torch.Tensor
+
+
+@rows("C2.3")
+def test_a_torch_function_mode_has_no_super_implementation() -> None:
+    class BadSuper(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    with pytest.raises(NotImplementedError), BadSuper():
+        torch.ones(2) + 1
+
+
+@rows("C2.5")
+def test_a_mode_misreports_dtype_too() -> None:
+    x = inputs()[0]
+    with UpMode():
+        seen = x.dtype
+    assert seen == torch.float32 and x.dtype == H
+
+
+@rows("C4.1")
+def test_a_plain_method_override_is_deprecated() -> None:
+    class Plain(torch.Tensor):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.ones(2).as_subclass(Plain) + 1
+    assert any(
+        str(w.message).startswith(
+            "Defining your `__torch_function__` as a plain method is deprecated and will be an "
+            "error in future, please define it as a classmethod."
+        )
+        for w in caught
+    )
+
+
+@rows("C3.1")
+def test_autocast_hides_the_upcast_in_outputs_but_not_in_copies() -> None:
+    x, w, b, _ = inputs()
+    counts = []
+    for wrapped in (x, x.as_subclass(Upcast)):
+        counter = Copies()
+        with torch.autocast("cpu", dtype=torch.bfloat16), counter:
+            y = F.linear(wrapped, w, b)
+        assert true_dtype(y) == torch.bfloat16  # autocast re-casts below the override
+        counts.append(counter.count)
+    assert counts[1] > counts[0]

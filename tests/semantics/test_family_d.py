@@ -1,0 +1,277 @@
+"""Family D rows: the autograd.Function contract (gradient count, static methods, ctx, in-place)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from torch.autograd import Function
+
+from .rows import first_line, rows
+
+LEGACY = (
+    "Legacy autograd function with non-static forward method is deprecated. Please use new-style "
+    "autograd function with static forward method."
+)
+
+
+def three(requires_grad: bool = True) -> torch.Tensor:
+    return torch.tensor([1.0, 2.0, 3.0], requires_grad=requires_grad)
+
+
+@rows("D1.1", "D1.2", "D1.3")
+def test_backward_must_return_one_gradient_per_input() -> None:
+    class TooFew(Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a * b
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    class TooMany(Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g
+
+    class ExtraNone(Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2, None
+
+    with pytest.raises(RuntimeError) as raised:
+        TooFew.apply(three(), three()).sum().backward()
+    assert first_line(raised.value) == (
+        "function TooFewBackward returned an incorrect number of gradients (expected 2, got 1)"
+    )
+    with pytest.raises(RuntimeError) as raised:
+        TooMany.apply(three()).sum().backward()
+    assert first_line(raised.value) == (
+        "function TooManyBackward returned an incorrect number of gradients (expected 1, got 2)"
+    )
+    x = three()
+    ExtraNone.apply(x).sum().backward()
+    assert x.grad.tolist() == [2.0] * 3
+
+
+class NonStatic(Function):
+    def forward(ctx, a):
+        return a * 2
+
+    def backward(ctx, g):
+        return g * 2
+
+
+@rows("D2.1", "D2.2")
+def test_non_static_methods_work_through_the_class_only() -> None:
+    x = three()
+    NonStatic.apply(x).sum().backward()  # through the class: a plain function, like a static one
+    assert x.grad.tolist() == [2.0] * 3
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        instance = NonStatic()
+    assert any("should not be instantiated" in str(w.message) for w in caught)
+    with pytest.raises(TypeError) as raised:
+        instance.forward(None, x)  # through an instance, the instance fills the ctx slot
+    assert (
+        first_line(raised.value)
+        == "NonStatic.forward() takes 2 positional arguments but 3 were given"
+    )
+
+
+def scale_by(keep: str) -> type[Function]:
+    class Scale(Function):
+        @staticmethod
+        def forward(ctx, a, w):
+            if keep == "ctx":
+                ctx.w = w
+            else:
+                ctx.save_for_backward(w)
+            return a * w
+
+        @staticmethod
+        def backward(ctx, g):
+            w = ctx.w if keep == "ctx" else ctx.saved_tensors[0]
+            return g * w, None
+
+    return Scale
+
+
+@rows("D3.1")
+def test_a_tensor_kept_on_ctx_has_no_version_check() -> None:
+    a, w = three(), torch.full((3,), 2.0)
+    out = scale_by("ctx").apply(a, w)
+    w.mul_(10)
+    out.sum().backward()
+    assert a.grad.tolist() == [20.0] * 3  # silently wrong: the true gradient is 2
+    a, w = three(), torch.full((3,), 2.0)
+    out = scale_by("saved").apply(a, w)
+    w.mul_(10)
+    with pytest.raises(RuntimeError) as raised:
+        out.sum().backward()
+    assert first_line(raised.value).startswith(
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        "operation"
+    )
+
+
+@rows("D3.2")
+def test_saved_tensor_hooks_never_see_a_tensor_kept_on_ctx() -> None:
+    packed: list[torch.Tensor] = []
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        packed.append(t)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        scale_by("ctx").apply(three(), torch.full((3,), 2.0))
+        assert packed == []  # offloading, compression and checkpoint hooks skip it
+        scale_by("saved").apply(three(), torch.full((3,), 2.0))
+        assert len(packed) == 1
+
+
+@rows("D4.1", "D4.2", "D4.3")
+def test_save_for_backward_takes_tensors_once() -> None:
+    class SaveInt(Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a, 3)
+            return a * 2
+
+    class SaveNone(Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a, None)
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    saved: list[int] = []
+
+    class SaveTwice(Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a)
+            ctx.save_for_backward(b)
+            return a * b
+
+        @staticmethod
+        def backward(ctx, g):
+            saved.append(len(ctx.saved_tensors))
+            return g, g
+
+    with pytest.raises(TypeError) as raised:
+        SaveInt.apply(three())
+    assert first_line(raised.value) == (
+        "save_for_backward can only save variables, but argument 1 is of type int"
+    )
+    SaveNone.apply(three()).sum().backward()
+    SaveTwice.apply(three(), three()).sum().backward()
+    assert saved == [1]  # the second call replaced the first
+
+
+def doubles_input(mark_dirty: bool) -> type[Function]:
+    class Double(Function):
+        @staticmethod
+        def forward(ctx, a):
+            a.mul_(2)
+            if mark_dirty:
+                ctx.mark_dirty(a)
+                return a
+            return a.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    return Double
+
+
+@rows("D5.1")
+def test_an_unmarked_in_place_change_of_an_input_loses_its_gradient() -> None:
+    for mark_dirty, want in ((False, [1.0] * 3), (True, [2.0] * 3)):
+        w = three()
+        h = w * 1
+        doubles_input(mark_dirty).apply(h)
+        h.sum().backward()  # h is now 2w: the true gradient is 2
+        assert w.grad.tolist() == want, mark_dirty
+
+
+@rows("D5.2")
+def test_a_leaf_changed_in_place() -> None:
+    w = three()
+    doubles_input(False).apply(w)
+    assert w.tolist() == [2.0, 4.0, 6.0]  # silently changed
+    with pytest.raises(RuntimeError) as raised:
+        doubles_input(True).apply(three())
+    assert first_line(raised.value) == (
+        "a leaf Variable that requires grad has been used in an in-place operation."
+    )
+
+
+@rows("D7.1", "D7.2", "D7.3")
+def test_calling_forward_directly_bypasses_backward() -> None:
+    class Cube(Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a**3
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 0  # deliberately not the derivative: shows which backward runs
+
+    class Saves(Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a * 2
+
+    with pytest.raises(TypeError) as raised:
+        Cube.forward(three())
+    assert first_line(raised.value).endswith(
+        "Cube.forward() missing 1 required positional argument: 'a'"
+    )
+    x = three()
+    Cube.forward(None, x).sum().backward()
+    assert x.grad.tolist() == [3.0, 12.0, 27.0]  # forward's own ops were differentiated
+    with pytest.raises(AttributeError) as raised:
+        Saves.forward(None, three())
+    assert first_line(raised.value) == "'NoneType' object has no attribute 'save_for_backward'"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        with pytest.raises(RuntimeError) as raised:
+            Cube()(three())
+    assert first_line(raised.value).startswith(LEGACY)
+
+
+@rows("D8.1")
+def test_deleting_ctx_state_breaks_a_second_backward() -> None:
+    class Del(Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.k = 2.0
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            k = ctx.k
+            del ctx.k
+            return g * k
+
+    loss = Del.apply(three()).sum()
+    loss.backward(retain_graph=True)
+    with pytest.raises(AttributeError) as raised:
+        loss.backward()
+    assert first_line(raised.value) == "'DelBackward' object has no attribute 'k'"
