@@ -10,8 +10,8 @@ reduced copy of the module that keeps every line number: the context as it is, t
 the units it names as stubs (headers only, bodies `...`), every other line blank. Its findings
 are kept per unit, moved with the unit when lines above it are added or removed, and computed
 again only when its text, the context, or a unit it names changes. Findings in the context
-come from one more run with every unit stubbed. Suppressions are then applied from the whole
-text. tests/test_incremental.py holds the result equal to linting the whole text, edit after
+come from one more run with every unit stubbed. Suppressions are then applied and audited
+(hygiene.py) on the whole text. tests/test_incremental.py holds the result equal to linting the whole text, edit after
 edit.
 """
 
@@ -21,11 +21,12 @@ import re
 from dataclasses import dataclass, field, replace
 
 from .engine import lint_source
+from .hygiene import audit
+from .meta import all_rules
 from .model import FileResult, Finding
 from .project import EMPTY, FileView
 from .settings import Settings
 from .speed.statements import body_start, chunk_starts, line_breaks
-from .suppress import parse_suppressions
 
 _CLASS = re.compile(r"(?:@[^\n]*\n[ \t\f]*)*class[ \t]+(\w+)")
 _HOOK = re.compile(r"__torch_(?:function|dispatch)__")
@@ -83,7 +84,7 @@ class IncrementalLinter:
         if state.outlines != outlines:
             # Findings in the context: calls to units' forward, classes nested in functions.
             reduced = _reduced(text, chunks, keep=set(), stubs=stubs)  # type: ignore[arg-type]
-            result = lint_source(reduced, path, **options)
+            result = lint_source(reduced, path, suppress=False, **options)
             if result.error is not None:
                 self.documents.pop(path, None)
                 return lint_source(text, path, **options)
@@ -101,7 +102,7 @@ class IncrementalLinter:
             relative = state.units.get(memo)
             if relative is None:
                 reduced = _reduced(text, chunks, keep={unit.name, *named}, stubs={})  # type: ignore[arg-type]
-                result = lint_source(reduced, path, **options)
+                result = lint_source(reduced, path, suppress=False, **options)
                 if result.error is not None:
                     self.documents.pop(path, None)
                     return lint_source(text, path, **options)
@@ -113,9 +114,10 @@ class IncrementalLinter:
             fresh[memo] = relative
             findings.extend(_shift(f, unit.first_line) for f in relative)
         state.units = fresh
-        suppressions = parse_suppressions(text)
-        kept = [f for f in findings if not suppressions.silences(f.rule_id, f.name, f.line)]
-        return FileResult(path, findings=sorted(kept, key=lambda f: f.sort_key), parsed=True)
+        everything = frozenset(all_rules()) if enabled is None else enabled
+        return FileResult(
+            path, findings=audit(text, path, findings, everything).findings, parsed=True
+        )
 
     def forget(self, path: str) -> None:
         self.documents.pop(path, None)

@@ -43,13 +43,12 @@ def lint_file(
 
         return lint_source(source, path, enabled=enabled, settings=settings, project=project)
     assert isinstance(source, str)
-    analysis, located = analysed_pass(
-        source, path, enabled=enabled, settings=settings, project=project
-    )
+    step = analysed_pass(source, path, enabled=enabled, settings=settings, project=project)
+    analysis = step.result
     if analysis.error is not None:
         return FileResult(path, error=analysis.error, parsed=analysis.parsed)
-    result = FileResult(path, findings=[f for f, _ in located], parsed=analysis.parsed)
-    if fixes and any(v.fix for _, v in located):
+    result = FileResult(path, findings=step.reported, parsed=analysis.parsed)
+    if fixes and (any(v.fix for _, v in step.located) or step.comment_fixes):
         options = {"enabled": enabled, "settings": settings, "project": project}
         result.fixes = [
             FixSuggestion(
@@ -61,7 +60,7 @@ def lint_file(
                 fix.note,
                 fix.edits,
             )
-            for fix in single_fixes(source, path, analysed=(analysis, located), **options)
+            for fix in single_fixes(source, path, analysed=step, **options)
         ]
     if classes:
         result.classes = class_summaries(analysis, settings)

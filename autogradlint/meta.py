@@ -13,7 +13,11 @@ FAMILIES = {
     "B": "gradients passed to compiled code",
     "C": "__torch_function__ overrides and modes",
     "D": "the autograd.Function contract",
+    "S": "suppression comments",
 }
+# Families A-D rest on verified PyTorch behaviour (docs/semantics.md); S is about autogradlint's
+# own comments, where there is no PyTorch behaviour to cite.
+CITES_SEMANTICS = ("A", "B", "C", "D")
 SEVERITIES = ("error", "warning")
 FIX_SAFETIES = ("safe", "unsafe", "none")
 _ID_RE = re.compile(r"^AGL\d{3}$")
@@ -114,7 +118,12 @@ def parse_rule(data: Any, origin: str) -> RuleMeta:
     if data["fix"] not in FIX_SAFETIES:
         raise RuleFileError(f"{origin}: fix must be one of {', '.join(FIX_SAFETIES)}")
     rows = data["semantics"]
-    if not isinstance(rows, list) or not rows or not all(ROW_ID.match(str(r)) for r in rows):
+    needed = data["family"] in CITES_SEMANTICS
+    if (
+        not isinstance(rows, list)
+        or (needed and not rows)
+        or not all(ROW_ID.match(str(r)) for r in rows)
+    ):
         raise RuleFileError(
             f"{origin}: semantics must list the rows of docs/semantics.md the rule rests on "
             "(ids like A2.1 or FIX-B1)"

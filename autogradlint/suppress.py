@@ -1,4 +1,8 @@
-"""Suppression comments: `# noqa: AGL201`, `# autogradlint: ignore[...]`, file-level ignores."""
+"""Suppression comments: `# noqa: AGL201`, `# autogradlint: ignore[...]`, file-level ignores.
+
+Each comment is read into a `Directive` that knows where it and each of its codes sit in the
+line, so the hygiene rules (hygiene.py) can say which one silenced nothing and remove just it.
+"""
 
 from __future__ import annotations
 
@@ -7,44 +11,105 @@ from dataclasses import dataclass, field
 
 from .speed.statements import comments, joined_lines
 
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[\w\-]+(?:[\s,]+[\w\-]+)*))?", re.IGNORECASE)
-_IGNORE = re.compile(r"#\s*autogradlint:\s*ignore(?:\[(?P<codes>[^\]]*)\])?")
-_FILE_IGNORE = re.compile(r"#\s*autogradlint:\s*file-ignore(?:\[(?P<codes>[^\]]*)\])?")
+# A bare noqa, or one with a colon and codes (AGL201, E501). Codes without the colon make a
+# blanket noqa for every tool that reads it (flake8, ruff): `loose` catches them, so hygiene can
+# say so.
+_NOQA = re.compile(
+    r"#\s*noqa(?:(?P<colon>:\s*)(?P<codes>[\w\-]+(?:(?:\s*,\s*|\s+)[\w\-]+)*)?"
+    r"|(?P<loose>[ \t]+(?P<loose_codes>[A-Za-z]+[0-9]+(?:(?:\s*,\s*|\s+)[A-Za-z]+[0-9]+)*)))?",
+    re.IGNORECASE,
+)
+# `# autogradlint: <word>[codes]`: any word, so a misspelt directive is reported, not ignored.
+_OURS = re.compile(
+    r"#\s*autogradlint:\s*(?P<word>[\w\-]*)"
+    r"(?:\[(?P<codes>[^\]\n]*)\]|(?P<open>\[[^\]\n]*)|[ \t]+(?P<bare>AGL\w*(?:[\s,]+AGL\w*)*))?",
+    re.IGNORECASE,
+)
+_CODE = re.compile(r"[\w\-]+")
 ALL = "*"
+
+
+@dataclass(frozen=True)
+class Selector:
+    """One code or rule name in a directive, and where it is in its line (0-based columns)."""
+
+    text: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Directive:
+    """One suppression comment as written."""
+
+    kind: str  # "noqa" | "ignore" | "file-ignore" | an unknown word after `autogradlint:`
+    line: int  # 1-based
+    start: int  # the `#` that starts it, 0-based column in its line
+    end: int  # just past its last code (or past the directive word)
+    selectors: tuple[Selector, ...]  # () is a blanket: every rule
+    own_line: bool
+    problem: str | None = None  # malformed: what is wrong with it
+    repaired: str | None = None  # the directive as its author meant it, when that is clear
+
+    @property
+    def ours(self) -> bool:
+        """Whether every selector belongs to autogradlint (a `# noqa` is shared with others)."""
+        return self.kind != "noqa"
+
+    def covers(self) -> tuple[int, ...]:
+        """The lines it silences; () for the whole file."""
+        if self.kind == "file-ignore":
+            return ()
+        if self.kind == "ignore" and self.own_line:  # alone on its line: also the next line
+            return (self.line, self.line + 1)
+        return (self.line,)
+
+    def silences(self, rule_id: str, name: str) -> Selector | None:
+        """The selector that silences this rule (a blanket answers with a `*` selector)."""
+        if self.problem is not None and self.kind not in ("noqa", "ignore", "file-ignore"):
+            return None  # a misspelt directive silences nothing
+        if not self.selectors:
+            return Selector(ALL, self.start, self.end)
+        for selector in self.selectors:
+            if selects(selector.text, rule_id, name):
+                return selector
+        return None
+
+
+def selects(selector: str, rule_id: str, name: str) -> bool:
+    """`AGL201`, a prefix (`AGL2`, `AGL`), or the rule's name."""
+    return rule_id.startswith(selector.upper()) or selector == name
 
 
 @dataclass
 class Suppressions:
-    """Which codes are silenced on which line (1-based), and for the whole file."""
+    """Every directive of a file, and which lines each silences."""
 
-    by_line: dict[int, set[str]] = field(default_factory=dict)
-    file_wide: set[str] = field(default_factory=set)
+    directives: list[Directive] = field(default_factory=list)
+    by_line: dict[int, list[int]] = field(default_factory=dict)  # line -> directive indexes
+    file_wide: list[int] = field(default_factory=list)
     # Lines joined to later ones by `\` or a multi-line string: their noqa goes on the last.
     joined: dict[int, int] = field(default_factory=dict)
 
-    def silences(self, rule_id: str, name: str, line: int) -> bool:
-        if _matches(self.file_wide, rule_id, name):
-            return True
-        if _matches(self.by_line.get(line, set()), rule_id, name):
-            return True
+    def silencer(self, rule_id: str, name: str, line: int) -> tuple[int, Selector] | None:
+        """(directive index, selector) of what silences this finding, or None."""
+        candidates = [*self.file_wide, *self.by_line.get(line, ())]
         last = self.joined.get(line)
-        return last is not None and _matches(self.by_line.get(last, set()), rule_id, name)
+        if last is not None:
+            candidates.extend(self.by_line.get(last, ()))
+        for index in candidates:
+            selector = self.directives[index].silences(rule_id, name)
+            if selector is not None:
+                return index, selector
+        return None
 
-
-def _matches(selectors: set[str], rule_id: str, name: str) -> bool:
-    if ALL in selectors:
-        return True
-    return any(rule_id.startswith(sel.upper()) or sel == name for sel in selectors)
-
-
-def _codes(text: str | None) -> set[str]:
-    if not text:
-        return {ALL}
-    return {code for code in re.split(r"[\s,]+", text.strip()) if code}
+    def silences(self, rule_id: str, name: str, line: int) -> bool:
+        return self.silencer(rule_id, name, line) is not None
 
 
 # Every suppression comment holds one of these; a file without them needs no comment scan.
 _ANY_MARKER = re.compile(r"noqa|autogradlint:", re.IGNORECASE)
+ANY_MARKER_BYTES = re.compile(rb"(?i)noqa|autogradlint:")
 
 
 def noqa_line(source: str, line: int) -> int:
@@ -59,19 +124,71 @@ def parse_suppressions(source: str) -> Suppressions:
     if _ANY_MARKER.search(source) is None:
         return result
     result.joined = joined_lines(source)
-    for line, _, comment, own_line in comments(source):
-        file_match = _FILE_IGNORE.search(comment)
-        if file_match:
-            result.file_wide |= _codes(file_match.group("codes"))
+    for comment in comments(source):
+        directive = read_directive(comment.text, comment.line, comment.column, comment.alone)
+        if directive is None:
             continue
-        ignore = _IGNORE.search(comment)
-        if ignore:
-            codes = _codes(ignore.group("codes"))
-            result.by_line.setdefault(line, set()).update(codes)
-            if own_line:  # alone on its line: it covers the next line
-                result.by_line.setdefault(line + 1, set()).update(codes)
-            continue
-        noqa = _NOQA.search(comment)
-        if noqa:
-            result.by_line.setdefault(line, set()).update(_codes(noqa.group("codes")))
+        index = len(result.directives)
+        result.directives.append(directive)
+        covered = directive.covers()
+        if not covered:
+            result.file_wide.append(index)
+        for line in covered:
+            result.by_line.setdefault(line, []).append(index)
     return result
+
+
+def read_directive(text: str, line: int, col: int, own_line: bool) -> Directive | None:
+    """The directive in one comment (`text` starts at column `col` of `line`), if any.
+    `autogradlint:` directives win over a `# noqa` in the same comment."""
+    ours = _OURS.search(text)
+    if ours is not None:
+        return _ours(ours, line, col, own_line)
+    noqa = _NOQA.search(text)
+    if noqa is not None:
+        return _noqa(noqa, line, col, own_line)
+    return None
+
+
+def _selectors(match: re.Match[str], group: str, col: int) -> tuple[Selector, ...]:
+    text = match.group(group)
+    if not text:
+        return ()
+    base = col + match.start(group)
+    return tuple(
+        Selector(m.group(), base + m.start(), base + m.end()) for m in _CODE.finditer(text)
+    )
+
+
+def _noqa(match: re.Match[str], line: int, col: int, own_line: bool) -> Directive:
+    start, end = col + match.start(), col + match.end()
+    if match.group("loose") is not None:
+        codes = _selectors(match, "loose_codes", col)
+        repaired = "# noqa: " + ", ".join(s.text for s in codes)
+        problem = "without a colon, `# noqa` silences every rule on the line"
+        return Directive("noqa", line, start, end, (), own_line, problem, repaired)
+    if match.group("colon") is not None and match.group("codes") is None:
+        problem = "`# noqa:` names no codes, so it silences every rule on the line"
+        return Directive("noqa", line, start, end, (), own_line, problem)
+    return Directive("noqa", line, start, end, _selectors(match, "codes", col), own_line)
+
+
+def _ours(match: re.Match[str], line: int, col: int, own_line: bool) -> Directive:
+    start, end = col + match.start(), col + match.end()
+    word = match.group("word").lower()
+    if word not in ("ignore", "file-ignore"):
+        shown = word or "(nothing)"
+        problem = f"`{shown}` is not a directive: use `ignore[...]` or `file-ignore[...]`"
+        return Directive(word or "?", line, start, end, (), own_line, problem)
+    if match.group("open") is not None:
+        problem = "the code list has no closing `]`, so it silences every rule"
+        return Directive(word, line, start, end, (), own_line, problem)
+    if match.group("bare") is not None:
+        codes = _selectors(match, "bare", col)
+        repaired = f"# autogradlint: {word}[{', '.join(s.text for s in codes)}]"
+        problem = f"codes after `{word}` need brackets; as written it silences every rule"
+        return Directive(word, line, start, end, (), own_line, problem, repaired)
+    if match.group("codes") is not None and not match.group("codes").strip():
+        problem = "`[]` names no codes, so it silences every rule"
+        return Directive(word, line, start, end, (), own_line, problem)
+    return Directive(word, line, start, end, _selectors(match, "codes", col), own_line)

@@ -26,6 +26,9 @@ class Square(torch.autograd.Function):
         return torch.autograd.grad(y, x, g)[0]
 """
 MARKER = re.compile(r"#\s*(?P<codes>AGL\d{3}(?:[ ,]+AGL\d{3})*)\b")
+# On a line with a suppression comment, only a marker in the last comment of the line counts
+# (`x  # noqa: AGL201  # AGL901`): the codes inside the directive are not expectations.
+LAST_MARKER = re.compile(r"#\s*(?P<codes>AGL\d{3}(?:[ ,]+AGL\d{3})*)\s*$")
 
 
 def expected_findings(code: str) -> list[tuple[str, int]]:
@@ -33,8 +36,12 @@ def expected_findings(code: str) -> list[tuple[str, int]]:
     out: list[tuple[str, int]] = []
     for number, line in enumerate(code.splitlines(), start=1):
         if "noqa" in line or "autogradlint:" in line:
-            continue
-        match = MARKER.search(line)
+            match = LAST_MARKER.search(line)
+            before = line[: match.start()] if match else ""
+            if match is None or not re.search(r"noqa|autogradlint:", before):
+                continue
+        else:
+            match = MARKER.search(line)
         if match:
             for code_id in re.split(r"[ ,]+", match.group("codes")):
                 out.append((code_id, number))

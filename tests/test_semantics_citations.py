@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CITATION = re.compile(r"\b(FIX-[A-D]\d+|[A-D]\d+\.\d+[a-z]?)\b")
 
 
-def tested_rows() -> dict[str, list[str]]:
+def rows_with_tests() -> dict[str, list[str]]:
     """Row id -> the tests that verify it, read from the `@rows(...)` decorators."""
     found: dict[str, list[str]] = {}
     for path in sorted((ROOT / "tests" / "semantics").glob("test_*.py")):
@@ -41,7 +41,7 @@ def test_the_document_is_the_one_in_the_checkout() -> None:
 
 
 def test_every_documented_row_is_verified_by_a_test() -> None:
-    documented, tested = set(semantics_rows()), set(tested_rows())
+    documented, tested = set(semantics_rows()), set(rows_with_tests())
     assert sorted(documented - tested) == [], "rows with no test in tests/semantics"
     assert sorted(tested - documented) == [], "tests naming rows the document does not have"
 
@@ -49,7 +49,7 @@ def test_every_documented_row_is_verified_by_a_test() -> None:
 def test_every_rule_cites_rows_that_exist() -> None:
     rows = semantics_rows()
     for meta in all_rules().values():
-        assert meta.semantics, meta.id
+        assert meta.semantics or meta.family == "S", meta.id  # S: autogradlint's own comments
         missing = [r for r in meta.semantics if r not in rows]
         assert missing == [], f"{meta.id} cites rows docs/semantics.md lacks: {missing}"
         in_text = set(CITATION.findall(meta.docs + "\n" + meta.message))

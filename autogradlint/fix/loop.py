@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..engine import Analysis, analyse, locate
+from ..hygiene import CommentFix, audit, key
+from ..meta import all_rules
 from ..model import Finding, LineEdit, Violation
 from ..project import EMPTY, FileView
 from ..settings import Settings
@@ -80,14 +82,46 @@ def _edits_for(
     return ([*edits, added] if added is not None else edits), used
 
 
-def _pass(
-    text: str, path: str, *, full: bool, enabled, settings, project
-) -> tuple[Analysis, list[tuple[Finding, Violation]]]:
+@dataclass
+class Pass:
+    """One analysis of the text: what it reports, and what can fix it."""
+
+    result: Analysis
+    located: list[tuple[Finding, Violation]]  # the findings no comment silences, with checks'
+    reported: list[Finding]  # everything reported, suppression hygiene (AGL9xx) included
+    comment_fixes: dict[tuple[str, int, int], CommentFix]  # hygiene fixes, by finding key
+
+
+def _pass(text: str, path: str, *, full: bool, enabled, settings, project) -> Pass:
+    enabled = frozenset(all_rules()) if enabled is None else enabled
     result = analyse(text, path, enabled=enabled, settings=settings, project=project, full=full)
-    if result.error is not None or result.module is None or not result.violations:
-        return result, []
-    assert result.text is not None
-    return result, locate(result.module, result.text, result.violations, path, result.layout)
+    if result.error is not None:
+        return Pass(result, [], [], {})
+    located: list[tuple[Finding, Violation]] = []
+    if result.module is not None and result.violations:
+        assert result.text is not None
+        located = locate(result.module, result.text, result.violations, path, result.layout)
+    audited = audit(text, path, [f for f, _ in located], enabled)
+    kept = {key(f) for f in audited.findings}
+    located = [(f, v) for f, v in located if key(f) in kept]
+    return Pass(result, located, audited.findings, audited.fixes)
+
+
+def _comment_edits(
+    fixes: dict[tuple[str, int, int], CommentFix], taken: list[LineEdit]
+) -> tuple[list[LineEdit], list[str]]:
+    """The comment fixes that touch no line another edit of this pass touches (one per line;
+    the rest wait for the next pass), and their rule ids."""
+    busy = {line for e in taken for line in range(e.start, max(e.end, e.start + 1))}
+    edits, rules = [], []
+    for (rule_id, _, _), fix in sorted(fixes.items(), key=lambda item: item[0][1:]):
+        lines = set(range(fix.edit.start, max(fix.edit.end, fix.edit.start + 1)))
+        if lines & busy:
+            continue
+        busy |= lines
+        edits.append(fix.edit)
+        rules.append(rule_id)
+    return edits, rules
 
 
 def fix_text(
@@ -106,14 +140,15 @@ def fix_text(
     applied: list[str] = []
     options = {"enabled": enabled, "settings": settings, "project": project}
     for attempt in range(max_passes):
-        result, located = _pass(current, path, full=False, **options)
+        step = _pass(current, path, full=False, **options)
+        result, located = step.result, step.located
         if result.error is not None:
             if attempt == 0:
                 return FixOutcome(text, error=result.error.describe())
             return FixOutcome(text, error=_bug(path, f"does not analyse ({result.error.message})"))
         wanted = _wanted(located, unsafe)
-        remaining = [finding for finding, _ in located]
-        if not wanted:
+        remaining = step.reported
+        if not wanted and not step.comment_fixes:
             if attempt == 0:
                 return FixOutcome(text, remaining=remaining)
             problem = compile_error(current, path)
@@ -129,21 +164,25 @@ def fix_text(
                     error=f"{path}: not fixed: Python {python_version()} cannot compile the "
                     f"file as it is ({problem}), so a fix could not be verified",
                 )
-        made = _edits_for(current, result, [(v.fix, f.line) for f, v in wanted])  # type: ignore[misc]
+        made: tuple[list[LineEdit], list[Fix]] | None = ([], [])
+        if wanted:
+            made = _edits_for(current, result, [(v.fix, f.line) for f, v in wanted])  # type: ignore[misc]
         if made is None:  # fall back to the whole file, where every line maps to itself
-            result, located = _pass(current, path, full=True, **options)
-            wanted = _wanted(located, unsafe)
+            step = _pass(current, path, full=True, **options)
+            result, wanted = step.result, _wanted(step.located, unsafe)
             if result.error is not None or not wanted:
                 return FixOutcome(text, error=_bug(path, "could not be placed in the file"))
             made = _edits_for(current, result, [(v.fix, f.line) for f, v in wanted])  # type: ignore[misc]
             if made is None:
                 return FixOutcome(text, error=_bug(path, "could not be placed in the file"))
         edits, used = made
-        if not edits:
+        comment_edits, comment_rules = _comment_edits(step.comment_fixes, edits)
+        if not edits and not comment_edits:
             return FixOutcome(current, applied, remaining)
         rule_of = {id(v.fix): f.rule_id for f, v in wanted}
         applied.extend(rule_of[id(fix)] for fix in used)
-        current = apply_line_edits(current, edits)
+        applied.extend(comment_rules)
+        current = apply_line_edits(current, [*edits, *comment_edits])
     return FixOutcome(
         text,
         error=f"{path}: fixes did not converge after {max_passes} passes; "
@@ -162,35 +201,41 @@ def single_fixes(
     enabled: frozenset[str] | None = None,
     settings: Settings | None = None,
     project: FileView = EMPTY,
-    analysed: tuple[Analysis, list[tuple[Finding, Violation]]] | None = None,
+    analysed: Pass | None = None,
 ) -> list[SingleFix]:
     """Each fixable finding's fix applied alone to `text` (never re-linted: a preview).
     `analysed` is the sliced pass when the caller has just made it."""
     options = {"enabled": enabled, "settings": settings, "project": project}
-    result, located = analysed if analysed is not None else _pass(text, path, full=False, **options)
-    if not any(v.fix for _, v in located) or compile_error(text, path) is not None:
+    step = analysed if analysed is not None else _pass(text, path, full=False, **options)
+    result, located = step.result, step.located
+    has_fixes = any(v.fix for _, v in located) or step.comment_fixes
+    if not has_fixes or compile_error(text, path) is not None:
         return []
     out: list[SingleFix] = []
+    by_key = {key(f): f for f in step.reported}
+    for found, comment_fix in step.comment_fixes.items():
+        edits = (comment_fix.edit,)
+        new = apply_line_edits(text, list(edits))
+        if compile_error(new, path) is None:
+            out.append(SingleFix(by_key[found], comment_fix.title, "safe", "", new, edits))
     for finding, violation in located:
         fix = violation.fix
         if fix is None:
             continue
         made = _edits_for(text, result, [(fix, finding.line)])
         if made is None:
-            full, pairs = _pass(text, path, full=True, **options)
-            match = [v.fix for f, v in pairs if f == finding and v.fix is not None]
-            made = _edits_for(text, full, [(match[0], finding.line)]) if match else None
+            full = _pass(text, path, full=True, **options)
+            match = [v.fix for f, v in full.located if f == finding and v.fix is not None]
+            made = _edits_for(text, full.result, [(match[0], finding.line)]) if match else None
         if not made or not made[0]:
             continue
         new = apply_line_edits(text, made[0])
         if compile_error(new, path) is not None:
             continue  # never offer a fix that breaks the file
         out.append(SingleFix(finding, fix.title, fix.safety, fix.note, new, tuple(made[0])))
-    return out
+    return sorted(out, key=lambda single: single.finding.sort_key)
 
 
-def analysed_pass(
-    text: str, path: str, *, enabled, settings, project
-) -> tuple[Analysis, list[tuple[Finding, Violation]]]:
-    """The sliced analysis and its located findings, as the fix functions use them."""
+def analysed_pass(text: str, path: str, *, enabled, settings, project) -> Pass:
+    """The sliced analysis and its findings, as the fix functions use them."""
     return _pass(text, path, full=False, enabled=enabled, settings=settings, project=project)

@@ -193,9 +193,15 @@ def test_a_plain_method_override_is_deprecated() -> None:
         def __torch_function__(self, func, types, args=(), kwargs=None):
             return super().__torch_function__(func, types, args, kwargs or {})
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        torch.ones(2).as_subclass(Plain) + 1
+    # PyTorch warns once per process: make it warn here whatever ran before.
+    was = torch.is_warn_always_enabled()
+    torch.set_warn_always(True)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.ones(2).as_subclass(Plain) + 1
+    finally:
+        torch.set_warn_always(was)
     assert any(
         str(w.message).startswith(
             "Defining your `__torch_function__` as a plain method is deprecated and will be an "

@@ -1,0 +1,178 @@
+"""Suppression hygiene (AGL901-AGL903): apply the file's suppression comments to its findings,
+and report the comments that silence nothing, name no rule, or do not say what they seem to.
+
+Pure: text and findings in, findings and comment edits out. Every front end calls `audit` on the
+located findings of the whole file, so check, fix, the language server and SARIF agree on which
+findings are silenced and which comments are stale."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .meta import RuleMeta, all_rules
+from .model import Finding, LineEdit
+from .suppress import ALL, Directive, Selector, Suppressions, parse_suppressions, selects
+
+UNUSED, UNKNOWN, MALFORMED = "AGL901", "AGL902", "AGL903"
+HYGIENE = frozenset({UNUSED, UNKNOWN, MALFORMED})
+
+
+@dataclass(frozen=True)
+class CommentFix:
+    """A fix that only edits a comment: it cannot change what the code does."""
+
+    title: str
+    edit: LineEdit
+
+
+@dataclass
+class Audited:
+    findings: list[Finding] = field(default_factory=list)  # kept findings, hygiene ones included
+    fixes: dict[tuple[str, int, int], CommentFix] = field(default_factory=dict)  # by finding key
+
+
+def key(finding: Finding) -> tuple[str, int, int]:
+    return (finding.rule_id, finding.line, finding.col)
+
+
+def audit(text: str, path: str, findings: list[Finding], enabled: frozenset[str]) -> Audited:
+    """Drop the findings a comment silences; add AGL901-903 for the comments themselves."""
+    suppressions = parse_suppressions(text)
+    if not suppressions.directives:
+        return Audited(sorted(findings, key=lambda f: f.sort_key))
+    used: set[tuple[int, str]] = set()
+    kept = []
+    for finding in findings:
+        hit = suppressions.silencer(finding.rule_id, finding.name, finding.line)
+        if hit is None:
+            kept.append(finding)
+        else:
+            used.add((hit[0], hit[1].text))
+    out = Audited()
+    for finding, fix in _hygiene(text, path, suppressions, used, enabled):
+        hit = suppressions.silencer(finding.rule_id, finding.name, finding.line)
+        if hit is not None and hit[1].text != ALL:
+            continue  # silenced by naming its code (AGL901 itself); a blanket never hides these
+        kept.append(finding)
+        if fix is not None:
+            out.fixes[key(finding)] = fix
+    out.findings = sorted(kept, key=lambda f: f.sort_key)
+    return out
+
+
+def _hygiene(
+    text: str,
+    path: str,
+    suppressions: Suppressions,
+    used: set[tuple[int, str]],
+    enabled: frozenset[str],
+) -> list[tuple[Finding, CommentFix | None]]:
+    rules = all_rules()
+    names = {meta.name for meta in rules.values()}
+    lines = _lines(text)
+    out: list[tuple[Finding, CommentFix | None]] = []
+
+    def report(
+        rule_id: str, at: Selector | Directive, line: int, message: str, fix: CommentFix | None
+    ) -> None:
+        if rule_id not in enabled:
+            return
+        meta = rules[rule_id]
+        finding = Finding(
+            path=path,
+            rule_id=rule_id,
+            name=meta.name,
+            family=meta.family,
+            severity=meta.severity,
+            message=meta.format(detail=message),
+            line=line,
+            col=at.start,
+            end_line=line,
+            end_col=at.end,
+            fix_safety=meta.fix,
+            fixable="safe" if fix is not None else None,
+        )
+        out.append((finding, fix))
+
+    for index, directive in enumerate(suppressions.directives):
+        line_text = lines[directive.line - 1] if directive.line <= len(lines) else ""
+        if directive.problem is not None:
+            fix = None
+            if directive.repaired is not None:
+                rest = line_text[directive.end :]
+                ending = rest[len(rest.rstrip("\r\n")) :]
+                rest = rest.rstrip("\r\n") if rest.strip() else ""  # no trailing blanks
+                edited = line_text[: directive.start] + directive.repaired + rest + ending
+                fix = CommentFix(f"write `{directive.repaired}`", _replace(directive.line, edited))
+            shown = line_text[directive.start : directive.end]
+            report(MALFORMED, directive, directive.line, f"`{shown}`: {directive.problem}", fix)
+            continue
+        if not directive.selectors:
+            if directive.ours and (index, ALL) not in used and _judgeable(None, enabled, rules):
+                fix = _removal(directive, (), line_text)
+                shown = line_text[directive.start : directive.end]
+                message = f"`{shown}` silences nothing here"
+                report(UNUSED, directive, directive.line, message, fix)
+            continue
+        for selector in directive.selectors:
+            ours = directive.ours or selector.text.upper().startswith("AGL")
+            ours = ours or selector.text in names
+            if not ours:
+                continue  # another tool's code in a shared noqa comment
+            known = any(selects(selector.text, rid, m.name) for rid, m in rules.items())
+            remaining = tuple(s for s in directive.selectors if s is not selector)
+            fix = _removal(directive, remaining, line_text)
+            if not known:
+                message = f"`{selector.text}` in a suppression comment is not an autogradlint rule"
+                report(UNKNOWN, selector, directive.line, message, fix)
+            elif (index, selector.text) not in used and _judgeable(selector.text, enabled, rules):
+                where = "in this file" if directive.kind == "file-ignore" else "here"
+                message = f"`{selector.text}` is suppressed but nothing {where} reports it"
+                report(UNUSED, selector, directive.line, message, fix)
+    return out
+
+
+def _judgeable(selector: str | None, enabled: frozenset[str], rules: dict[str, RuleMeta]) -> bool:
+    """Only a selector whose rules all ran can be called unused: a rule switched off in the
+    configuration might report here in another run."""
+    matched = [
+        rid for rid, m in rules.items() if selector is None or selects(selector, rid, m.name)
+    ]
+    judged = [rid for rid in matched if rid not in HYGIENE]
+    return bool(judged) and all(rid in enabled for rid in judged)
+
+
+def _removal(directive: Directive, remaining: tuple[Selector, ...], line_text: str) -> CommentFix:
+    """The line with `directive` rewritten to keep only `remaining` (or removed outright)."""
+    before, after = line_text[: directive.start], line_text[directive.end :]
+    if remaining:
+        codes = ", ".join(s.text for s in remaining)
+        if directive.kind == "noqa":
+            new = f"# noqa: {codes}"
+        else:
+            new = f"# autogradlint: {directive.kind}[{codes}]"
+        title = f"keep only `{codes}`"
+        return CommentFix(title, _replace(directive.line, before + new + after))
+    ending = line_text[len(line_text.rstrip("\r\n")) :]
+    rest = after.rstrip("\r\n")
+    if rest.strip().startswith("#"):  # another comment follows on the line: keep it
+        edited = (
+            before.rstrip(" \t") + "  " + rest.strip() if before.strip() else before + rest.lstrip()
+        )
+    else:
+        edited = (before + rest).rstrip(" \t")
+    if not edited.strip():
+        return CommentFix("remove the comment", LineEdit(directive.line - 1, directive.line, ()))
+    return CommentFix(
+        "remove the suppression", _replace(directive.line, edited.rstrip("\r\n") + ending)
+    )
+
+
+def _replace(line: int, text: str) -> LineEdit:
+    return LineEdit(line - 1, line, (text,))
+
+
+def _lines(text: str) -> list[str]:
+    from .fix.splice import split_lines
+
+    return split_lines(text)
