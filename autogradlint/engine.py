@@ -19,11 +19,10 @@ from .project import EMPTY, FileView
 from .settings import Settings
 from .source_io import decode
 from .speed.complexity import too_complex
-from .speed.gates import subclasses_index
+from .speed.gates import SUPPRESSIONS, subclasses_index
 from .speed.parsing import parse_module
 from .speed.positions import Layout, node_positions
 from .speed.slicing import slice_source
-from .suppress import ANY_MARKER_BYTES
 
 
 @dataclass
@@ -228,10 +227,11 @@ def _audited_text(source: bytes | str, enabled: frozenset[str]) -> str | None:
     """The text of a file no check needed to read, when its comments still need an audit."""
     if not enabled & HYGIENE:
         return None
-    if isinstance(source, str):
-        return source if "noqa" in source.lower() or "autogradlint:" in source.lower() else None
-    if ANY_MARKER_BYTES.search(source) is None:
+    raw = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
+    if not SUPPRESSIONS.admits(raw):
         return None
+    if isinstance(source, str):
+        return source
     text = decode(source)
     return text if isinstance(text, str) else None
 

@@ -109,7 +109,6 @@ class Suppressions:
 
 # Every suppression comment holds one of these; a file without them needs no comment scan.
 _ANY_MARKER = re.compile(r"noqa|autogradlint:", re.IGNORECASE)
-ANY_MARKER_BYTES = re.compile(rb"(?i)noqa|autogradlint:")
 
 
 def noqa_line(source: str, line: int) -> int:

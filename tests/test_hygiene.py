@@ -3,6 +3,8 @@ reported, with a fix that only edits the comment; the suppressions themselves ke
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from autogradlint.engine import lint_source
@@ -156,3 +158,18 @@ def test_fixes_are_offered_one_by_one_to_editors_and_json() -> None:
     assert sorted(f.rule_id for f in result.findings) == ["AGL901", "AGL902"]
     assert sorted(s.rule_id for s in result.fixes) == ["AGL901", "AGL902"]
     assert all(s.safety == "safe" for s in result.fixes)
+
+
+def test_a_check_run_audits_files_no_check_reads(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from autogradlint.cli import main
+
+    (tmp_path / "plain.py").write_text("x = 1  # noqa: AGL201\n")
+    (tmp_path / "other.py").write_text("y = 2  # noqa: E501\n")
+    result = CliRunner().invoke(
+        main, ["check", "--no-cache", "--output-format", "concise", str(tmp_path)]
+    )
+    assert result.exit_code == 1
+    assert "plain.py:1:16: AGL901" in result.output
+    assert "other.py" not in result.output

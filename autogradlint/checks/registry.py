@@ -24,7 +24,7 @@ REGISTRY: tuple[tuple[type[Check], gates.Gate], ...] = (
     (ReentrantAutograd, gates.REENTRANT),
     (CompiledGradients, gates.COMPILED_GRADS),
     (TorchFunctionConversions, gates.TORCH_FUNCTION),
-    (TorchFunctionHygiene, gates.HYGIENE),
+    (TorchFunctionHygiene, gates.OVERRIDES),
     (GradientCount, gates.GRADIENT_COUNT),
     (StaticMethods, gates.STATIC_METHODS),
     (SavedState, gates.SAVED_STATE),

@@ -62,7 +62,7 @@ COMPILED_GRADS = Gate(
 TORCH_FUNCTION = Gate(
     ("AGL301", "AGL302"), (re.compile(rb"def\s+__torch_(function|dispatch)__"),), (b"__torch_",)
 )
-HYGIENE = Gate(
+OVERRIDES = Gate(
     ("AGL303", "AGL304", "AGL305"), (re.compile(rb"def\s+__torch_function__"),), (b"__torch_",)
 )
 
@@ -86,7 +86,19 @@ CONTRACT = (
     BACKWARD_STATE,
     DIRECT_CALLS,
 )
-GATES: tuple[Gate, ...] = (REENTRANT, COMPILED_GRADS, TORCH_FUNCTION, HYGIENE, *CONTRACT)
+# Suppression hygiene (hygiene.py, not a check): a file whose comments can name autogradlint.
+SUPPRESSIONS = Gate(
+    ("AGL901", "AGL902", "AGL903"),
+    (re.compile(rb"AGL\d"), re.compile(rb"agl\d"), re.compile(rb"autogradlint:")),
+)
+GATES: tuple[Gate, ...] = (
+    REENTRANT,
+    COMPILED_GRADS,
+    TORCH_FUNCTION,
+    OVERRIDES,
+    *CONTRACT,
+    SUPPRESSIONS,
+)
 
 
 def gates_for(enabled: Iterable[str]) -> list[Gate]:
