@@ -1,0 +1,9 @@
+"""Command line: `check`, `fix`, `rule`, `confirm`, `lsp`, `clean`. Thin: all analysis is in
+the engine, every command lints through the same runner and project view."""
+
+from __future__ import annotations
+
+from . import check, clean, confirm, fix, rule, server  # noqa: F401 - each registers its command
+from .app import main
+
+__all__ = ["main"]

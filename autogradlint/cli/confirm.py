@@ -1,0 +1,98 @@
+"""`autogradlint confirm`: execute flagged code to confirm findings at runtime."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..runner import discover as discover_files
+from ..runner import lint_paths
+from .app import main
+from .common import (
+    EXIT_CLEAN,
+    EXIT_ERROR,
+    EXIT_FINDINGS,
+    Console,
+    print_error,
+    project_files,
+    setup,
+)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option(
+    "--device",
+    type=click.Choice(["cpu", "cuda", "all"]),
+    default="all",
+    show_default=True,
+    help="Where to run the probes.",
+)
+@click.option("--timeout", type=float, help="Seconds per probe subprocess (default 240).")
+@click.option(
+    "--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@click.option("--select", multiple=True, help="Only findings of these rules.")
+@click.option("--ignore", multiple=True)
+@click.option("--config", "config_file", type=click.Path(dir_okay=False))
+@click.option("--no-clean", is_flag=True, help="Do not probe classes without findings.")
+def confirm(
+    paths: tuple[str, ...],
+    device: str,
+    timeout: float | None,
+    output_format: str,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    config_file: str | None,
+    no_clean: bool,
+) -> None:
+    """EXECUTE flagged code to confirm findings at runtime (families A, B, C and AGL401).
+
+    Unlike every other command this imports and runs the code under PATHS: each probe runs in a
+    fresh subprocess with a timeout. It needs torch (`pip install 'autogradlint[confirm]'`).
+    Verdicts per class and device: confirmed, not_reproduced or could_not_run. Classes without
+    findings are probed too (unless --no-clean), so that a clean verdict is evidence as well.
+    """
+    import importlib.util
+
+    err, paths, config = setup(paths, config_file, select, (), ignore)
+    if importlib.util.find_spec("torch") is None:
+        print_error(
+            err,
+            "the confirmer needs torch: "
+            "`pip install 'autogradlint[confirm]'` (or `pip install torch`)",
+        )
+        sys.exit(EXIT_ERROR)
+    from ..confirm.plan import plan
+    from ..confirm.run import DEVICE_CHOICES
+    from ..confirm.run import confirm as run_confirm
+
+    found = discover_files(paths, config)
+    root, project = project_files(paths[0], config, True, paths, found.files)
+    results = lint_paths(
+        found.files, config, project=project, root=root, wants=frozenset({"classes"})
+    )
+    errors = list(found.errors) + [r.error for r in results if r.error is not None]
+    targets = plan(results, include_clean=not no_clean)
+    devices = DEVICE_CHOICES[device]
+    outcomes = run_confirm(
+        targets,
+        devices,
+        timeout or config.confirm_timeout or 240.0,
+        dict(config.confirm_factories),
+    )
+    if output_format == "json":
+        from ..confirm.report import render_confirm_json
+
+        click.echo(render_confirm_json(outcomes))
+    else:
+        from ..confirm.report import render_confirm_table
+
+        render_confirm_table(Console(highlight=False), outcomes, devices)
+    for error in errors:
+        print_error(err, error.describe())
+    if errors:
+        sys.exit(EXIT_ERROR)
+    confirmed = any(o.verdict == "confirmed" and o.target.findings for o in outcomes)
+    sys.exit(EXIT_FINDINGS if confirmed else EXIT_CLEAN)
