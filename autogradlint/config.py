@@ -82,6 +82,7 @@ class Config:
     # [tool.autogradlint.confirm]: input factories by "module:Class", and the probe timeout
     confirm_factories: tuple[tuple[str, str], ...] = ()
     confirm_timeout: float | None = None
+    notes: tuple[str, ...] = ()  # warnings about how the configuration was found
 
     def enabled_rules(self) -> frozenset[str]:
         # Config is frozen: memoise on the instance (asked once per file).
@@ -307,10 +308,21 @@ def discover(start: Path) -> Config:
     start = start.resolve()
     directory = start if start.is_dir() else start.parent
     for candidate_dir in (directory, *directory.parents):
+        found: list[tuple[Path, Config]] = []
         for name in CONFIG_FILES:
             candidate = candidate_dir / name
             if candidate.is_file():
-                found = load_file(candidate)
-                if found is not None:
-                    return found
+                loaded = load_file(candidate)
+                if loaded is not None:
+                    found.append((candidate, loaded))
+        if found:
+            used, config = found[0]
+            if len(found) > 1:
+                ignored = ", ".join(f"{path.name}" for path, _ in found[1:])
+                note = (
+                    f"{candidate_dir} has more than one autogradlint configuration: "
+                    f"using {used.name}, ignoring {ignored}"
+                )
+                config = replace(config, notes=(*config.notes, note))
+            return config
     return Config(root=Path.cwd())

@@ -64,9 +64,15 @@ def test_junit(tree: Path) -> None:
     assert root.find(".//failure").get("type") == "AGL101"  # type: ignore[union-attr]
 
 
-def test_statistics(tree: Path) -> None:
-    result = invoke("check", "--no-cache", "--statistics", str(tree / "bug.py"))
-    assert "    1  AGL101  autograd-grad-without-enable-grad" in result.output
+def test_statistics_print_only_the_table_in_every_format(tree: Path) -> None:
+    target = str(tree / "bug.py")
+    for fmt in ("text", "concise"):
+        result = invoke("check", "--no-cache", "--statistics", "--output-format", fmt, target)
+        assert result.output == "1\tAGL101\t[*] autograd-grad-without-enable-grad\n"
+    result = invoke("check", "--no-cache", "--statistics", "--output-format", "json", target)
+    assert json.loads(result.output) == [
+        {"code": "AGL101", "name": "autograd-grad-without-enable-grad", "count": 1, "fixable": True}
+    ]
 
 
 def test_baseline_hides_recorded_findings_across_line_shifts(tree: Path) -> None:

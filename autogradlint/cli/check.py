@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
-from ..model import FileError
+from ..config import Config
+from ..model import FileError, FileResult, printable
 from ..project import EMPTY
 from ..runner import discover as discover_files
 from ..runner import lint_paths
@@ -17,20 +20,24 @@ from .common import (
     EXIT_ERROR,
     EXIT_FINDINGS,
     Console,
+    config_options,
+    overrides_of,
     print_error,
+    print_warning,
     progress_bar,
     project_files,
+    report_sink,
     setup,
+    show_settings,
     stdin_view,
 )
 from .fix import fix_paths
+from .noqa import add_noqa_comments
 
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--select", multiple=True, help="Rules to enable: ALL, AGL101, AGL1, or a name.")
-@click.option("--extend-select", multiple=True, help="Rules to enable on top of the selection.")
-@click.option("--ignore", multiple=True, help="Rules to disable: code, prefix or name.")
+@config_options
 @click.option(
     "--output-format",
     type=click.Choice(["text", "concise", "json", "sarif", "github", "junit"]),
@@ -38,7 +45,22 @@ from .fix import fix_paths
     show_default=True,
     envvar="AUTOGRADLINT_OUTPUT_FORMAT",
 )
-@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="Config file.")
+@click.option(
+    "-o",
+    "--output-file",
+    type=click.Path(dir_okay=False, writable=True),
+    envvar="AUTOGRADLINT_OUTPUT_FILE",
+    help="Write the report to this file instead of stdout.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Print findings, but no summary or notes.")
+@click.option("-s", "--silent", is_flag=True, help="Print nothing; the exit status tells.")
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour the text report (auto: only on a terminal; NO_COLOR is respected).",
+)
 @click.option("--stdin-filename", help="The path to report for source read from `-`.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: CPUs).")
 @click.option("--no-respect-gitignore", is_flag=True, help="Also check files .gitignore lists.")
@@ -47,8 +69,13 @@ from .fix import fix_paths
     is_flag=True,
     help="Apply `exclude` to files named on the command line too (for pre-commit).",
 )
-@click.option("--statistics", is_flag=True, help="Print the number of findings per rule.")
+@click.option("--statistics", is_flag=True, help="Print only the number of findings per rule.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option(
+    "--exit-non-zero-on-fix",
+    is_flag=True,
+    help="With --fix: exit 1 when anything was fixed, even if nothing remains.",
+)
 @click.option(
     "--baseline",
     type=click.Path(dir_okay=False),
@@ -73,115 +100,83 @@ from .fix import fix_paths
     help="Also EXECUTE flagged classes to confirm findings at runtime (see `confirm`).",
 )
 @click.option("--fix", is_flag=True, help="Apply fixes first (same as `autogradlint fix --apply`).")
-@click.option("--unsafe-fixes", is_flag=True, help="With --fix: also apply unsafe fixes.")
-def check(
-    paths: tuple[str, ...],
-    select: tuple[str, ...],
-    extend_select: tuple[str, ...],
-    ignore: tuple[str, ...],
-    output_format: str,
-    config_file: str | None,
-    stdin_filename: str | None,
-    jobs: int | None,
-    no_respect_gitignore: bool,
-    force_exclude: bool,
-    statistics: bool,
-    exit_zero: bool,
-    baseline: str | None,
-    write_baseline: str | None,
-    no_cache: bool,
-    cache_dir: str | None,
-    confirm_findings: bool,
-    fix: bool,
-    unsafe_fixes: bool,
-) -> None:
+@click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff: also unsafe fixes.")
+@click.option(
+    "--diff",
+    "show_diff",
+    is_flag=True,
+    help="Print the fixes as a diff and write nothing (exit 1 when there is one).",
+)
+@click.option(
+    "--add-noqa", is_flag=True, help="Add `# noqa: CODE` comments for every current finding."
+)
+@click.option("--show-files", is_flag=True, help="List the files that would be checked, and stop.")
+@click.option(
+    "--show-settings", is_flag=True, help="Print the settings the first path is checked with."
+)
+def check(paths: tuple[str, ...], **options: object) -> None:
     """Check PATHS (files or directories, default `.`; `-` reads stdin) for autograd bugs."""
-    out = Console(highlight=False, soft_wrap=True)
-    err, paths, config = setup(
-        paths, config_file, select, extend_select, ignore, force_exclude, stdin_filename
-    )
-    if fix and paths != ("-",):
-        fix_errors, _ = fix_paths(
+    overrides = overrides_of(options)
+    opts = CheckOptions(**options)  # type: ignore[arg-type]
+    err, paths, config = setup(paths, overrides, opts.force_exclude, opts.stdin_filename)
+    if opts.silent:
+        err = Console(stderr=True, quiet=True)
+    respect_gitignore = not opts.no_respect_gitignore
+    if opts.show_settings:
+        click.echo(show_settings(config, paths[0]))
+        sys.exit(EXIT_CLEAN)
+    if opts.show_files:
+        found = discover_files(paths, config, respect_gitignore=respect_gitignore)
+        for path in sorted(str(p.resolve()) for p in found.files):
+            click.echo(printable(path))
+        sys.exit(EXIT_ERROR if found.errors else EXIT_CLEAN)
+    if opts.show_diff and paths != ("-",):
+        summary = fix_paths(
+            paths,
+            config,
+            apply=False,
+            unsafe=opts.unsafe_fixes,
+            err=err,
+            respect_gitignore=respect_gitignore,
+            show_diff=True,
+            quiet=opts.quiet or opts.silent,
+        )
+        _print_errors(err, summary.errors)
+        sys.exit(EXIT_ERROR if summary.errors else EXIT_FINDINGS if summary.changed else EXIT_CLEAN)
+    fixed = 0
+    if opts.fix and paths != ("-",):
+        summary = fix_paths(
             paths,
             config,
             apply=True,
-            unsafe=unsafe_fixes,
+            unsafe=opts.unsafe_fixes,
             err=err,
-            respect_gitignore=not no_respect_gitignore,
+            respect_gitignore=respect_gitignore,
+            quiet=opts.quiet or opts.silent,
         )
-        if fix_errors:
+        if summary.errors:
+            _print_errors(err, summary.errors)
             sys.exit(EXIT_ERROR)
+        fixed = summary.changed
 
-    errors: list[FileError] = []
-    sources: dict[str, list[str]] = {}
-    respect_gitignore = not no_respect_gitignore
-    # Machine-readable formats carry each fixable finding's fix (ruff's `fix`, SARIF `fixes`),
-    # computed in the same analysis as the finding.
-    wants = frozenset({"fixes"}) if output_format in ("json", "sarif") else frozenset()
-    if paths == ("-",):
-        name = stdin_filename or "<stdin>"
-        from ..lint import lint_file
+    results, errors, data = _lint(paths, config, opts, err, respect_gitignore)
+    if not results and not errors:
+        print_error(err, "no Python files to check in " + ", ".join(paths))
+        sys.exit(EXIT_ERROR)
+    sources = {r.path: _read_lines(r.path, data) for r in results if r.findings}
 
-        data = sys.stdin.buffer.read()
-        view = stdin_view(name, data, config, respect_gitignore) if stdin_filename else EMPTY
-        results = [
-            lint_file(
-                data,
-                name,
-                enabled=config.enabled_for(Path(name)),
-                settings=config.settings,
-                project=view,
-                fixes="fixes" in wants,
-            )
-        ]
-    else:
-        found = discover_files(paths, config, respect_gitignore=respect_gitignore)
-        errors.extend(found.errors)
-        root, project = project_files(paths[0], config, respect_gitignore, paths, found.files)
-        cache = None
-        if not no_cache:
-            from ..cache import DIR_NAME, Cache
+    if opts.add_noqa:
+        added, noqa_errors = add_noqa_comments(results, config, paths, respect_gitignore)
+        if not (opts.quiet or opts.silent):
+            err.print(f"Added {added} noqa directive{'s' * (added != 1)}.", highlight=False)
+        _print_errors(err, errors + noqa_errors)
+        sys.exit(EXIT_ERROR if errors or noqa_errors else EXIT_CLEAN)
 
-            directory = Path(cache_dir) if cache_dir else config.root / DIR_NAME
-            cache = Cache(directory, config.fingerprint())
-        show_progress = output_format == "text" and sys.stdout.isatty()
-        results = lint_paths(
-            found.files,
-            config,
-            jobs=jobs,
-            cache=cache,
-            progress=progress_bar(err) if show_progress else None,
-            project=project,
-            root=root,
-            wants=wants,
-        )
-    errors.extend(r.error for r in results if r.error is not None)
-    stdin_data = data if paths == ("-",) else None
-    for result in results:
-        if result.findings:
-            sources[result.path] = _read_lines(result.path, stdin_data)
-
-    if write_baseline or baseline:
-        from .. import baseline as baseline_mod
-
-        if write_baseline:
-            target = Path(write_baseline)
-            target.write_text(baseline_mod.build(results, sources, target.parent))
-            count = sum(len(r.findings) for r in results)
-            err.print(f"Recorded {count} finding{'s' * (count != 1)} in {target}.")
-            sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
-        assert baseline is not None
-        try:
-            recorded = baseline_mod.load(Path(baseline).read_text(), baseline)
-        except (OSError, baseline_mod.BaselineError) as exc:
-            print_error(err, str(exc))
-            sys.exit(EXIT_ERROR)
-        dropped = baseline_mod.apply(results, recorded, sources, Path(baseline).parent)
-        if dropped and output_format == "text":
-            err.print(f"{dropped} finding{'s' * (dropped != 1)} recorded in {baseline} not shown.")
+    if opts.write_baseline or opts.baseline:
+        _baseline(results, sources, errors, opts, err)
 
     outcomes = []
-    if confirm_findings:
+    if opts.confirm_findings:
         from ..confirm.plan import plan
         from ..confirm.run import confirm as run_confirm
 
@@ -191,43 +186,200 @@ def check(
             config.confirm_timeout or 240.0,
             dict(config.confirm_factories),
         )
-    if output_format == "json":
+    if not opts.silent:
+        with report_sink(opts.output_file, opts.color) as (echo, console):
+            _report(echo, console, results, errors, sources, outcomes, config, opts)
+    _print_errors(err, errors)
+    if errors:
+        sys.exit(EXIT_ERROR)
+    found_any = any(r.findings for r in results)
+    if (found_any and not opts.exit_zero) or (fixed and opts.exit_non_zero_on_fix):
+        sys.exit(EXIT_FINDINGS)
+    sys.exit(EXIT_CLEAN)
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """`check`'s own options (the configuration overrides are common.Overrides)."""
+
+    output_format: str
+    output_file: str | None
+    quiet: bool
+    silent: bool
+    color: str
+    stdin_filename: str | None
+    jobs: int | None
+    no_respect_gitignore: bool
+    force_exclude: bool
+    statistics: bool
+    exit_zero: bool
+    exit_non_zero_on_fix: bool
+    baseline: str | None
+    write_baseline: str | None
+    no_cache: bool
+    cache_dir: str | None
+    confirm_findings: bool
+    fix: bool
+    unsafe_fixes: bool
+    show_diff: bool
+    add_noqa: bool
+    show_files: bool
+    show_settings: bool
+
+
+def _lint(
+    paths: tuple[str, ...],
+    config: Config,
+    opts: CheckOptions,
+    err: Console,
+    respect_gitignore: bool,
+) -> tuple[list[FileResult], list[FileError], bytes | None]:
+    """Every file's result, the errors, and stdin's bytes when it was read."""
+    # Machine-readable formats carry each fixable finding's fix (ruff's `fix`, SARIF `fixes`),
+    # computed in the same analysis as the finding.
+    machine = opts.output_format in ("json", "sarif") and not opts.statistics
+    wants = frozenset({"fixes"}) if machine else frozenset()
+    if paths == ("-",):
+        from ..lint import lint_file
+
+        name = opts.stdin_filename or "<stdin>"
+        data = sys.stdin.buffer.read()
+        view = stdin_view(name, data, config, respect_gitignore) if opts.stdin_filename else EMPTY
+        result = lint_file(
+            data,
+            name,
+            enabled=config.enabled_for(Path(name)),
+            settings=config.settings,
+            project=view,
+            fixes="fixes" in wants,
+        )
+        return [result], [result.error] if result.error else [], data
+    found = discover_files(paths, config, respect_gitignore=respect_gitignore)
+    _warn_empty(paths, found.files, config, err)
+    root, project = project_files(paths[0], config, respect_gitignore, paths, found.files)
+    cache = None
+    if not opts.no_cache:
+        from ..cache import DIR_NAME, Cache
+
+        directory = Path(opts.cache_dir) if opts.cache_dir else config.root / DIR_NAME
+        cache = Cache(directory, config.fingerprint())
+    show_progress = opts.output_format == "text" and sys.stdout.isatty() and not opts.output_file
+    quiet = opts.quiet or opts.silent
+    results = lint_paths(
+        found.files,
+        config,
+        jobs=opts.jobs,
+        cache=cache,
+        progress=progress_bar(err) if show_progress and not quiet else None,
+        project=project,
+        root=root,
+        wants=wants,
+    )
+    errors = list(found.errors) + [r.error for r in results if r.error is not None]
+    return results, errors, None
+
+
+def _warn_empty(paths: tuple[str, ...], files: list[Path], config: Config, err: Console) -> None:
+    """Say which named directories held no Python file to check (a typo, a venv, an exclude)."""
+    resolved = [f.resolve() for f in files]
+    for named in paths:
+        where = Path(named)
+        if not where.is_dir():
+            continue
+        base = where.resolve()
+        if not any(base == f or base in f.parents for f in resolved):
+            print_warning(err, f"no Python files to check under {named}")
+
+
+def _baseline(
+    results: list[FileResult],
+    sources: dict[str, list[str]],
+    errors: list[FileError],
+    opts: CheckOptions,
+    err: Console,
+) -> None:
+    from .. import baseline as baseline_mod
+
+    if opts.write_baseline:
+        target = Path(opts.write_baseline)
+        target.write_text(baseline_mod.build(results, sources, target.parent))
+        count = sum(len(r.findings) for r in results)
+        if not (opts.quiet or opts.silent):
+            err.print(f"Recorded {count} finding{'s' * (count != 1)} in {target}.")
+        _print_errors(err, errors)
+        sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
+    assert opts.baseline is not None
+    path = Path(opts.baseline)
+    if not path.is_file():
+        print_error(
+            err,
+            f"{opts.baseline}: no such baseline file; record one with "
+            f"`autogradlint check --write-baseline {opts.baseline}`",
+        )
+        sys.exit(EXIT_ERROR)
+    try:
+        recorded = baseline_mod.load(path.read_text(encoding="utf-8"), opts.baseline)
+    except (OSError, UnicodeDecodeError, baseline_mod.BaselineError) as exc:
+        print_error(err, f"{opts.baseline}: {exc}" if opts.baseline not in str(exc) else str(exc))
+        sys.exit(EXIT_ERROR)
+    dropped = baseline_mod.apply(results, recorded, sources, path.parent)
+    if dropped and opts.output_format == "text" and not (opts.quiet or opts.silent):
+        err.print(f"{dropped} finding{'s' * (dropped != 1)} recorded in {path} not shown.")
+
+
+def _report(
+    echo: Callable[[str], None],
+    console: Console,
+    results: list[FileResult],
+    errors: list[FileError],
+    sources: dict[str, list[str]],
+    outcomes: list[object],
+    config: Config,
+    opts: CheckOptions,
+) -> None:
+    fmt = opts.output_format
+    if opts.statistics:
+        from ..report.statistics import render_statistics, render_statistics_json
+
+        text = render_statistics_json(results) if fmt == "json" else render_statistics(results)
+        if text:
+            echo(text)
+        return
+    if fmt == "json":
         from ..report.json_format import render_json
 
-        click.echo(render_json(results, outcomes))
-    elif output_format == "concise":
+        echo(render_json(results, outcomes))
+    elif fmt == "concise":
         from ..report.json_format import render_concise
 
         text = render_concise(results)
         if text:
-            click.echo(text)
-    elif output_format == "sarif":
+            echo(text)
+    elif fmt == "sarif":
         from ..report.sarif import render_sarif
 
-        click.echo(render_sarif(results, errors, config.root))
-    elif output_format == "github":
+        echo(render_sarif(results, errors, config.root))
+    elif fmt == "github":
         from ..report.ci_formats import render_github
 
-        click.echo(render_github(results, errors))
-    elif output_format == "junit":
+        echo(render_github(results, errors))
+    elif fmt == "junit":
         from ..report.ci_formats import render_junit
 
-        click.echo(render_junit(results, errors))
+        echo(render_junit(results, errors))
     else:
         from ..report.text import render_text
 
-        render_text(out, results, errors, sources, statistics=statistics)
+        render_text(console, results, errors, sources, quiet=opts.quiet)
         if outcomes:
             from ..confirm.report import render_confirm_table
 
-            render_confirm_table(out, outcomes, ["cpu", "cuda"])
+            render_confirm_table(console, outcomes, ["cpu", "cuda"])
+
+
+def _print_errors(err: Console, errors: list[FileError]) -> None:
     for error in errors:
         print_error(err, error.describe())
-    if errors:
-        sys.exit(EXIT_ERROR)
-    if any(r.findings for r in results) and not exit_zero:
-        sys.exit(EXIT_FINDINGS)
-    sys.exit(EXIT_CLEAN)
 
 
 def _read_lines(path: str, data: bytes | None) -> list[str]:

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+import click
 
 from ..config import Config, ConfigError, discover, expand_selectors, load_file
 from ..project import EMPTY
@@ -60,12 +64,102 @@ def _stdin_anchor(paths: tuple[str, ...], stdin_filename: str | None) -> tuple[s
     return paths
 
 
+@dataclass(frozen=True)
+class Overrides:
+    """What the command line changes in the configuration file's settings (ruff's flags)."""
+
+    config_file: str | None = None
+    select: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    extend_exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[str, ...] = ()  # "pattern:CODE,CODE"
+    extend_per_file_ignores: tuple[str, ...] = ()
+
+    def apply(self, config: Config) -> Config:
+        if self.select:
+            config = replace(config, select=_split(self.select))
+        if self.extend_select:
+            config = replace(
+                config, extend_select=config.extend_select + _split(self.extend_select)
+            )
+        if self.ignore:
+            config = replace(config, ignore=config.ignore + _split(self.ignore))
+        if self.exclude:
+            config = replace(config, exclude=_split(self.exclude))
+        if self.extend_exclude:
+            config = replace(
+                config, extend_exclude=config.extend_exclude + _split(self.extend_exclude)
+            )
+        if self.per_file_ignores:
+            config = replace(config, per_file_ignores=_per_file(self.per_file_ignores))
+        if self.extend_per_file_ignores:
+            extra = _per_file(self.extend_per_file_ignores)
+            config = replace(config, per_file_ignores=config.per_file_ignores + extra)
+        expand_selectors(config.select + config.extend_select + config.ignore)
+        for _pattern, codes in config.per_file_ignores:
+            expand_selectors(codes)
+        return config
+
+
+def _per_file(values: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """`--per-file-ignores 'tests/*:AGL4,AGL5'` (ruff's form), one mapping per value."""
+    out = []
+    for value in values:
+        pattern, colon, codes = value.rpartition(":")
+        if not colon or not pattern or not codes.strip():
+            raise ConfigError(
+                f"--per-file-ignores {value!r}: expected PATTERN:CODES, e.g. 'tests/*:AGL4'"
+            )
+        out.append((pattern, _split((codes,))))
+    return tuple(out)
+
+
+def config_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The options every linting command takes to change the configuration."""
+    options = [
+        click.option(
+            "--config", "config_file", type=click.Path(dir_okay=False), help="Config file."
+        ),
+        click.option(
+            "--select", multiple=True, help="Rules to enable: ALL, AGL101, AGL1, or a name."
+        ),
+        click.option(
+            "--extend-select", multiple=True, help="Rules to enable on top of the selection."
+        ),
+        click.option("--ignore", multiple=True, help="Rules to disable: code, prefix or name."),
+        click.option("--exclude", multiple=True, help="Patterns to exclude (replaces `exclude`)."),
+        click.option(
+            "--extend-exclude", multiple=True, help="Patterns to exclude, on top of `exclude`."
+        ),
+        click.option(
+            "--per-file-ignores",
+            multiple=True,
+            metavar="PATTERN:CODES",
+            help="Rules to disable in matching files (replaces `per-file-ignores`).",
+        ),
+        click.option(
+            "--extend-per-file-ignores",
+            multiple=True,
+            metavar="PATTERN:CODES",
+            help="Like --per-file-ignores, on top of the configuration's.",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def overrides_of(options: dict[str, object]) -> Overrides:
+    """The Overrides in a command's keyword arguments (removed from them)."""
+    fields = Overrides.__dataclass_fields__
+    return Overrides(**{name: options.pop(name) for name in list(options) if name in fields})  # type: ignore[arg-type]
+
+
 def setup(
     paths: tuple[str, ...],
-    config_file: str | None,
-    select: tuple[str, ...],
-    extend_select: tuple[str, ...],
-    ignore: tuple[str, ...],
+    overrides: Overrides,
     force_exclude: bool = False,
     stdin_filename: str | None = None,
 ) -> tuple[Console, tuple[str, ...], Config]:
@@ -75,13 +169,21 @@ def setup(
     paths = paths or (".",)
     try:
         anchor = _stdin_anchor(paths, stdin_filename)
-        config = _config_from_options(config_file, anchor, select, extend_select, ignore)
+        config = overrides.apply(load_config(overrides.config_file, anchor))
     except ConfigError as exc:
         print_error(err, str(exc))
         sys.exit(EXIT_ERROR)
+    for note in config.notes:
+        print_warning(err, note)
     if force_exclude:
         paths = _without_excluded(paths, config)
     return err, paths, config
+
+
+def print_warning(console: Console, message: str) -> None:
+    from rich.markup import escape
+
+    console.print(f"[bold yellow]warning[/]: {escape(message)}", soft_wrap=True)
 
 
 def _without_excluded(paths: tuple[str, ...], config: Config) -> tuple[str, ...]:
@@ -92,24 +194,6 @@ def _without_excluded(paths: tuple[str, ...], config: Config) -> tuple[str, ...]
     if not kept:
         sys.exit(EXIT_CLEAN)  # everything pre-commit passed is excluded
     return kept
-
-
-def _config_from_options(
-    config_file: str | None,
-    paths: tuple[str, ...],
-    select: tuple[str, ...],
-    extend_select: tuple[str, ...],
-    ignore: tuple[str, ...],
-) -> Config:
-    config = load_config(config_file, paths)
-    if select:
-        config = replace(config, select=_split(select))
-    if extend_select:
-        config = replace(config, extend_select=config.extend_select + _split(extend_select))
-    if ignore:
-        config = replace(config, ignore=config.ignore + _split(ignore))
-    expand_selectors(config.select + config.extend_select + config.ignore)
-    return config
 
 
 def project_files(
@@ -174,3 +258,61 @@ def progress_bar(console: Console):  # type: ignore[no-untyped-def]
             yield lambda: bar.advance(task)
 
     return factory
+
+
+@contextmanager
+def report_sink(
+    output_file: str | None, color: str
+) -> Iterator[tuple[Callable[[str], None], Console]]:
+    """Where the report goes: stdout, or `-o FILE` (created with its directories; never
+    coloured unless --color=always). Yields a line printer and a rich console on one stream."""
+    if output_file is None:
+        options: dict[str, object] = {"highlight": False, "soft_wrap": True}
+        if color == "always":
+            options["force_terminal"] = True
+        elif color == "never":
+            options["no_color"] = True
+        yield click.echo, Console(**options)
+        return
+    target = Path(output_file)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle = target.open("w", encoding="utf-8")
+    except OSError as exc:
+        print_error(Console(stderr=True), f"{output_file}: cannot write: {exc.strerror or exc}")
+        sys.exit(EXIT_ERROR)
+    with handle:
+        console = Console(
+            file=handle,
+            highlight=False,
+            soft_wrap=True,
+            force_terminal=color == "always",
+            no_color=color != "always",
+            width=10_000,
+        )
+        yield (lambda text: click.echo(text, file=handle)), console
+
+
+def show_settings(config: Config, path: str) -> str:
+    """What `check` uses for `path`: where the configuration came from, and every value."""
+    target = Path(path)
+    enabled = sorted(config.enabled_for(target)) if path != "-" else sorted(config.enabled_rules())
+    lines = [
+        f"Resolved settings for: {target.resolve() if path != '-' else '<stdin>'}",
+        f"Settings path: {config.source.resolve() if config.source else '(none: defaults)'}",
+        f"root = {config.root.resolve()}",
+        f"select = {list(config.select)}",
+        f"extend-select = {list(config.extend_select)}",
+        f"ignore = {list(config.ignore)}",
+        f"per-file-ignores = {dict((p, list(c)) for p, c in config.per_file_ignores)}",
+        f"exclude = {list(config.exclude)}",
+        f"extend-exclude = {list(config.extend_exclude)}",
+        f"enabled rules for this path = {enabled}",
+    ]
+    for name, value in vars(config.settings).items():
+        lines.append(
+            f"{name.replace('_', '-')} = {list(value) if isinstance(value, tuple) else value}"
+        )
+    lines.append(f"confirm.timeout = {config.confirm_timeout}")
+    lines.append(f"confirm.factories = {dict(config.confirm_factories)}")
+    return "\n".join(lines)

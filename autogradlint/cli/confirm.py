@@ -14,6 +14,7 @@ from .common import (
     EXIT_ERROR,
     EXIT_FINDINGS,
     Console,
+    Overrides,
     print_error,
     project_files,
     setup,
@@ -56,7 +57,7 @@ def confirm(
     """
     import importlib.util
 
-    err, paths, config = setup(paths, config_file, select, (), ignore)
+    err, paths, config = setup(paths, Overrides(config_file, select=select, ignore=ignore))
     if importlib.util.find_spec("torch") is None:
         print_error(
             err,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -17,11 +18,20 @@ from .common import (
     EXIT_ERROR,
     EXIT_FINDINGS,
     Console,
+    config_options,
+    overrides_of,
     print_error,
     project_files,
     setup,
     stdin_view,
 )
+
+
+@dataclass
+class FixSummary:
+    errors: list[FileError]
+    remaining: int  # findings left after fixing
+    changed: int  # files fixed (or, without apply, that would be)
 
 
 def fix_paths(
@@ -33,8 +43,9 @@ def fix_paths(
     err: Console,
     respect_gitignore: bool = True,
     show_diff: bool = False,
-) -> tuple[list[FileError], int]:
-    """Fix every file under `paths`; print diffs or write. Returns (errors, findings left)."""
+    quiet: bool = False,
+) -> FixSummary:
+    """Fix every file under `paths`; print diffs or write."""
     import difflib
     from collections import Counter
 
@@ -77,6 +88,8 @@ def fix_paths(
         files_changed += 1
         fixed.update(outcome.applied)
     total = sum(fixed.values())
+    if quiet:
+        return FixSummary(errors, remaining, files_changed)
     if total:
         verb = "Fixed" if apply else "Would fix"
         detail = ", ".join(f"{code} x{count}" for code, count in sorted(fixed.items()))
@@ -90,31 +103,27 @@ def fix_paths(
             f"{remaining} finding{' remains' if remaining == 1 else 's remain'} after fixing.",
             highlight=False,
         )
-    return errors, remaining
+    return FixSummary(errors, remaining, files_changed)
 
 
 @main.command("fix")
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--apply", "apply_", is_flag=True, help="Write the fixes (default: show a diff).")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that change behaviour.")
-@click.option("--select", multiple=True, help="Rules to fix: ALL, AGL101, AGL1, or a name.")
-@click.option("--extend-select", multiple=True)
-@click.option("--ignore", multiple=True, help="Rules not to fix.")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="Config file.")
+@config_options
 @click.option("--stdin-filename", help="The path to report for source read from `-`.")
 @click.option("--no-respect-gitignore", is_flag=True)
 @click.option("--force-exclude", is_flag=True, help="Apply `exclude` to named files too.")
+@click.option("-q", "--quiet", is_flag=True, help="Print diffs only, no summary.")
 def fix_command(
     paths: tuple[str, ...],
     apply_: bool,
     unsafe_fixes: bool,
-    select: tuple[str, ...],
-    extend_select: tuple[str, ...],
-    ignore: tuple[str, ...],
-    config_file: str | None,
     stdin_filename: str | None,
     no_respect_gitignore: bool,
     force_exclude: bool,
+    quiet: bool,
+    **options: object,
 ) -> None:
     """Show (or with --apply, write) the fixes for PATHS; `-` fixes stdin to stdout.
 
@@ -122,9 +131,7 @@ def fix_command(
     fix the bug itself and so change values. Every fix is re-parsed and re-linted before it is
     written, writes are atomic, and a file changed since it was read is never overwritten.
     """
-    err, paths, config = setup(
-        paths, config_file, select, extend_select, ignore, force_exclude, stdin_filename
-    )
+    err, paths, config = setup(paths, overrides_of(options), force_exclude, stdin_filename)
     if paths == ("-",):
         from ..fix.loop import fix_text
         from ..fix.write import DecodeFailed, decode_source
@@ -152,7 +159,7 @@ def fix_command(
             print_error(err, outcome.error)
             sys.exit(EXIT_ERROR)
         sys.exit(EXIT_FINDINGS if outcome.remaining else EXIT_CLEAN)
-    errors, remaining = fix_paths(
+    summary = fix_paths(
         paths,
         config,
         apply=apply_,
@@ -160,9 +167,10 @@ def fix_command(
         err=err,
         respect_gitignore=not no_respect_gitignore,
         show_diff=not apply_,
+        quiet=quiet,
     )
-    for error in errors:
+    for error in summary.errors:
         print_error(err, error.describe())
-    if errors:
+    if summary.errors:
         sys.exit(EXIT_ERROR)
-    sys.exit(EXIT_FINDINGS if remaining else EXIT_CLEAN)
+    sys.exit(EXIT_FINDINGS if summary.remaining else EXIT_CLEAN)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -23,12 +22,12 @@ from ..config import CONFIG_FILES, Config, ConfigError, discover
 from ..fix.loop import FixOutcome, SingleFix
 from ..isolation import Failure, Persistent
 from ..model import FileResult, Finding
+from ..noqa import add_noqa
 from ..outline import Outline, outline
 from ..project import EMPTY, ProjectIndex, Record, project_root
 from ..runner import discover as discover_files
 from ..settings import Settings
 from ..source_io import read_source
-from ..suppress import noqa_line
 from .convert import SOURCE, hover_markdown, minimal_edit, to_diagnostic
 from .jobs import PRELOAD, Job
 from .jobs import run as run_job
@@ -352,30 +351,13 @@ async def code_action(
 def _noqa_action(uri, document, diagnostic) -> types.CodeAction:  # type: ignore[no-untyped-def]
     """Add (or extend) `# noqa: CODE` where it counts and breaks nothing: the end of the
     finding's line, or of the last line a `\\` or a multi-line string joins it to."""
-    line_number = noqa_line(document.source, diagnostic.range.start.line + 1) - 1
-    line = document.lines[line_number].rstrip("\r\n")
-    existing = re.search(r"#\s*noqa:\s*([\w,\s-]+)$", line)
-    if existing:
-        codes = sorted(
-            {*(c.strip() for c in existing.group(1).split(",") if c.strip()), diagnostic.code}
-        )
-        new_line = line[: existing.start()] + "# noqa: " + ", ".join(codes)
-    else:
-        new_line = f"{line}  # noqa: {diagnostic.code}"
-    codec = document.position_codec
-    lines = [text.rstrip("\r\n") for text in document.lines]
-    end = codec.position_to_client_units(
-        lines, types.Position(line=line_number, character=len(line))
-    )
-    edit = types.TextEdit(
-        range=types.Range(start=types.Position(line=line_number, character=0), end=end),
-        new_text=new_line,
-    )
+    source = document.source
+    new, _ = add_noqa(source, [(diagnostic.range.start.line + 1, str(diagnostic.code))])
     return types.CodeAction(
         title=f"Suppress {diagnostic.code} with `# noqa`",
         kind=types.CodeActionKind.QuickFix,
         diagnostics=[diagnostic],
-        edit=types.WorkspaceEdit(changes={uri: [edit]}),
+        edit=_workspace_edit(uri, document.version, source, new, document.position_codec),
     )
 
 

@@ -60,9 +60,11 @@ def _fix(result: FileResult, finding: Finding) -> dict[str, Any] | None:
 
 
 def render_concise(results: list[FileResult]) -> str:
-    """One plain line per finding (no colour, no rich: it is often piped)."""
+    """One plain line per finding (no colour, no rich: it is often piped); `[*]` marks a
+    finding `fix` can fix, as in ruff's concise format."""
     return "\n".join(
-        f"{printable(f.path)}:{f.line}:{f.col + 1}: {f.rule_id} {f.message}"
+        f"{printable(f.path)}:{f.line}:{f.col + 1}: {f.rule_id}"
+        f"{' [*]' if f.fixable == 'safe' else ''} {f.message}"
         for r in results
         for f in r.findings
     )

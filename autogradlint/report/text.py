@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 from rich.console import Console
 from rich.markup import escape
 
@@ -38,8 +36,9 @@ def render_text(
     errors: list[FileError],
     sources: dict[str, list[str]],
     *,
-    statistics: bool = False,
+    quiet: bool = False,
 ) -> None:
+    """The findings with code frames, then (unless `quiet`) the summary."""
     findings = [f for r in results for f in r.findings]
     for f in findings:
         style = _STYLE[f.severity]
@@ -55,10 +54,8 @@ def render_text(
             for line in _frame(lines, f):
                 console.print(line, soft_wrap=True, highlight=False)
             console.print()
-    if statistics and findings:
-        counts = Counter((f.rule_id, f.name) for f in findings)
-        for (rule_id, name), count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-            console.print(f"{count:>5}  {rule_id}  {name}", highlight=False)
+    if quiet:
+        return
     errors_found = sum(1 for f in findings if f.severity == "error")
     warnings = len(findings) - errors_found
     files = len({f.path for f in findings})
