@@ -27,7 +27,7 @@ from .model import FileError, FileResult, Finding, FixSuggestion, LineEdit
 from .outline import Outline
 from .project import Details, Signature
 
-FORMAT = 4  # 2: keyed by ctime and inode too; 3: dotted bases; 4: imports in the outline
+FORMAT = 5  # 2: keyed by ctime and inode too; 3: dotted bases; 4: imports in the outline; 5: help
 DIR_NAME = ".autogradlint_cache"
 
 

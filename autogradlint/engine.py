@@ -266,6 +266,7 @@ def locate(
             fix_safety=meta.fix,
             fixable=violation.fix.safety if violation.fix is not None else None,
             subject=violation.subject,
+            help=violation.help,
         )
         findings.setdefault((meta.id, finding.line, finding.col), (finding, violation))
     return sorted(findings.values(), key=lambda pair: pair[0].sort_key)

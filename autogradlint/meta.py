@@ -54,16 +54,32 @@ class RuleMeta:
     summary: str
     docs: str
     fix: str
+    help: str = ""  # the detail under the headline: why it is a bug, what to do
     semantics: tuple[str, ...] = ()  # the rows of docs/semantics.md the rule rests on
     valid: tuple[str, ...] = field(default_factory=tuple)
     invalid: tuple[InvalidExample, ...] = field(default_factory=tuple)
 
     def format(self, **fields: object) -> str:
-        return self.message.format(**fields)
+        """The headline: short enough for one line (fields longer than HEADLINE_FIELD are
+        shortened here; the help line shows them whole)."""
+        short = {k: _shorten(v) for k, v in fields.items()}
+        return self.message.format(**short)
+
+    def format_help(self, **fields: object) -> str:
+        return self.help.format(**fields) if self.help else ""
 
     @property
     def url(self) -> str:
         return rule_url(self.id)
+
+
+HEADLINE_FIELD = 32  # characters of one field in a headline
+
+
+def _shorten(value: object) -> object:
+    if isinstance(value, str) and len(value) > HEADLINE_FIELD:
+        return value[: HEADLINE_FIELD - 3] + "..."
+    return value
 
 
 def rule_url(rule_id: str) -> str:
@@ -143,6 +159,7 @@ def parse_rule(data: Any, origin: str) -> RuleMeta:
         family=data["family"],
         severity=data["severity"],
         message=data["message"].strip(),
+        help=str(data.get("help") or "").strip(),
         summary=data["summary"].strip(),
         docs=data["docs"].strip(),
         fix=data["fix"],

@@ -38,6 +38,7 @@ class Violation:
     anchor: cst.CSTNode | None = None
     fix: Fix | None = None
     subject: str | None = None  # the class it is about
+    help: str = ""  # the detail under the headline
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class Finding:
     fix_safety: str = "none"  # safe | unsafe | none: what the rule offers
     fixable: str | None = None  # safe | unsafe when this very finding has a fix
     subject: str | None = None  # the class the finding is about (for the runtime confirmer)
+    help: str = ""  # the detail under the one-line message: why, and what to do
 
     @property
     def sort_key(self) -> tuple[str, int, int, str]:

@@ -176,3 +176,17 @@ def test_install_hints_keep_their_extras() -> None:
     console = Console(record=True, width=200)
     print_error(console, "install them with `pip install 'autogradlint[lsp]'`")  # type: ignore[arg-type]
     assert "autogradlint[lsp]" in console.export_text()
+
+
+def test_a_finding_is_a_short_headline_then_its_help(project: Path) -> None:
+    text = run("check", "--no-cache", "--color", "never", str(project)).stdout
+    headline = next(line for line in text.splitlines() if "AGL101" in line and "bug.py" in line)
+    message = headline.split("AGL101 [*] ", 1)[1]
+    assert len(message) <= 100
+    assert "   = help: `Square.backward` runs with grad mode off" in text
+    concise = run("check", "--no-cache", "--output-format", "concise", str(project)).stdout
+    assert "help" not in concise and len(concise.splitlines()) == 1
+    (finding,) = json.loads(
+        run("check", "--no-cache", "--output-format", "json", str(project)).stdout
+    )
+    assert finding["message"] == message and finding["help"].startswith("`Square.backward`")

@@ -31,7 +31,9 @@ def test_names_are_unique_and_codes_match_families() -> None:
 
 @pytest.mark.parametrize("rule_id", sorted(RULES))
 def test_message_fields_are_ones_the_checks_provide(rule_id: str) -> None:
-    fields = {name for _, name, _, _ in string.Formatter().parse(RULES[rule_id].message) if name}
+    meta = RULES[rule_id]
+    text = meta.message + meta.help
+    fields = {name for _, name, _, _ in string.Formatter().parse(text) if name}
     assert fields <= {
         "cls",
         "outputs",
@@ -47,6 +49,7 @@ def test_message_fields_are_ones_the_checks_provide(rule_id: str) -> None:
         "attr",
         "name",
         "problem",
+        "consequence",
         "detail",
     }
 
@@ -74,3 +77,17 @@ def test_malformed_rule_files_are_rejected_with_their_origin() -> None:
     ):
         with pytest.raises(RuleFileError, match="AGL101.yaml"):
             parse_rule(broken, "rules/AGL101.yaml")
+
+
+@pytest.mark.parametrize("rule_id", sorted(RULES))
+def test_headlines_fit_on_one_line(rule_id: str) -> None:
+    """ruff's shape: a headline of at most 100 characters with typical names, the detail on
+    `help:`; longer values are shortened in the headline (meta.HEADLINE_FIELD)."""
+    meta = RULES[rule_id]
+    names = {n for _, n, _, _ in string.Formatter().parse(meta.message + meta.help) if n}
+    typical = meta.format(**{name: "x" * 16 for name in names})
+    assert "\n" not in typical and len(typical) <= 100, typical
+    worst = meta.format(**{name: "y" * 200 for name in names})
+    assert len(worst) <= 100 + 32 * len(names), worst
+    if meta.family != "S":
+        assert meta.help, "the why and the what-to-do go on the help line"

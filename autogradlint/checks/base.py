@@ -72,6 +72,7 @@ class Check:
                 anchor,
                 fix,
                 self.ctx.current_subject,
+                meta.format_help(**fields),
             )
         )
 

@@ -120,8 +120,10 @@ class SavedState(Check):
                         "AGL404",
                         arg.value,
                         cls=info.name,
-                        problem=f"argument {position} (`{source_of(self.ctx.facts.module, arg.value)}`)"
-                        " is not a tensor: PyTorch raises TypeError",
+                        problem=f"gets a non-tensor: `{source_of(self.ctx.facts.module, arg.value, 28)}`",
+                        consequence=f'PyTorch raises "TypeError: save_for_backward can only save '
+                        f'variables, but argument {position} is of type ..." at the first call. '
+                        "Keep non-tensors as ctx attributes (`ctx.shape = x.shape`).",
                     )
         method = flow.function
         for earlier, later in zip(calls, calls[1:], strict=False):
@@ -132,8 +134,9 @@ class SavedState(Check):
                     "AGL404",
                     later.node,
                     cls=info.name,
-                    problem="it is called a second time: the second call replaces the tensors "
-                    "of the first",
+                    problem="is called a second time",
+                    consequence="The second call replaces the tensors of the first, so backward "
+                    "unpacks the wrong values. Save every tensor in one call.",
                 )
 
     @staticmethod

@@ -25,7 +25,8 @@ def to_diagnostic(finding: Finding, lines: Sequence[str], codec) -> types.Diagno
             start=_position(lines, finding.line, finding.col, codec),
             end=_position(lines, finding.end_line, finding.end_col, codec),
         ),
-        message=finding.message,
+        # The headline, then the detail: editors show the first line inline, all of it on hover.
+        message=f"{finding.message}\n{finding.help}" if finding.help else finding.message,
         severity=(
             types.DiagnosticSeverity.Error
             if finding.severity == "error"

@@ -26,7 +26,8 @@ def render_github(results: list[FileResult], errors: list[FileError]) -> str:
                 f"endLine={f.end_line},endColumn={f.end_col + 1},"
                 f"title={_escape_property(f'{f.rule_id} {f.name}')}"
             )
-            lines.append(f"::{level} {props}::{_escape_data(f'{f.rule_id} {f.message}')}")
+            text = f"{f.rule_id} {f.message}" + (f"\nhelp: {f.help}" if f.help else "")
+            lines.append(f"::{level} {props}::{_escape_data(text)}")
     for error in errors:
         line = f",line={error.line}" if error.line else ""
         lines.append(
@@ -49,6 +50,8 @@ def render_junit(results: list[FileResult], errors: list[FileError]) -> str:
                 case, "failure", message=printable(f"{f.rule_id} {f.message}"), type=f.rule_id
             )
             failure.text = f"{name}:{f.line}:{f.col + 1}: {f.rule_id} {printable(f.message)}"
+            if f.help:
+                failure.text += f"\nhelp: {printable(f.help)}"
     for error in errors:
         case = ET.SubElement(
             suite, "testcase", name=printable(error.path), classname="autogradlint"

@@ -23,6 +23,7 @@ def render_json(results: list[FileResult], outcomes: list[Any] | None = None) ->
                     "code": f.rule_id,
                     "name": f.name,
                     "message": f.message,
+                    "help": f.help or None,
                     "severity": f.severity,
                     "family": f.family,
                     "filename": str(Path(f.path).resolve()) if f.path != "<stdin>" else f.path,

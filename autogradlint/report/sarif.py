@@ -84,7 +84,7 @@ def render_sarif(
                 "ruleId": f.rule_id,
                 "ruleIndex": index[f.rule_id],
                 "level": f.severity,
-                "message": {"text": f.message},
+                "message": {"text": f"{f.message}. {f.help}" if f.help else f.message},
                 "locations": [location],
             }
             fix = next(

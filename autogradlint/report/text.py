@@ -53,7 +53,12 @@ def render_text(
         if lines:
             for line in _frame(lines, f):
                 console.print(line, soft_wrap=True, highlight=False)
-            console.print()
+        if f.help:
+            pad = " " * (len(str(min(len(lines), f.line + 1))) if lines else 1)
+            console.print(
+                f"{pad} [blue]=[/blue] [bold]help[/bold]: {escape(f.help)}", highlight=False
+            )
+        console.print()
     if quiet:
         return
     errors_found = sum(1 for f in findings if f.severity == "error")
