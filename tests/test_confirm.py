@@ -89,10 +89,10 @@ BASE = """
 
 
 def test_a_hanging_target_could_not_run(tmp_path: Path) -> None:
-    outcome = run_target(_target(tmp_path, BASE, "A", "Hangs"), ["cpu"], timeout=20)
+    outcome = run_target(_target(tmp_path, BASE, "A", "Hangs"), ["cpu"], timeout=12)
     assert outcome.verdict == "could_not_run"
     (line,) = outcome.devices["cpu"]["evidence"]
-    assert line.startswith("timeout after 20s (last step: A grad cpu create_graph=False)")
+    assert line.startswith("timeout after 12s (last step: A grad cpu create_graph=False)")
 
 
 def test_a_crashing_target_could_not_run(tmp_path: Path) -> None:
@@ -228,3 +228,51 @@ def test_probes_run_outside_the_project_with_a_memory_limit(tmp_path: Path) -> N
     (outcome,) = confirm([_target(tmp_path, greedy, "A", "Square")], ["cpu"], timeout=120)
     assert outcome.verdict == "could_not_run"
     assert "MemoryError" in outcome.devices["cpu"]["evidence"][0]
+
+
+def test_probes_sharing_one_process_are_isolated_from_each_other(tmp_path: Path) -> None:
+    """One module's probes share one interpreter (torch imported once), each in a fork with its
+    own timeout: a hang and a crash cost their own probe only, and the next still runs."""
+    source = BASE + textwrap.indent(textwrap.dedent(SQUARE).replace("import torch\n", ""), "    ")
+    module = tmp_path / "targets_mod.py"
+    targets = [_target(tmp_path, source, "A", name) for name in ("Hangs", "Crashes", "Square")]
+    assert module.is_file()
+    hang, crash, bug = confirm(targets, ["cpu"], timeout=3)
+    assert hang.devices["cpu"]["evidence"][0].startswith(
+        "timeout after 3s (last step: A grad cpu create_graph=False)"
+    )
+    assert crash.verdict == "could_not_run"
+    assert "exited with status -11" in crash.devices["cpu"]["evidence"][0]
+    assert bug.verdict == "confirmed"
+
+
+WRONG_INPUTS = """
+    import torch
+
+    def _scale_bwd(grad, scale):
+        # what a pybind11 function says when it is handed a tensor for a float
+        if not isinstance(scale, float):
+            raise TypeError("scale_bwd(): incompatible function arguments")
+        return grad * scale
+
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, scale):
+            ctx.scale = scale
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return _scale_bwd(grad, ctx.scale), None
+"""
+
+
+@pytest.mark.parametrize("probe", ["A", "B"])
+def test_a_probe_that_cannot_call_the_code_is_never_confirmed(tmp_path: Path, probe: str) -> None:
+    """The probe synthesises a tensor for `scale`; the code raises on every layout, the dense
+    control included. That says nothing about the code: could_not_run, and what to do."""
+    (outcome,) = confirm([_target(tmp_path, WRONG_INPUTS, probe, "Scale")], ["cpu"], timeout=60)
+    assert outcome.verdict == "could_not_run"
+    (evidence,) = outcome.devices["cpu"]["evidence"]
+    assert "TypeError: scale_bwd(): incompatible function arguments" in evidence
+    assert "factor" in evidence  # it says how to give the probe proper inputs

@@ -1,6 +1,6 @@
-"""The public corpus (../shared/corpus): no internal error, every labelled A/B/C site right.
+"""The public corpus (tests/corpus): no internal error, every labelled site right.
 
-The corpus is downloaded once by shared/corpus/fetch.sh into $AGL_CORPUS or
+The corpus is downloaded once by tests/corpus/fetch.sh into $AGL_CORPUS or
 ~/.cache/autogradlint-corpus (outside the repo: the code is never committed).
 """
 
@@ -17,8 +17,7 @@ import pytest
 from autogradlint.config import Config
 from autogradlint.runner import discover, lint_paths
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("AGL_SHARED", ROOT.parent / "shared"))
+HERE = Path(__file__).resolve().parent / "corpus"
 CACHE = Path(os.environ.get("AGL_CORPUS", Path.home() / ".cache" / "autogradlint-corpus"))
 FAMILY = {"AGL1": "A", "AGL2": "B", "AGL3": "C", "AGL4": "D"}
 WINDOW = 12  # B/C findings sit on an argument or statement inside the labelled call/def
@@ -28,21 +27,32 @@ pytestmark = pytest.mark.corpus
 
 @pytest.fixture(scope="module")
 def corpus() -> Path:
-    labels = SHARED / "corpus" / "labels.tsv"
-    if not labels.is_file():
-        pytest.skip(f"no corpus labels at {labels}")
     src = CACHE / "src"
-    if not (src.is_dir() and len(list(src.iterdir())) >= 27):
+    wanted = _packages()
+    if not all((src / name).is_dir() for name in wanted):
         pytest.importorskip("torch", reason="fetch.sh copies the torch row from installed torch")
-        subprocess.run(
-            ["bash", str(SHARED / "corpus" / "fetch.sh"), "--keep-going"],
+        fetched = subprocess.run(
+            ["bash", str(HERE / "fetch.sh"), "--keep-going"],
             check=False,
+            capture_output=True,
+            text=True,
             env={**os.environ, "AGL_CORPUS": str(CACHE)},
             timeout=1800,
         )
-    if not src.is_dir():
-        pytest.skip("the corpus could not be fetched")
+        missing = [name for name in wanted if not (src / name).is_dir()]
+        if missing:
+            last = (fetched.stderr.strip().splitlines() or ["no output"])[-1]
+            pytest.skip(
+                f"corpus: {len(missing)} of {len(wanted)} packages could not be fetched from "
+                f"PyPI into {src} (network?): {last}"
+            )
     return src
+
+
+def _packages() -> list[str]:
+    """`name-version` of every package the manifest pins."""
+    with (HERE / "manifest.tsv").open(encoding="utf-8") as handle:
+        return [f"{row['name']}-{row['version']}" for row in csv.DictReader(handle, delimiter="\t")]
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +75,7 @@ def findings(corpus: Path) -> dict[str, list[tuple[str, int]]]:
 
 
 def _labels(corpus: Path) -> list[dict[str, str]]:
-    with (SHARED / "corpus" / "labels.tsv").open(encoding="utf-8") as handle:
+    with (HERE / "labels.tsv").open(encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle, delimiter="\t"))
     return rows
 

@@ -138,6 +138,21 @@ def probe_a(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> 
                     ev.append(f"{name} failed (numerical and analytical gradients differ)")
             except Exception as exc:  # noqa: BLE001
                 ev.append(f"{name} raised {first_line(exc)}")
+        if (
+            ev
+            and all("raised" in e for e in ev)
+            and len({e.split(" raised ")[-1] for e in ev}) == 1
+        ):
+            # Every run, create_graph=True and gradcheck included, failed the same way: the
+            # probe could not call the code (its inputs do not fit), so nothing is shown.
+            per_device[dev] = {
+                "verdict": COULD_NOT_RUN,
+                "evidence": [
+                    f"every run raised {ev[0].split(' raised ')[-1]}: the probe's inputs do not "
+                    "fit this code; name an input factory in [tool.autogradlint.confirm] factories"
+                ],
+            }
+            continue
         if ev and all("gradgradcheck" in e for e in ev):
             ev.append("scope: double-backward only (first-order gradients are correct)")
         per_device[dev] = {"verdict": CONFIRMED if ev else NOT_REPRODUCED, "evidence": ev}
@@ -176,19 +191,38 @@ def probe_b(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> 
         }
         if len(shape) == 2:
             layouts["transposed"] = (dense.t().contiguous().t(), dense)
+
+        def backward_with(g: Any, args: list[Any] = args) -> Any:
+            x = [a.detach().clone().requires_grad_(True) for a in args]
+            return torch.autograd.grad(fn.apply(*x), x[0], grad_outputs=g)[0]
+
+        # The control: contiguous, dense inputs and gradient. If the code cannot run even so,
+        # the probe called it wrongly (inputs it does not take): nothing is shown either way.
+        mark(f"B control {dev}")
+        try:
+            backward_with(dense.clone())
+        except Exception as exc:  # noqa: BLE001
+            per_device[dev] = {
+                "verdict": COULD_NOT_RUN,
+                "evidence": [
+                    f"the control run (dense, contiguous gradient) raised {first_line(exc)}: "
+                    "the probe's inputs do not fit this code; name an input factory in "
+                    "[tool.autogradlint.confirm] factories"
+                ],
+            }
+            continue
+        skipped: list[str] = []
         for name, (g, reference) in layouts.items():
             mark(f"B layout {name} {dev}")
-            x = [a.detach().clone().requires_grad_(True) for a in args]
+            try:  # the same values, contiguous: what the layout's result must equal
+                want = backward_with(reference.clone(memory_format=torch.contiguous_format))
+            except Exception as exc:  # noqa: BLE001
+                skipped.append(f"grad_output {name}: its contiguous run raised {first_line(exc)}")
+                continue
             try:
                 before = g.detach().contiguous().view(torch.uint8).clone()
                 version = g._version
-                got = torch.autograd.grad(fn.apply(*x), x[0], grad_outputs=g)[0]
-                x2 = [a.detach().clone().requires_grad_(True) for a in args]
-                want = torch.autograd.grad(
-                    fn.apply(*x2),
-                    x2[0],
-                    grad_outputs=reference.clone(memory_format=torch.contiguous_format),
-                )[0]
+                got = backward_with(g)
                 if not torch.allclose(got, want, equal_nan=True):
                     ev.append(
                         f"grad_output {name} (stride {tuple(g.stride())}): the result "
@@ -201,8 +235,15 @@ def probe_b(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> 
                         "a raw pointer write)"
                     )
             except Exception as exc:  # noqa: BLE001
-                ev.append(f"grad_output {name}: raised {first_line(exc)}")
-        per_device[dev] = {"verdict": CONFIRMED if ev else NOT_REPRODUCED, "evidence": ev}
+                # The control passed and the same values, contiguous, ran: the layout did it.
+                ev.append(
+                    f"grad_output {name} (stride {tuple(g.stride())}): raised "
+                    f"{first_line(exc)} where the contiguous run did not"
+                )
+        per_device[dev] = {
+            "verdict": CONFIRMED if ev else NOT_REPRODUCED,
+            "evidence": ev + [f"(not compared) {s}" for s in skipped],
+        }
     return per_device
 
 
@@ -330,6 +371,87 @@ def probe_arity(fn: Any, devices: list[str], factory: Callable[..., Any] | None)
 PROBES = {"A": probe_a, "B": probe_b, "C": probe_c, "arity": probe_arity}
 
 
+def serve(module: str, jobs: list[dict[str, Any]]) -> None:
+    """One module's probes in one process: torch and the module are imported once, then each
+    probe runs in a forked copy of this process, so a crash, a hang or a leak costs that probe
+    only. Output, in order: `@@JOB i` (on stdout and stderr), the probe's `@@MARK` lines, then
+    `@@RESULT i {json}`, `@@TIMEOUT i` or `@@EXIT i STATUS`; `@@FALLBACK i` asks the parent to
+    run job i in a fresh interpreter instead (CUDA initialised here cannot be used after fork)."""
+    import os
+    import signal
+    import time
+
+    mark("import torch")
+    import torch
+
+    mark(f"import {module}")
+    try:
+        importlib.import_module(module)
+    except BaseException as exc:  # noqa: BLE001 - SystemExit at import is a failure too
+        print(f"@@IMPORTFAIL {json.dumps(first_line(exc))}", flush=True)
+        return
+    cuda_in_use = torch.cuda.is_initialized()
+    for index, job in enumerate(jobs):
+        for stream in (sys.stdout, sys.stderr):
+            print(f"@@JOB {index}", file=stream, flush=True)
+        if cuda_in_use and "cuda" in job["devices"]:
+            print(f"@@FALLBACK {index}", flush=True)
+            continue
+        pid = os.fork()
+        if pid == 0:  # the probe: never returns into this loop
+            code = 0
+            try:
+                result = run_job(job["kind"], job["target"], job["devices"], job["factory"])
+                print(f"@@RESULT {index} {json.dumps(result)}", flush=True)
+            except BaseException:  # noqa: BLE001
+                import traceback
+
+                traceback.print_exc()
+                code = 1
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        deadline = time.monotonic() + float(job["timeout"])
+        status = None
+        while status is None:
+            done, raw = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = raw
+            elif time.monotonic() > deadline:
+                # Processes the probe forked stay in the sandbox's group, which the parent
+                # kills as a whole when this server ends: none outlives the run.
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                os.waitpid(pid, 0)
+                print(f"@@TIMEOUT {index}", flush=True)
+                break
+            else:
+                time.sleep(0.01)
+        if status is not None and os.waitstatus_to_exitcode(status) != 0:
+            print(f"@@EXIT {index} {os.waitstatus_to_exitcode(status)}", flush=True)
+
+
+def run_job(kind: str, target: str, devices_arg: list[str], factory_spec: str) -> dict[str, Any]:
+    """One probe, in this process: the JSON-able result the parent reads."""
+    import torch
+
+    devices = [d for d in devices_arg if d != "cuda" or torch.cuda.is_available()]
+    mark(f"import {target}")
+    try:
+        obj = load(target)
+        factory = load(factory_spec) if factory_spec else None
+    except Exception as exc:  # noqa: BLE001
+        return {
+            "verdict": COULD_NOT_RUN,
+            "evidence": [f"import failed: {first_line(exc)}"],
+            "devices": {},
+        }
+    return {"devices": PROBES[kind](obj, devices, factory), "torch": torch.__version__}
+
+
 def main(argv: list[str]) -> None:
     import warnings
 
@@ -340,32 +462,14 @@ def main(argv: list[str]) -> None:
     if argv[0] == "import":  # the warm-up: import the module once (it may build an extension)
         importlib.import_module(argv[1])
         return
-    kind, target, devices_arg = argv[:3]
+    if argv[0] == "serve":  # serve MODULE JOBS_JSON
+        serve(argv[1], json.loads(argv[2]))
+        return
+    kind, target, devices_arg = argv[:3]  # one probe: KIND module:Qualname DEVICES [factory]
     factory_spec = argv[3] if len(argv) > 3 else ""
     mark("import torch")
-    import torch
-
     devices = [d for d in devices_arg.split(",") if d]
-    if "cuda" in devices and not torch.cuda.is_available():
-        devices.remove("cuda")
-    mark(f"import {target}")
-    try:
-        obj = load(target)
-        factory = load(factory_spec) if factory_spec else None
-    except Exception as exc:  # noqa: BLE001
-        print(
-            json.dumps(
-                {
-                    "verdict": COULD_NOT_RUN,
-                    "evidence": [f"import failed: {first_line(exc)}"],
-                    "devices": {},
-                }
-            ),
-            flush=True,
-        )
-        return
-    per_device = PROBES[kind](obj, devices, factory)
-    print(json.dumps({"devices": per_device, "torch": torch.__version__}), flush=True)
+    print(json.dumps(run_job(kind, target, devices, factory_spec)), flush=True)
 
 
 if __name__ == "__main__":

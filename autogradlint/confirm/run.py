@@ -1,5 +1,6 @@
-"""Execute targets: one fresh subprocess per (probe, class), with a timeout (the only place
-autogradlint runs analysed code)."""
+"""Execute targets (the only place autogradlint runs analysed code): one sandboxed process per
+module imports torch and the module once, and runs each probe in a fork of itself with its own
+timeout (child.serve); a fresh interpreter per probe where forking cannot work."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 from . import sandbox
 from .child import CONFIRMED, COULD_NOT_RUN, NOT_REPRODUCED
 from .plan import Target
-from .sandbox import importable
+from .sandbox import Completed, importable
 
 DEVICE_CHOICES = {"cpu": ["cpu"], "cuda": ["cuda"], "all": ["cpu", "cuda"]}
 NOT_RUN = "not_run"
@@ -65,9 +66,15 @@ def warm_up(module: str, root: Path, timeout: float, devices: list[str]) -> str 
 
 
 def run_target(target: Target, devices: list[str], timeout: float, factory: str = "") -> Outcome:
-    outcome = Outcome(target)
+    """One probe in a fresh interpreter."""
     arguments = [target.kind, target.spec, ",".join(devices), factory]
     done = sandbox.run(arguments, target.root, timeout, devices)
+    return interpret(target, devices, timeout, done)
+
+
+def interpret(target: Target, devices: list[str], timeout: float, done: Completed) -> Outcome:
+    """The verdicts in a probe's output (its marks, its JSON line, how it ended)."""
+    outcome = Outcome(target)
     if done.timed_out:
         step = _last_mark(done.stdout)
         for dev in devices:
@@ -126,21 +133,118 @@ def confirm(
     factories: dict[str, str] | None = None,
     build_timeout: float = 900.0,
 ) -> list[Outcome]:
+    """Every target's outcome, in the order given."""
+    factories = factories or {}
+    groups: dict[tuple[Path, str], list[int]] = {}
+    for index, target in enumerate(targets):
+        groups.setdefault((target.root, target.module), []).append(index)
+    outcomes: dict[int, Outcome] = {}
+    for (root, module), members in groups.items():
+        chosen = [targets[i] for i in members]
+        if not importable(module):
+            why = f"cannot import {module!r}: not a valid module name (the file name is not one)"
+            for index in members:
+                outcomes[index] = _failed(targets[index], devices, why)
+            continue
+        served = _serve(root, module, chosen, devices, timeout, factories, build_timeout)
+        for index, outcome in zip(members, served, strict=True):
+            outcomes[index] = outcome
+    return [outcomes[i] for i in range(len(targets))]
+
+
+def _failed(target: Target, devices: list[str], why: str) -> Outcome:
+    return Outcome(target, {dev: {"verdict": COULD_NOT_RUN, "evidence": [why]} for dev in devices})
+
+
+def _serve(
+    root: Path,
+    module: str,
+    targets: list[Target],
+    devices: list[str],
+    timeout: float,
+    factories: dict[str, str],
+    build_timeout: float,
+) -> list[Outcome]:
+    """One module's targets through child.serve; any probe the server could not report on (it
+    died, or asked for a fresh interpreter) runs on its own, after a warm-up import."""
+    jobs = [
+        {
+            "kind": t.kind,
+            "target": t.spec,
+            "devices": devices,
+            "factory": factories.get(t.spec, ""),
+            "timeout": timeout,
+        }
+        for t in targets
+    ]
+    # The import may build an extension (minutes on a cold cache): it has build_timeout; each
+    # probe has its own timeout inside the server.
+    budget = build_timeout + len(jobs) * (timeout + 5)
+    done = sandbox.run(["serve", module, json.dumps(jobs)], root, budget, devices)
+    failed_import = next(
+        (
+            line[len("@@IMPORTFAIL ") :]
+            for line in done.stdout.splitlines()
+            if line.startswith("@@IMPORTFAIL ")
+        ),
+        None,
+    )
+    if failed_import is not None:
+        why = f"import failed: {json.loads(failed_import)}"
+        return [_failed(t, devices, why) for t in targets]
+    out_sections = _sections(done.stdout)
+    err_sections = _sections(done.stderr)
     outcomes: list[Outcome] = []
-    warmed: dict[tuple[Path, str], str | None] = {}
-    for target in targets:
-        key = (target.root, target.module)
-        if key not in warmed:
-            warmed[key] = warm_up(target.module, target.root, build_timeout, devices)
-        failure = warmed[key]
-        if failure is not None:
+    warmed: str | None | bool = False  # False: the warm-up import has not run yet
+    for index, target in enumerate(targets):
+        section = out_sections.get(index)
+        if section is None and done.timed_out and not out_sections:
             outcomes.append(
-                Outcome(
-                    target,
-                    {dev: {"verdict": COULD_NOT_RUN, "evidence": [failure]} for dev in devices},
+                _failed(
+                    target, devices, f"importing {module} took longer than {build_timeout:.0f}s"
                 )
             )
             continue
-        factory = (factories or {}).get(target.spec, "")
-        outcomes.append(run_target(target, devices, timeout, factory))
+        if section is None or any(line.startswith(f"@@FALLBACK {index}") for line in section):
+            if warmed is False:
+                warmed = warm_up(module, root, build_timeout, devices)
+            if warmed is not None:
+                outcomes.append(_failed(target, devices, str(warmed)))
+            else:
+                outcomes.append(run_target(target, devices, timeout, jobs[index]["factory"]))
+            continue
+        output = _job_output(index, section, err_sections.get(index, []), done)
+        outcomes.append(interpret(target, devices, timeout, output))
     return outcomes
+
+
+def _sections(text: str) -> dict[int, list[str]]:
+    """The lines after each `@@JOB i` marker, by i."""
+    sections: dict[int, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if line.startswith("@@JOB "):
+            current = sections.setdefault(int(line.split()[1]), [])
+        elif current is not None:
+            current.append(line)
+    return sections
+
+
+def _job_output(index: int, lines: list[str], errors: list[str], server: Completed) -> Completed:
+    """One job's part of the server's output, as if it had run alone."""
+    stdout: list[str] = []
+    code: int | None = 0
+    ended = False
+    for line in lines:
+        if line.startswith(f"@@RESULT {index} "):
+            stdout.append(line[len(f"@@RESULT {index} ") :])
+            ended = True
+        elif line == f"@@TIMEOUT {index}":
+            code, ended = None, True
+        elif line.startswith(f"@@EXIT {index} "):
+            code, ended = int(line.split()[2]), True
+        else:
+            stdout.append(line)
+    if not ended:  # the server itself ended during this job
+        code = None if server.timed_out else (server.returncode or -9)
+    return Completed(code, "\n".join(stdout), "\n".join(errors))
