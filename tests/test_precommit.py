@@ -1,4 +1,8 @@
-"""The pre-commit hooks, through the real `pre-commit try-repo` on a temporary git repository."""
+"""The pre-commit hooks, run by the real pre-commit from a `.pre-commit-config.yaml` that points
+at a snapshot of this checkout (what a user's configuration does with a published rev).
+
+One snapshot, committed once per test session, is shared: pre-commit builds the hook's
+environment once for it, and every test reuses it."""
 
 from __future__ import annotations
 
@@ -21,26 +25,57 @@ def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def hooks_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """This checkout as it is now (tracked and untracked, not ignored), committed: (path, rev)."""
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    ).stdout.decode()
+    snapshot = tmp_path_factory.mktemp("hooks") / "autogradlint"
+    for name in filter(None, listed.split("\0")):
+        source = ROOT / name
+        if source.is_file():
+            (snapshot / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, snapshot / name)
+    _git(snapshot, "init", "-q")
+    _git(snapshot, "add", ".")
+    _git(
+        snapshot, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "snapshot"
+    )
+    rev = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=snapshot, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    return snapshot, rev
+
+
+@pytest.fixture
+def repo(tmp_path: Path, hooks_repo: tuple[Path, str]) -> Path:
+    snapshot, rev = hooks_repo
     repo = tmp_path / "project"
     repo.mkdir()
     _git(repo, "init", "-q")
     _git(repo, "config", "user.email", "t@example.com")
     _git(repo, "config", "user.name", "t")
+    (repo / ".pre-commit-config.yaml").write_text(
+        f"repos:\n  - repo: {snapshot}\n    rev: {rev}\n    hooks:\n"
+        "      - id: autogradlint-check\n      - id: autogradlint-fix\n"
+    )
     return repo
 
 
-def _try_repo(repo: Path, hook: str, *files: str) -> subprocess.CompletedProcess[str]:
+def _run_hook(repo: Path, hook: str, *files: str) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
-        # Reuse one pre-commit home between runs: it holds the hook's virtualenv.
+        # One pre-commit home for the session: it holds the hook's virtualenv.
         "PRE_COMMIT_HOME": str(Path.home() / ".cache" / "autogradlint-pre-commit"),
     }
     return subprocess.run(
-        [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), hook, "--files", *files],
+        [sys.executable, "-m", "pre_commit", "run", hook, "--files", *files],
         cwd=repo,
         env=env,
         capture_output=True,
@@ -53,10 +88,10 @@ def test_check_hook_blocks_a_buggy_file_and_passes_a_clean_one(repo: Path) -> No
     (repo / "bug.py").write_text(BUG)
     (repo / "clean.py").write_text("import torch\n\nx = torch.ones(3)\n")
     _git(repo, "add", ".")
-    failing = _try_repo(repo, "autogradlint-check", "bug.py")
+    failing = _run_hook(repo, "autogradlint-check", "bug.py")
     assert failing.returncode != 0, failing.stdout + failing.stderr
     assert "AGL101" in failing.stdout
-    passing = _try_repo(repo, "autogradlint-check", "clean.py")
+    passing = _run_hook(repo, "autogradlint-check", "clean.py")
     assert passing.returncode == 0, passing.stdout + passing.stderr
 
 
@@ -64,14 +99,14 @@ def test_exclude_applies_to_files_pre_commit_passes(repo: Path) -> None:
     (repo / "bug.py").write_text(BUG)
     (repo / "pyproject.toml").write_text('[tool.autogradlint]\nextend-exclude = ["bug.py"]\n')
     _git(repo, "add", ".")
-    result = _try_repo(repo, "autogradlint-check", "bug.py")
+    result = _run_hook(repo, "autogradlint-check", "bug.py")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_fix_hook_rewrites_the_file(repo: Path) -> None:
     (repo / "bug.py").write_text(BUG)
     _git(repo, "add", ".")
-    result = _try_repo(repo, "autogradlint-fix", "bug.py")
+    result = _run_hook(repo, "autogradlint-fix", "bug.py")
     assert result.returncode != 0  # pre-commit fails a hook that modified files
     assert "with torch.enable_grad():" in (repo / "bug.py").read_text()
 
@@ -87,7 +122,7 @@ def test_the_hook_on_one_changed_file_sees_the_rest_of_the_project(repo: Path) -
     (src / "ops.py").write_text(OPS)
     (src / "model.py").write_text(MODEL)
     _git(repo, "add", ".")
-    result = _try_repo(repo, "autogradlint-check", "src/mypkg/ops.py", "src/mypkg/model.py")
+    result = _run_hook(repo, "autogradlint-check", "src/mypkg/ops.py", "src/mypkg/model.py")
     assert result.returncode != 0
     assert "src/mypkg/ops.py:9:37: AGL201" in result.stdout, result.stdout
     assert "src/mypkg/model.py:5:12: AGL407" in result.stdout, result.stdout
