@@ -190,6 +190,13 @@ class ContractView:
         self._method_memo: dict[tuple[int, str], cst.FunctionDef | None] = {}
         self._helper_cache: dict[str, dict[str, StaticHelper]] = {}
 
+    def forwards(self) -> Iterator[tuple[ClassInfo, ForwardInputs]]:
+        """The Function classes that define forward themselves, with forward as read."""
+        for info in self.classes():
+            forward = info.methods.get("forward")
+            if forward is not None:
+                yield info, self.forward_of(info, forward)
+
     def classes(self) -> Iterator[ClassInfo]:
         """The Function classes the contract applies to."""
         for info in self.facts.function_classes:

@@ -16,15 +16,11 @@ class InputMutation(Check):
 
     def run(self) -> None:
         contract = self.ctx.contract()
-        for info in contract.classes():
-            forward = info.methods.get("forward")
-            if forward is None:
-                continue
+        for info, seen in contract.forwards():
             self.ctx.enter(info.node)
-            seen = contract.forward_of(info, forward)
             self._forward_inplace(
                 info,
-                forward,
+                seen.flow.function,
                 seen.flow,
                 seen.names,
                 seen.tensors,

@@ -18,13 +18,8 @@ class SavedState(Check):
     """AGL403 (tensors stashed as ctx attributes) and AGL404 (save_for_backward misuse)."""
 
     def run(self) -> None:
-        contract = self.ctx.contract()
-        for info in contract.classes():
-            forward = info.methods.get("forward")
-            if forward is None:
-                continue
+        for info, seen in self.ctx.contract().forwards():
             self.ctx.enter(info.node)
-            seen = contract.forward_of(info, forward)
             if seen.ctx_name is None:
                 continue  # with setup_context, forward cannot touch ctx
             outputs = _returned_names(seen.flow)

@@ -31,7 +31,7 @@ from .common import (
     show_settings,
     stdin_view,
 )
-from .fix import fix_paths
+from .fix import FixSummary, fix_paths
 from .noqa import add_noqa_comments
 
 
@@ -130,30 +130,26 @@ def check(paths: tuple[str, ...], **options: object) -> None:
         for path in sorted(str(p.resolve()) for p in found.files):
             click.echo(printable(path))
         sys.exit(EXIT_ERROR if found.errors else EXIT_CLEAN)
-    if opts.show_diff and paths != ("-",):
-        summary = fix_paths(
+
+    def fixes(apply: bool) -> FixSummary:
+        return fix_paths(
             paths,
             config,
-            apply=False,
+            apply=apply,
             unsafe=opts.unsafe_fixes,
             err=err,
             respect_gitignore=respect_gitignore,
-            show_diff=True,
+            show_diff=not apply,
             quiet=opts.quiet or opts.silent,
         )
+
+    if opts.show_diff and paths != ("-",):
+        summary = fixes(apply=False)
         _print_errors(err, summary.errors)
         sys.exit(EXIT_ERROR if summary.errors else EXIT_FINDINGS if summary.changed else EXIT_CLEAN)
     fixed = 0
     if opts.fix and paths != ("-",):
-        summary = fix_paths(
-            paths,
-            config,
-            apply=True,
-            unsafe=opts.unsafe_fixes,
-            err=err,
-            respect_gitignore=respect_gitignore,
-            quiet=opts.quiet or opts.silent,
-        )
+        summary = fixes(apply=True)
         if summary.errors:
             _print_errors(err, summary.errors)
             sys.exit(EXIT_ERROR)
