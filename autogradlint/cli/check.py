@@ -277,11 +277,18 @@ def _lint(
 
 def _warn_empty(paths: tuple[str, ...], files: list[Path], config: Config, err: Console) -> None:
     """Say which named directories held no Python file to check (a typo, a venv, an exclude)."""
-    resolved = [f.resolve() for f in files]
+    # Discovery keeps the named prefix, so a lexical match settles almost every directory;
+    # resolving (a syscall per path component) is only for the rare `..` or symlinked name.
+    resolved: list[Path] | None = None
     for named in paths:
         where = Path(named)
         if not where.is_dir():
             continue
+        depth = len(where.parts)
+        if any(f.parts[:depth] == where.parts for f in files):
+            continue
+        if resolved is None:
+            resolved = [f.resolve() for f in files]
         base = where.resolve()
         if not any(base == f or base in f.parents for f in resolved):
             print_warning(err, f"no Python files to check under {named}")
