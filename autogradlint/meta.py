@@ -76,10 +76,17 @@ class RuleMeta:
 HEADLINE_FIELD = 32  # characters of one field in a headline
 
 
+_QUOTED = re.compile(r"`([^`]*)`")
+
+
 def _shorten(value: object) -> object:
-    if isinstance(value, str) and len(value) > HEADLINE_FIELD:
-        return value[: HEADLINE_FIELD - 3] + "..."
-    return value
+    """A long name is cut; a field that is a phrase quoting names (`gets 2 non-tensors: `n`
+    and 1 more`) keeps its words and cuts only the quoted names."""
+    if not isinstance(value, str) or len(value) <= HEADLINE_FIELD:
+        return value
+    if _QUOTED.search(value) and _QUOTED.sub("", value).strip(" :,"):
+        return _QUOTED.sub(lambda m: f"`{_shorten(m.group(1))}`", value)
+    return value[: HEADLINE_FIELD - 3] + "..."
 
 
 def rule_url(rule_id: str) -> str:

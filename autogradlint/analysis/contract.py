@@ -146,13 +146,35 @@ def tensor_inputs(inputs: list[cst.Param], flow: MethodFlow) -> set[str]:
         name = param.name.value
         annotation = param.annotation
         if annotation is not None:
-            text = cst.Module([]).code_for_node(annotation.annotation)
-            if "Tensor" in text or "Parameter" in text:
+            if is_tensor_annotation(annotation.annotation):
                 out.add(name)
             continue
         if name in evidence:
             out.add(name)
     return out
+
+
+_UNIONS = frozenset({"Optional", "Union"})
+
+
+def is_tensor_annotation(expr: cst.BaseExpression) -> bool:
+    """`Tensor`, `torch.Tensor`, `nn.Parameter`, or an Optional / union holding one; never a
+    container or a generic of it (`list[Tensor]`, `Request[Tensor]` is an awaitable)."""
+    if isinstance(expr, cst.SimpleString):  # a forward reference: "torch.Tensor"
+        try:
+            expr = cst.parse_expression(expr.evaluated_value)  # type: ignore[arg-type]
+        except (cst.ParserSyntaxError, TypeError):
+            return False
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.BitOr):
+        return is_tensor_annotation(expr.left) or is_tensor_annotation(expr.right)
+    if isinstance(expr, cst.Subscript):
+        head = (dotted(expr.value) or "").rsplit(".", 1)[-1]
+        return head in _UNIONS and any(
+            isinstance(element.slice, cst.Index) and is_tensor_annotation(element.slice.value)
+            for element in expr.slice
+        )
+    name = (dotted(expr) or "").rsplit(".", 1)[-1]
+    return name.endswith("Tensor") or name == "Parameter"
 
 
 @dataclass

@@ -44,7 +44,42 @@ class GradientCount(Check):
                     expected=expected,
                     actual=count,
                     shown=expected.split(" ")[-1],
+                    slots=slots([p.name.value for p in inputs], ret.value),
                 )
+
+
+def slots(inputs: list[str], value: cst.BaseExpression | None) -> str:
+    """Which returned gradient lands in which input's slot, and any named for another input
+    (`dq` in `k`'s slot): what to move, not only how many are missing."""
+    elements = tuple_elements(value) if value is not None else None
+    if elements is None:
+        elements = [value] if value is not None else []
+    module = cst.Module([])
+    shown = [module.code_for_node(e) for e in elements]
+    pairs = [
+        f"{name} <- {shown[i] if i < len(shown) else '(nothing)'}" for i, name in enumerate(inputs)
+    ]
+    pairs += [f"(no input) <- {extra}" for extra in shown[len(inputs) :]]
+    out = f" Slot by slot: {', '.join(pairs)}."
+    misplaced = [
+        f"`{text}` looks like the gradient of `{owner}` but is in the slot of `{inputs[i]}`"
+        for i, text in enumerate(shown)
+        if (owner := _gradient_of(text, inputs)) is not None
+        and (i >= len(inputs) or owner != inputs[i])
+    ]
+    if misplaced:
+        out += " " + "; ".join(misplaced) + "."
+    return out
+
+
+def _gradient_of(text: str, inputs: list[str]) -> str | None:
+    """The input a gradient's name says it belongs to: `dq`, `d_q`, `grad_q`, `q_grad`, `gq`."""
+    for name in inputs:
+        if text in (f"d{name}", f"d_{name}", f"grad_{name}", f"{name}_grad", f"grad{name}"):
+            return name
+        if len(name) <= 2 and text == f"g{name}":
+            return name
+    return None
 
 
 def gradient_count(value: cst.BaseExpression | None, total: int) -> tuple[int | None, bool]:

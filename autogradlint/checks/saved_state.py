@@ -10,6 +10,7 @@ from ..analysis.contract import METADATA_FUNCTIONS, METADATA_USES, ForwardInputs
 from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
 from ..analysis.names import dotted
+from ..analysis.walk import FastVisitor
 from .base import Check
 from .common import source_of, statement_in_block
 
@@ -63,32 +64,12 @@ class SavedState(Check):
             self.report("AGL403", node, cls=info.name, attr=attr, name=name)
 
     def _metadata_only_attrs(self, info: ClassInfo, ctx_name: str) -> set[str]:
-        """ctx attributes every other method reads only for shape/dtype/device."""
+        """ctx attributes every other method reads only for shape/dtype/device, directly
+        (`ctx.w.shape`, `zeros_like(ctx.w)`) or through a local alias (`w = ctx.w`)."""
         uses: dict[str, list[bool]] = {}
-
-        def ctx_attr(expr: cst.BaseExpression) -> str | None:
-            if (
-                isinstance(expr, cst.Attribute)
-                and isinstance(expr.value, cst.Name)
-                and expr.value.value in ("ctx", ctx_name)
-            ):
-                return expr.attr.value
-            return None
-
         for name, method in info.methods.items():
-            if name == "forward":
-                continue
-            flow = self.ctx.flow(method)
-            for node in flow.attribute_reads:
-                attr = ctx_attr(node.value)
-                if attr is not None:
-                    uses.setdefault(attr, []).append(node.attr.value in METADATA_USES)
-            for site in flow.calls:
-                callee = (dotted(site.node.func) or "").rsplit(".", 1)[-1]
-                for arg in site.node.args:
-                    attr = ctx_attr(arg.value)
-                    if attr is not None:
-                        uses.setdefault(attr, []).append(callee in METADATA_FUNCTIONS)
+            if name != "forward":
+                _MetadataUses(("ctx", ctx_name), uses).walk(method.body)
         return {attr for attr, flags in uses.items() if flags and all(flags)}
 
     def _save_for_backward(self, info: ClassInfo, seen: ForwardInputs, ctx_name: str) -> None:
@@ -108,18 +89,31 @@ class SavedState(Check):
             for site in flow.calls
             if dotted(site.node.func) == f"{ctx_name}.save_for_backward" and not site.in_nested_def
         ]
+        module = self.ctx.facts.module
         for site in calls:
-            for position, arg in enumerate(site.node.args):
-                if self._non_tensor(arg.value, scalars):
-                    self.report(
-                        "AGL404",
-                        arg.value,
-                        cls=info.name,
-                        problem=f"gets a non-tensor: `{source_of(self.ctx.facts.module, arg.value, 28)}`",
-                        consequence=f'PyTorch raises "TypeError: save_for_backward can only save '
-                        f'variables, but argument {position} is of type ..." at the first call. '
-                        "Keep non-tensors as ctx attributes (`ctx.shape = x.shape`).",
-                    )
+            # One finding per call, naming every non-tensor it gets: one fix edits one call.
+            bad = [
+                (position, arg.value)
+                for position, arg in enumerate(site.node.args)
+                if self._non_tensor(arg.value, scalars)
+            ]
+            if not bad:
+                continue
+            shown = [f"`{source_of(module, value, 28)}`" for _, value in bad]
+            first, anchor = bad[0]
+            problem = f"gets a non-tensor: {shown[0]}"
+            if len(bad) > 1:
+                problem = f"gets {len(bad)} non-tensors: {shown[0]} and {len(bad) - 1} more"
+            self.report(
+                "AGL404",
+                anchor,
+                cls=info.name,
+                problem=problem,
+                consequence=f"Non-tensors: {', '.join(shown)}. "
+                f'PyTorch raises "TypeError: save_for_backward can only save '
+                f'variables, but argument {first} is of type ..." at the first call. '
+                "Keep non-tensors as ctx attributes (`ctx.shape = x.shape`).",
+            )
         method = flow.function
         for earlier, later in zip(calls, calls[1:], strict=False):
             a = statement_in_block(method, earlier.node)
@@ -167,3 +161,64 @@ def _returned_names(flow: MethodFlow) -> set[str]:
             if isinstance(expr, cst.Name) and expr.value != "None":
                 names.add(expr.value)
     return names
+
+
+class _MetadataUses(FastVisitor):
+    """Every read of a ctx attribute in one method, and whether it is for metadata only; a
+    local bound to one (`w = ctx.w`) stands for it, and any other use of that local counts."""
+
+    def __init__(self, ctx_names: tuple[str, ...], uses: dict[str, list[bool]]) -> None:
+        self.ctx_names = ctx_names
+        self.uses = uses
+        self.aliases: dict[str, str] = {}  # local name -> ctx attribute
+        self.handled: set[int] = set()  # nodes already counted by their parent
+
+    def _attr(self, expr: cst.BaseExpression) -> str | None:
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+            if expr.value.value in self.ctx_names:
+                return expr.attr.value
+        if isinstance(expr, cst.Name):
+            return self.aliases.get(expr.value)
+        return None
+
+    def _use(self, expr: cst.BaseExpression, metadata: bool) -> None:
+        attr = self._attr(expr)
+        if attr is not None and id(expr) not in self.handled:
+            self.handled.add(id(expr))
+            self.uses.setdefault(attr, []).append(metadata)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        attr = self._attr(node.value)
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                self.handled.add(id(target.target))
+                if attr is not None and isinstance(node.value, cst.Attribute):
+                    self.aliases[target.target.value] = attr
+                    self.handled.add(id(node.value))  # counted at the alias's uses
+                else:
+                    self.aliases.pop(target.target.value, None)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.handled.add(id(node.attr))  # `.w` in `x.w` is an attribute name, not a variable
+        inner = node.value
+        if self._attr(inner) is not None:
+            self._use(inner, node.attr.value in METADATA_USES)
+        elif self._attr(node) is not None and isinstance(inner, cst.Name):
+            self.handled.add(id(inner))  # `ctx` itself in `ctx.w`
+
+    def visit_Call(self, node: cst.Call) -> None:
+        callee = (dotted(node.func) or "").rsplit(".", 1)[-1]
+        for arg in node.args:
+            self._use(arg.value, callee in METADATA_FUNCTIONS and arg.keyword is None)
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        # `ctx.bias is None` asks whether there is a tensor, not what it holds.
+        if all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in node.comparisons):
+            for operand in (node.left, *(t.comparator for t in node.comparisons)):
+                self._use(operand, True)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._use(node, False)
+
+    def leave_Attribute(self, original_node: cst.Attribute) -> None:
+        self._use(original_node, False)
