@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# How many calls deep the checks follow backward into the file's own functions (backward ->
+# helper -> its helper); the slicer keeps exactly those functions.
+HELPER_DEPTH = 2
 DEFAULT_LOADERS = (
     "torch.utils.cpp_extension.load",
     "torch.utils.cpp_extension.load_inline",

@@ -51,6 +51,8 @@ def test_message_fields_are_ones_the_checks_provide(rule_id: str) -> None:
         "problem",
         "consequence",
         "detail",
+        "via",
+        "slots",
     }
 
 

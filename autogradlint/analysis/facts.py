@@ -62,6 +62,8 @@ class FileFacts:
     class_nodes: dict[str, cst.ClassDef] = field(default_factory=dict)  # every class, by name
     source: str = ""  # the full text (the module may be a slice of it)
     project: FileView = EMPTY  # what the rest of the project says about this file
+    # Module-level functions, by name (those a Function calls are kept in the slice).
+    functions: dict[str, cst.FunctionDef] = field(default_factory=dict)
 
     @property
     def function_classes(self) -> list[ClassInfo]:
@@ -127,8 +129,18 @@ def collect_facts(
     classes = _classify(class_defs, imports, project)
     custom_ops = {f"{ns}.{op}" for ns, op in _CUSTOM_OP_RE.findall(source)}
     class_nodes = {node.name.value: node for node in class_defs}
+    functions = {stmt.name.value: stmt for stmt in module.body if isinstance(stmt, cst.FunctionDef)}
     return FileFacts(
-        module, imports, classes, compiled, triton, custom_ops, class_nodes, source, project
+        module,
+        imports,
+        classes,
+        compiled,
+        triton,
+        custom_ops,
+        class_nodes,
+        source,
+        project,
+        functions,
     )
 
 

@@ -218,14 +218,17 @@ class _FlowVisitor(FastVisitor):
             self.flow.returns.append((node, self._tick()))
 
 
-def analyse_method(function: cst.FunctionDef, imports: ImportTable) -> MethodFlow:
-    """Run the single ordered pass over `function` and return what it found."""
+def analyse_method(
+    function: cst.FunctionDef, imports: ImportTable, inherited: str = DEFAULT
+) -> MethodFlow:
+    """Run the single ordered pass over `function` and return what it found. `inherited` is
+    the grad mode it is entered in (a helper called from backward runs in its caller's)."""
     params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
     vararg = None
     star = function.params.star_arg
     if isinstance(star, cst.Param):
         vararg = star.name.value
-    base = DEFAULT
+    base = inherited
     for decorator in function.decorators:
         expr = decorator.decorator
         name = imports.resolve(expr.func if isinstance(expr, cst.Call) else expr) or ""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
 from .flow import DEFAULT, DISABLE, ENABLE, UNKNOWN, MethodFlow
@@ -103,16 +105,36 @@ SAVED, CTX, GRAD, DETACHED, PRIVATE_LEAF, OTHER = (
 )
 
 
+@dataclass(frozen=True)
+class Binding:
+    """What a helper's parameter received at its call from backward."""
+
+    producers: frozenset[str]
+    sources: frozenset[str]
+
+
 class Provenance:
     """Answers two questions about expressions of one method flow (memoised, cycle-safe)."""
 
-    def __init__(self, flow: MethodFlow, imports: ImportTable) -> None:
+    def __init__(
+        self,
+        flow: MethodFlow,
+        imports: ImportTable,
+        bound: dict[str, Binding] | None = None,
+    ) -> None:
+        """`bound` is set for a helper called from backward: what each parameter received at
+        the call, as the caller's provenance sees it (the ctx is whichever got the ctx)."""
         self.flow = flow
         self.imports = imports
-        self.ctx_name = flow.params[0] if flow.params else None
-        self.grad_names = set(flow.params[1:])
-        if flow.vararg:
-            self.grad_names.add(flow.vararg)
+        self.bound = bound
+        if bound is None:
+            self.ctx_name = flow.params[0] if flow.params else None
+            self.grad_names = set(flow.params[1:])
+            if flow.vararg:
+                self.grad_names.add(flow.vararg)
+        else:
+            self.ctx_name = next((n for n, b in bound.items() if b.sources == {CTX}), None)
+            self.grad_names = set()
 
     # --- which grad mode ran the operation that finally produced a value -----------------
     def producers(
@@ -124,6 +146,8 @@ class Provenance:
         if isinstance(expr, cst.Name):
             definition = self.flow.definition_before(expr.value, order)
             if definition is None or definition.value is None:
+                if definition is not None and self.bound and expr.value in self.bound:
+                    return set(self.bound[expr.value].producers)
                 return {EXTERNAL}
             if definition.kind == "loop":
                 return recurse(definition.value, definition.order, definition.mode, depth + 1)
@@ -167,6 +191,8 @@ class Provenance:
                 return {DETACHED}
             if resolved.startswith("torch."):
                 return {mode}
+            if resolved == "getattr" and expr.args and self._is_ctx(expr.args[0].value):
+                return {EXTERNAL}  # `getattr(ctx, "tail", None)` reads ctx like `ctx.tail`
             if resolved in CONTAINER_BUILTINS:
                 out = set()
                 for arg in expr.args:
@@ -228,6 +254,8 @@ class Provenance:
             if definition is None:
                 return {OTHER}
             if definition.kind == "param":
+                if self.bound is not None and expr.value in self.bound:
+                    return set(self.bound[expr.value].sources)
                 if expr.value == self.ctx_name:
                     return {CTX}
                 return {GRAD} if expr.value in self.grad_names else {OTHER}
@@ -312,6 +340,7 @@ def _method_chain(call: cst.Call) -> list[str]:
 
 
 __all__ = [
+    "Binding",
     "CTX",
     "DEFAULT",
     "DETACHED",

@@ -8,7 +8,7 @@ import libcst as cst
 
 from ..analysis.contract import ContractView
 from ..analysis.facts import FileFacts
-from ..analysis.flow import MethodFlow, analyse_method
+from ..analysis.flow import DEFAULT, MethodFlow, analyse_method
 from ..fix.edits import Fix
 from ..meta import all_rules
 from ..model import Violation
@@ -23,7 +23,7 @@ class CheckContext:
     enabled: frozenset[str]
     settings: Settings
     violations: list[Violation] = field(default_factory=list)
-    _flows: dict[int, MethodFlow] = field(default_factory=dict)
+    _flows: dict[tuple[int, str], MethodFlow] = field(default_factory=dict)
     current_subject: str | None = None  # that class's name (what the confirmer imports)
     _contract: ContractView | None = None
 
@@ -31,11 +31,12 @@ class CheckContext:
         """Checks call this per class so violations know the class they are about."""
         self.current_subject = None if class_node is None else class_node.name.value
 
-    def flow(self, function: cst.FunctionDef) -> MethodFlow:
-        """The ordered pass over one method, computed once however many checks ask."""
-        key = id(function)
+    def flow(self, function: cst.FunctionDef, inherited: str = DEFAULT) -> MethodFlow:
+        """The ordered pass over one method (entered in grad mode `inherited`), computed
+        once however many checks ask."""
+        key = (id(function), inherited)
         if key not in self._flows:
-            self._flows[key] = analyse_method(function, self.facts.imports)
+            self._flows[key] = analyse_method(function, self.facts.imports, inherited)
         return self._flows[key]
 
     def contract(self) -> ContractView:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
+
 import libcst as cst
 
+from ..analysis.compiled import compiled_callee
 from ..analysis.flow import DEFAULT, DISABLE, ENABLE, CallSite, MethodFlow
 from ..analysis.names import dotted
-from ..analysis.provenance import CTX, EXTERNAL, SAVED, Provenance
+from ..analysis.provenance import CTX, EXTERNAL, SAVED, Binding, Provenance
+from ..fix.edits import Fix
+from ..settings import HELPER_DEPTH
 from . import reentrant_fix_builders as fixes
 from .base import Check
 from .common import backward_methods, is_literal, keyword, positional, source_of
@@ -23,22 +28,94 @@ class ReentrantAutograd(Check):
         for info, method in backward_methods(facts):
             self.ctx.enter(info.node)
             flow = self.ctx.flow(method)
-            provenance = Provenance(flow, facts.imports)
-            guarded = self._checkpoint_guarded(flow)
-            private = self._builds_private_leaves(flow)
             self.method = method
-            for site in flow.calls:
-                if site.in_nested_def:
-                    continue  # a closure runs at an unknown time, under an unknown grad mode
-                kind, root = self._classify(site.node, flow, info.name)
-                if kind == "grad" and root is not None:
-                    self._grad_call(site, root, provenance, flow, info.name, private)
-                elif kind == "backward" and root is not None:
-                    self._backward_call(site, root, provenance, flow, info.name, guarded, private)
+            self.cls = info.name
+            self._scan(
+                flow,
+                Provenance(flow, facts.imports),
+                guarded=self._checkpoint_guarded(flow),
+                private=self._builds_private_leaves(flow),
+            )
+
+    def _scan(
+        self,
+        flow: MethodFlow,
+        provenance: Provenance,
+        *,
+        guarded: bool,
+        private: bool,
+        at: CallSite | None = None,
+        path: tuple[str, ...] = (),
+    ) -> None:
+        """Classify every grad/backward call of `flow`, and follow the helpers it calls.
+
+        In a helper (`at` is the call in backward that leads there, `path` the helpers on the
+        way), a finding is reported at that call: that is where the grad mode comes from."""
+        for site in flow.calls:
+            if site.in_nested_def:
+                continue  # a closure runs at an unknown time, under an unknown grad mode
+            kind, root = self._classify(site.node, flow, provenance.ctx_name)
+            if kind == "grad" and root is not None:
+                self._grad_call(site, root, provenance, flow, private, at, path)
+            elif kind == "backward" and root is not None:
+                self._backward_call(site, root, provenance, guarded, private, at, path)
+            elif kind is None and len(path) < HELPER_DEPTH:
+                self._helper_call(site, flow, provenance, guarded, private, at, path)
+
+    def _helper_call(
+        self,
+        site: CallSite,
+        flow: MethodFlow,
+        provenance: Provenance,
+        guarded: bool,
+        private: bool,
+        at: CallSite | None,
+        path: tuple[str, ...],
+    ) -> None:
+        found = self._helper_of(site.node, flow)
+        if found is None:
+            return
+        name, helper = found
+        if name in path or helper is self.method:
+            return  # recursion: its calls were classified on the way in
+        inner = self.ctx.flow(helper, site.mode)
+        bound = _bind(site.node, inner, provenance, site)
+        if bound is None:
+            return  # `*args` at the call: the parameters cannot be matched to the arguments
+        self._scan(
+            inner,
+            Provenance(inner, self.ctx.facts.imports, bound),
+            guarded=guarded or self._checkpoint_guarded(inner),
+            private=private or self._builds_private_leaves(inner),
+            at=at or site,
+            path=(*path, name),
+        )
+
+    def _helper_of(self, call: cst.Call, flow: MethodFlow) -> tuple[str, cst.FunctionDef] | None:
+        """The function of this file a call runs: a module-level function (not shadowed by a
+        local), or a static method called through its class (`Rev._backward_pass(...)`),
+        except another Function's own forward/backward (those are checked on their own)."""
+        facts = self.ctx.facts
+        func = call.func
+        if isinstance(func, cst.Name):
+            if func.value in flow.defs or func.value not in facts.functions:
+                return None
+            return f"{func.value}()", facts.functions[func.value]
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+            return None
+        owner, attr = func.value.value, func.attr.value
+        node = facts.class_nodes.get(owner)
+        if node is None or owner in flow.defs or attr in FUNCTION_METHODS:
+            return None
+        for stmt in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == attr:
+                if any(dotted(d.decorator) == "staticmethod" for d in stmt.decorators):
+                    return f"{owner}.{attr}()", stmt
+        return None
 
     # ------------------------------------------------------------------------------------
     def _classify(
-        self, call: cst.Call, flow: MethodFlow, cls: str
+        self, call: cst.Call, flow: MethodFlow, ctx_name: str | None
     ) -> tuple[str | None, cst.BaseExpression | None]:
         imports = self.ctx.facts.imports
         name = imports.resolve(call.func) or ""
@@ -48,25 +125,29 @@ class ReentrantAutograd(Check):
             return "backward", positional(call, 0, "tensors")
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value == "backward":
-            if self._is_tensor_receiver(func.value, call, flow):
+            if self._is_tensor_receiver(func.value, call, flow, ctx_name):
                 return "backward", func.value
         return None, None
 
     def _is_tensor_receiver(
-        self, receiver: cst.BaseExpression, call: cst.Call, flow: MethodFlow
+        self,
+        receiver: cst.BaseExpression,
+        call: cst.Call,
+        flow: MethodFlow,
+        ctx_name: str | None,
     ) -> bool:
         """Tell `loss.backward()` from `ext_cuda.backward(...)` and `Base.backward(ctx, g)`."""
-        ctx_name = flow.params[0] if flow.params else None
         first = positional(call, 0)
         if isinstance(first, cst.Name) and first.value == ctx_name:
             return False  # another Function's static backward used as a helper
-        if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name):
-            if receiver.func.value == "super":
-                return False
+        facts = self.ctx.facts
+        if compiled_callee(call, facts, self.ctx.settings) is not None:
+            return False  # `ext_cuda.backward(...)`: a kernel's entry point, not a graph walk
+        if isinstance(receiver, cst.Call) and self._returns_module(receiver, flow):
+            return False
         text = dotted(receiver)
         if text is not None:
             head = text.split(".", 1)[0]
-            facts = self.ctx.facts
             if head == ctx_name or facts.imports.is_imported(head) or head in facts.compiled_names:
                 return False
             if head[:1].isupper() or any(info.name == head for info in facts.classes):
@@ -74,6 +155,23 @@ class ReentrantAutograd(Check):
             if head not in flow.defs:
                 return False  # a module-level object, not a tensor built here
         return True
+
+    def _returns_module(self, call: cst.Call, flow: MethodFlow) -> bool:
+        """`super()`, a configured extension loader, or a call with no arguments to a function
+        of the module or an import (`get_ext()`, `SomeOpBuilder().load()`): what it returns is
+        an object such as a compiled module, never a tensor computed here. `y.sum()` is a
+        method of a local and stays a tensor."""
+        name = self.ctx.facts.imports.resolve(call.func) or dotted(call.func) or ""
+        if name == "super" or any(fnmatchcase(name, p) for p in self.ctx.settings.loaders):
+            return True
+        if call.args:
+            return False
+        func = call.func
+        while isinstance(func, cst.Attribute):
+            func = func.value
+        if isinstance(func, cst.Call):
+            return self._returns_module(func, flow)
+        return isinstance(func, cst.Name) and func.value not in flow.defs
 
     @staticmethod
     def _checkpoint_guarded(flow: MethodFlow) -> bool:
@@ -102,20 +200,26 @@ class ReentrantAutograd(Check):
         outputs: cst.BaseExpression,
         provenance: Provenance,
         flow: MethodFlow,
-        cls: str,
         private: bool,
+        at: CallSite | None,
+        path: tuple[str, ...],
     ) -> None:
         module = self.ctx.facts.module
         producers = provenance.producers(outputs, site.order, site.mode)
         shown = source_of(module, outputs)
         method = self.method
+        where = _where(site, at, path)
         if producers and producers <= {DEFAULT}:
-            fix = fixes.wrap_in_enable_grad(method, flow, provenance, site, outputs)
-            self.report("AGL101", site.node, anchor=site.node.func, fix=fix, cls=cls, outputs=shown)
+            fix = None if at else fixes.wrap_in_enable_grad(method, flow, provenance, site, outputs)
+            self._report("AGL101", where, fix, outputs=shown)
             return
         if producers and DISABLE in producers and producers <= {DEFAULT, DISABLE}:
-            fix = fixes.no_grad_to_enable_grad(method, flow, provenance, site, outputs)
-            self.report("AGL102", site.node, anchor=site.node.func, fix=fix, cls=cls, outputs=shown)
+            fix = (
+                None
+                if at
+                else fixes.no_grad_to_enable_grad(method, flow, provenance, site, outputs)
+            )
+            self._report("AGL102", where, fix, outputs=shown)
             return
         if ENABLE not in producers or private or flow.base_mode == DISABLE:
             return
@@ -126,27 +230,69 @@ class ReentrantAutograd(Check):
         if inputs is None:
             return
         if provenance.sources(inputs, site.order) & {SAVED, CTX}:
-            fix = fixes.forward_create_graph(method, flow, site.node)
-            self.report("AGL105", site.node, anchor=site.node.func, fix=fix, cls=cls)
+            fix = None if at else fixes.forward_create_graph(method, flow, site.node)
+            self._report("AGL105", where, fix)
 
     def _backward_call(
         self,
         site: CallSite,
         root: cst.BaseExpression,
         provenance: Provenance,
-        flow: MethodFlow,
-        cls: str,
         guarded: bool,
         private: bool,
+        at: CallSite | None,
+        path: tuple[str, ...],
     ) -> None:
         producers = provenance.producers(root, site.order, site.mode)
         if producers <= {EXTERNAL}:
             return  # the graph was built elsewhere (e.g. by a recompute step) and is replayed
         shown = source_of(self.ctx.facts.module, root)
+        where = _where(site, at, path)
         # A body that makes private leaves (detach / requires_grad_) is a checkpoint-style
         # recompute: saved tensors still feeding it are usually targets or indices, not leaves.
         if SAVED in provenance.sources(root, site.order) and not private:
-            fix = fixes.backward_to_autograd_grad(self.method, flow, site, root)
-            self.report("AGL103", site.node, anchor=site.node.func, fix=fix, cls=cls, root=shown)
+            fix = None
+            if at is None:
+                fix = fixes.backward_to_autograd_grad(self.method, provenance.flow, site, root)
+            self._report("AGL103", where, fix, root=shown)
         elif not guarded:
-            self.report("AGL104", site.node, anchor=site.node.func, cls=cls, root=shown)
+            self._report("AGL104", where, None, root=shown)
+
+    def _report(
+        self, rule_id: str, where: tuple[cst.Call, str], fix: Fix | None, **fields: str
+    ) -> None:
+        node, via = where
+        self.report(rule_id, node, anchor=node.func, fix=fix, cls=self.cls, via=via, **fields)
+
+
+FUNCTION_METHODS = frozenset({"forward", "backward", "setup_context", "jvp", "vjp", "vmap"})
+
+
+def _where(site: CallSite, at: CallSite | None, path: tuple[str, ...]) -> tuple[cst.Call, str]:
+    """Where to report a call found `path` deep, and how the headline names the way there."""
+    if at is None:
+        return site.node, ""
+    return at.node, f" (in `{' -> '.join(path)}`)"
+
+
+def _bind(
+    call: cst.Call, helper: MethodFlow, provenance: Provenance, site: CallSite
+) -> dict[str, Binding] | None:
+    """What each parameter of `helper` receives at `call`, as the caller sees it."""
+    if any(arg.star for arg in call.args):
+        return None
+    bound: dict[str, Binding] = {}
+    positional_args = [arg for arg in call.args if arg.keyword is None]
+    for name, arg in zip(helper.params, positional_args, strict=False):
+        bound[name] = _binding(arg.value, provenance, site)
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in helper.params:
+            bound[arg.keyword.value] = _binding(arg.value, provenance, site)
+    return bound
+
+
+def _binding(value: cst.BaseExpression, provenance: Provenance, site: CallSite) -> Binding:
+    return Binding(
+        frozenset(provenance.producers(value, site.order, site.mode)),
+        frozenset(provenance.sources(value, site.order)),
+    )

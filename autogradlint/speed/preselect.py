@@ -18,18 +18,19 @@ from bisect import bisect_left
 from dataclasses import dataclass
 
 from ..analysis.hierarchy import function_like
-from ..settings import DEFAULT_LOADERS
+from ..settings import DEFAULT_LOADERS, HELPER_DEPTH
 from .statements import body_start, chunk_of, chunk_starts
 
 
 def direct_call_offsets(text: str, function_like: set[str]) -> list[int]:
-    """Where `Fn.forward(` or `Fn()(` is called on a Function class (AGL407 reads those).
+    """Where `Fn.forward(`, `Fn()(` or `Fn.apply(` is called on a Function class (AGL407 and
+    AGL410 read those).
 
     Found from the two literal tails, so the search runs at memory speed on large files."""
     if not function_like:
         return []
     out: list[int] = []
-    for tail in (".forward(", "()("):
+    for tail in (".forward(", "()(", ".apply("):
         at = text.find(tail)
         while at != -1:
             head = at
@@ -49,6 +50,7 @@ _IMPORT = re.compile(r"import[ \t\\(]")
 _TRITON = re.compile(r"@[ \t]*triton\.")
 _DEF_NAME = re.compile(r"\n(?:async[ \t]+)?def[ \t]+(\w+)")
 _ATTRIBUTE_OWNER = re.compile(r"(\w+)\.")  # `Helpers.prepare(...)`: Helpers
+_CALLED = re.compile(r"(\w+)[ \t]*\(")  # `_recompute(...)`: _recompute
 _NOT_MODULE_SCOPE = re.compile(r"(?:@|def\b|async\b|class\b)")
 
 
@@ -141,13 +143,15 @@ def kept_ranges(
         [m.start() for m in _IMPORT.finditer(text)],
     )
     keep = chunk_of(starts, marks.functions) | chunk_of(starts, marks.others)
-    whole: set[int] = set()  # chunks that must stay whole (Functions' helper classes)
+    whole: set[int] = set()  # chunks that must stay whole (Functions' helper classes and functions)
     top_classes = {name: offset for offset, name, _ in decls if text[offset - 1 : offset] in "\n"}
     bounds = [*starts, len(text)]
-    for index in chunk_of(starts, marks.functions):
+    callers = chunk_of(starts, marks.functions)
+    for index in callers:
         for used in _ATTRIBUTE_OWNER.findall(text, bounds[index], bounds[index + 1]):
             if used in top_classes:
                 whole |= chunk_of(starts, [top_classes[used]])
+    whole |= _helper_chunks(text, starts, bounds, callers)
     keep |= whole
     for index in chunk_of(starts, marks.imports):
         if not _NOT_MODULE_SCOPE.match(text, starts[index]):
@@ -160,6 +164,28 @@ def kept_ranges(
         else:
             ranges.extend(_refine(text, start, end, marks, 0))
     return ranges
+
+
+def _helper_chunks(text: str, starts: list[int], bounds: list[int], callers: set[int]) -> set[int]:
+    """Module-level functions the Functions call (`_recompute(fn, x, g)`), and the ones those
+    call: the checks follow backward into them, HELPER_DEPTH calls deep (slicing's twin)."""
+    top_defs: dict[str, list[int]] | None = None  # a name may be defined more than once
+    found: set[int] = set()
+    frontier = callers
+    for _ in range(HELPER_DEPTH):
+        called: set[str] = set()
+        for index in frontier:
+            called.update(_CALLED.findall(text, bounds[index], bounds[index + 1]))
+        if not called:
+            break
+        if top_defs is None:
+            top_defs = {}
+            for match in _DEF_NAME.finditer(text):
+                top_defs.setdefault(match.group(1), []).append(match.start() + 1)
+        offsets = [at for name in called & top_defs.keys() for at in top_defs[name]]
+        frontier = chunk_of(starts, sorted(offsets)) - found
+        found |= frontier
+    return found
 
 
 def _refine(text: str, start: int, end: int, marks: _Marks, depth: int) -> list[tuple[int, int]]:

@@ -19,7 +19,7 @@ from itertools import compress
 
 from ..analysis.bindings import Binding, Bindings
 from ..analysis.hierarchy import function_like
-from ..settings import DEFAULT_LOADERS
+from ..settings import DEFAULT_LOADERS, HELPER_DEPTH
 from .preselect import direct_call_offsets, kept_ranges, triton_kernels
 from .statements import blank_outside, chunk_starts
 
@@ -242,6 +242,36 @@ def _helper_methods(tree: ast.Module, function_like: set[str]) -> dict[str, set[
     return used
 
 
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _helper_functions(tree: ast.Module, function_like: set[str]) -> set[str]:
+    """Module-level functions a Function class calls by name (`_recompute(fn, x, g)` in its
+    backward), and the ones those call, HELPER_DEPTH deep: the checks follow the calls into
+    them, so they are kept whole."""
+    top: dict[str, list[ast.stmt]] = {}  # a name may be defined more than once (@overload)
+    for stmt in tree.body:
+        if isinstance(stmt, _DEFS):
+            top.setdefault(stmt.name, []).append(stmt)
+    if not top:
+        return set()
+    used: set[str] = set()
+    frontier: list[ast.stmt] = [
+        s for s in tree.body if isinstance(s, ast.ClassDef) and s.name in function_like
+    ]
+    for _ in range(HELPER_DEPTH):
+        called = {
+            node.func.id
+            for stmt in frontier
+            for node in ast.walk(stmt)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        }
+        fresh = (called & top.keys()) - used
+        used |= fresh
+        frontier = [stmt for name in fresh for stmt in top[name]]
+    return used
+
+
 def _helper_ranges(stmt: ast.ClassDef, names: set[str]) -> list[tuple[int, int]]:
     """The header and the named static methods of a helper class (all the contract check
     summarises); nothing when none of the names is one."""
@@ -343,10 +373,13 @@ def slice_source(
         call_lines,
     )
     helpers = _helper_methods(tree, function_like)
+    helper_functions = _helper_functions(tree, function_like)
     for stmt in tree.body:
         ranges: list[tuple[int, int]] = []
         if isinstance(stmt, ast.ClassDef) and stmt.name in helpers:
             ranges.extend(_helper_ranges(stmt, helpers[stmt.name]))
+        elif isinstance(stmt, _DEFS) and stmt.name in helper_functions:
+            ranges.append(_span(stmt))
         selector.select(stmt, ranges)
         for start, end in ranges:
             keep[start : end + 1] = [True] * (end + 1 - start)
