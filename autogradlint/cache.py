@@ -27,7 +27,8 @@ from .model import FileError, FileResult, Finding, FixSuggestion, LineEdit
 from .outline import Outline
 from .project import Details, Signature
 
-FORMAT = 5  # 2: keyed by ctime and inode too; 3: dotted bases; 4: imports in the outline; 5: help
+FORMAT = 6  # 2: keyed by ctime and inode too; 3: dotted bases; 4: imports in the outline; 5: help;
+# 6: `X.apply(` callees in the outline
 DIR_NAME = ".autogradlint_cache"
 
 

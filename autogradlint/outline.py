@@ -1,5 +1,5 @@
 """What a file's bytes say without parsing: its class statements, the classes it imports under
-another name, its direct `X.forward(` / `X()(` callees (all of them, for every file read), and
+another name, its direct `X.forward(` / `X()(` / `X.apply(` callees (all of them, for every file read), and
 its module-scope imports (for the files the project index resolves through)."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def class_declarations(data: bytes) -> list[ClassDecl]:
 
 
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-_CALLS = (b".forward(", b"()(")  # `X.forward(` and `X()(`
+_CALLS = (b".forward(", b"()(", b".apply(")  # `X.forward(`, `X()(` and `X.apply(`
 _IMPORT_ALIAS = re.compile(rb"(\w+)\s+as\s+(\w+)")
 
 

@@ -1,10 +1,12 @@
-"""AGL407: a Function's forward called directly, or the Function instantiated and called."""
+"""AGL407 / AGL410: a Function's forward called directly, the Function instantiated and called,
+or `apply` given a number of arguments its forward cannot take."""
 
 from __future__ import annotations
 
 import libcst as cst
 
 from ..analysis.contract import params
+from ..analysis.facts import ClassInfo
 from ..analysis.walk import FastVisitor
 from ..fix.edits import Edits, Fix
 from ..speed.preselect import direct_call_offsets
@@ -24,36 +26,152 @@ class DirectCalls(Check):
         # The whole-module visit is the expensive part: only do it when the text has a call.
         if not direct_call_offsets(facts.source, functions):
             return
-        reporter = self
+        scope_of: dict[int, int | None] = {}  # Function class -> the def it is defined in
+        calls: list[tuple[cst.Call, str, str, tuple[int, ...]]] = []
+        function_bodies = {id(info.node) for info in facts.function_classes}
 
         class _Calls(FastVisitor):
+            def __init__(self) -> None:
+                self.inside = 0  # depth of Function classes around the call
+                self.defs: list[int] = []
+
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+                self.defs.append(id(node))
+
+            def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+                self.defs.pop()
+
+            def visit_ClassDef(self, node: cst.ClassDef) -> None:
+                if id(node) in function_bodies:
+                    self.inside += 1
+                    scope_of[id(node)] = self.defs[-1] if self.defs else None
+
+            def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+                self.inside -= id(original_node) in function_bodies
+
             def visit_Call(self, node: cst.Call) -> None:
                 func = node.func
+                how = None
                 if (
                     isinstance(func, cst.Attribute)
-                    and func.attr.value == "forward"
                     and isinstance(func.value, cst.Name)
                     and func.value.value in functions
                 ):
-                    if reporter._passes_a_ctx(func.value.value, node):
-                        return  # forward called as a plain function with a ctx (or stand-in)
-                    reporter._report_direct(node, func.value.value, "forward")
+                    cls = func.value.value
+                    if func.attr.value == "apply":
+                        how = "apply"
+                    elif func.attr.value == "forward":
+                        how = "none" if _none_ctx(node) and not self.inside else "forward"
                 elif (
                     isinstance(func, cst.Call)
                     and isinstance(func.func, cst.Name)
                     and func.func.value in functions
                     and not func.args
                 ):
-                    reporter._report_direct(node, func.func.value, "instance")
+                    cls, how = func.func.value, "instance"
+                if how is not None:
+                    calls.append((node, cls, how, tuple(self.defs)))
 
         _Calls().walk(facts.module)
+        for node, cls, how, scopes in calls:
+            found = self._class_at(cls, scopes, scope_of)
+            if found is _AMBIGUOUS:
+                continue  # several local classes of that name, none in scope here
+            info = found if isinstance(found, ClassInfo) else None
+            if how == "apply":
+                self._apply_arity(node, cls, info)
+            elif how == "forward" and self._passes_a_ctx(cls, node, info):
+                continue  # forward called as a plain function with a ctx (or stand-in)
+            elif how != "apply":
+                self._report_direct(node, cls, how)
 
-    def _passes_a_ctx(self, cls: str, call: cst.Call) -> bool:
+    def _class_at(
+        self, cls: str, scopes: tuple[int, ...], scope_of: dict[int, int | None]
+    ) -> ClassInfo | object | None:
+        """The Function class a name means at a call: test modules define many local classes
+        of one name, one per test function; the one in the innermost enclosing def wins."""
+        candidates = [info for info in self.ctx.facts.function_classes if info.name == cls]
+        if len(candidates) <= 1:
+            return candidates[0] if candidates else None
+        for scope in (*reversed(scopes), None):
+            here = [c for c in candidates if scope_of.get(id(c.node)) == scope]
+            if here:
+                return here[-1]
+        return _AMBIGUOUS
+
+    def _apply_arity(self, call: cst.Call, cls: str, info: ClassInfo | None) -> None:
+        """`Fn.apply(...)` against forward's parameters (after ctx): TypeError at the first call
+        when one without a default is not given, or more are given than it takes (D10)."""
+        if any(arg.star for arg in call.args):
+            return
+        given = len([a for a in call.args if a.keyword is None])
+        keywords = {a.keyword.value for a in call.args if a.keyword is not None}
+        shape = self._forward_shape(cls, info)
+        if shape is None:
+            return
+        names, required, star, ctx_slot = shape
+        total = len(names)
+        known = all(names)  # a Function of this file: its parameter names are known
+        if keywords and not known:
+            return
+        if known:
+            missing = [n for n in names[given:required] if n not in keywords]
+        else:
+            missing = [""] * max(0, required - given)
+        if missing:
+            plural = "s" if len(missing) > 1 else ""
+            detail = f"{cls}.forward() missing {len(missing)} required positional argument{plural}"
+            if known:
+                detail += ": " + " and ".join(f"'{m}'" for m in missing)
+        elif given > total and not star:
+            # Python counts forward's own parameters: the ctx slot too, when it has one.
+            low, high, got = required + ctx_slot, total + ctx_slot, given + ctx_slot
+            takes = f"from {low} to {high}" if low < high else str(high)
+            detail = f"{cls}.forward() takes {takes} positional arguments but {got} were given"
+        else:
+            return
+        expected = str(total) if required == total else f"{required} to {total}"
+        if star:
+            expected = f"at least {required}"
+        self.report(
+            "AGL410",
+            call,
+            anchor=call.func,
+            cls=cls,
+            actual=given + len(keywords),
+            expected=expected,
+            detail=detail,
+        )
+
+    def _forward_shape(
+        self, cls: str, info: ClassInfo | None
+    ) -> tuple[list[str], int, bool, int] | None:
+        """(forward's input names after ctx, how many have no default, whether it takes
+        *args, 1 when forward has a ctx slot); names are empty strings for a Function of
+        another file (only the counts are known)."""
+        contract = self.ctx.contract()
+        if info is None:
+            signature = dict(self.ctx.facts.project.signatures).get(cls)
+            if signature is None:
+                return None
+            ctx_slot = 0 if signature.setup_context else 1
+            return [""] * signature.total, signature.required, signature.star, ctx_slot
+        forward = contract.method(info, "forward")
+        if forward is None or forward.params.kwonly_params:
+            return None
+        inputs = params(forward)
+        ctx_slot = 0
+        if contract.method(info, "setup_context") is None:
+            inputs, ctx_slot = inputs[1:], 1  # forward's first parameter is the ctx
+        required = sum(1 for p in inputs if p.default is None)
+        star = isinstance(forward.params.star_arg, cst.Param)
+        return [p.name.value for p in inputs], required, star, ctx_slot
+
+    def _passes_a_ctx(self, cls: str, call: cst.Call, info: ClassInfo | None) -> bool:
         """True when the call supplies forward's ctx slot itself (`Base.forward(ctx, x)`,
         `Fn.forward(None, x)`): a deliberate plain call. Only a call one argument short is the
         forgotten `.apply`."""
         contract = self.ctx.contract()
-        info = contract.by_name.get(cls)
         given = len([a for a in call.args if a.keyword is None])
         if info is None:  # a Function of another file: its forward, as the index read it
             signature = dict(self.ctx.facts.project.signatures).get(cls)
@@ -69,12 +187,35 @@ class DirectCalls(Check):
         return given >= required
 
     def _report_direct(self, call: cst.Call, cls: str, how: str) -> None:
-        shown = f"{cls}.forward(...)" if how == "forward" else f"{cls}()(...)"
+        shown = {
+            "forward": f"{cls}.forward(...)",
+            "none": f"{cls}.forward(None, ...)",
+            "instance": f"{cls}()(...)",
+        }[how]
 
         def build(edits: Edits) -> None:
-            edits.nodes[id(call)] = lambda updated: updated.with_changes(  # type: ignore[attr-defined]
-                func=cst.Attribute(cst.Name(cls), cst.Name("apply"))
-            )
+            def rewrite(updated: cst.Call) -> cst.Call:
+                args = updated.args[1:] if how == "none" else updated.args
+                return updated.with_changes(
+                    func=cst.Attribute(cst.Name(cls), cst.Name("apply")), args=args
+                )
+
+            edits.nodes[id(call)] = rewrite
 
         fix = Fix("unsafe", call, build, f"call `{cls}.apply(...)`")
         self.report("AGL407", call, anchor=call.func, fix=fix, cls=cls, shown=shown)
+
+
+def _none_ctx(call: cst.Call) -> bool:
+    """`Fn.forward(None, ...)`: a literal None in the ctx slot (semantics D7.2)."""
+    first = call.args[0] if call.args else None
+    return (
+        first is not None
+        and first.keyword is None
+        and not first.star
+        and isinstance(first.value, cst.Name)
+        and first.value.value == "None"
+    )
+
+
+_AMBIGUOUS = object()

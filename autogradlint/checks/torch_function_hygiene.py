@@ -104,6 +104,7 @@ class TorchFunctionHygiene(Check):
             def __init__(self) -> None:
                 self.disabled = 0
                 self.func_branches = 0
+                self.bounded = False
 
             def visit_If(self, node: cst.If) -> None:
                 # Inside `if func is ...`, the re-entered call (for the property getter) takes
@@ -114,6 +115,10 @@ class TorchFunctionHygiene(Check):
             def leave_If(self, original_node: cst.If) -> None:
                 if _mentions(original_node.test, {func_name}):
                     self.func_branches -= 1
+                    # `if func is not F.linear: return super()...`: the re-entered call (the
+                    # getter of what is read below) leaves here, so it re-enters only once.
+                    if _excludes(original_node.test, func_name) and _exits(original_node.body):
+                        self.bounded = True
 
             def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
                 return node is hook
@@ -146,7 +151,9 @@ class TorchFunctionHygiene(Check):
                             derived.add(target.target.value)
 
             def visit_Attribute(self, node: cst.Attribute) -> None:
-                if self.disabled or self.func_branches or node.attr.value not in TENSOR_ATTRS:
+                if self.disabled or self.func_branches or self.bounded:
+                    return
+                if node.attr.value not in TENSOR_ATTRS:
                     return
                 base = node.value
                 while isinstance(base, cst.Subscript):
@@ -207,6 +214,39 @@ def _is_disabler(expr: cst.BaseExpression, imports) -> bool:  # type: ignore[no-
         expr = expr.func
     name = imports.resolve(expr) or ""
     return name.rsplit(".", 1)[-1] in DISABLERS
+
+
+def _excludes(test: cst.BaseExpression, func: str) -> bool:
+    """A test true for every `func` but the handled ones (`func is not X`, `func not in S`,
+    `func != X`, `not (func in S)`): a tensor getter re-entering the override passes it."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = test.expression
+        return isinstance(inner, cst.Comparison) and _compares(inner, func, (cst.In, cst.Is))
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _excludes(test.left, func) and _excludes(test.right, func)
+    return isinstance(test, cst.Comparison) and _compares(
+        test, func, (cst.NotIn, cst.IsNot, cst.NotEqual)
+    )
+
+
+def _compares(test: cst.Comparison, func: str, operators: tuple[type, ...]) -> bool:
+    return (
+        isinstance(test.left, cst.Name)
+        and test.left.value == func
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, operators)
+    )
+
+
+def _exits(body: cst.BaseSuite) -> bool:
+    """Whether a block ends in `return` or `raise`."""
+    statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    last = statements[-1] if statements else None
+    if isinstance(last, cst.SimpleStatementLine):
+        return isinstance(last.body[-1], (cst.Return, cst.Raise))
+    if isinstance(last, cst.SimpleStatementSuite):
+        return isinstance(last.body[-1], (cst.Return, cst.Raise))
+    return False
 
 
 def _mentions(expr: cst.CSTNode, names: set[str]) -> bool:

@@ -95,6 +95,35 @@ def test_a_naive_override_recurses() -> None:
         sys.setrecursionlimit(limit)
 
 
+@rows("C1.10")
+def test_an_override_that_returns_for_unhandled_calls_first_does_not_recurse() -> None:
+    class Guarded(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            if func is not F.linear:
+                return super().__torch_function__(func, types, args, kwargs or {})
+            assert args[0].dtype == H  # re-enters once, as the dtype getter, and returns
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    class OnlyAdd(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            if func is torch.add:
+                return super().__torch_function__(func, types, args, kwargs or {})
+            assert args[0].dtype == H  # the getter does not take the return above
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    x, w, b, _ = inputs()
+    assert F.linear(x.as_subclass(Guarded), w, b).shape == (4, 3)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(300)
+    try:
+        with pytest.raises(RecursionError):
+            F.linear(x.as_subclass(OnlyAdd), w, b)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
 @rows("C1.2", "C1.4")
 def test_an_upcasting_subclass_changes_results_and_copies_every_call() -> None:
     x, w, b, target = inputs()

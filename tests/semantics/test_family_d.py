@@ -275,3 +275,97 @@ def test_deleting_ctx_state_breaks_a_second_backward() -> None:
     with pytest.raises(AttributeError) as raised:
         loss.backward()
     assert first_line(raised.value) == "'DelBackward' object has no attribute 'k'"
+
+
+@rows("D8.2")
+def test_clearing_state_of_an_object_on_ctx_breaks_a_second_backward() -> None:
+    class Holder:
+        def __init__(self, tensor: torch.Tensor) -> None:
+            self.tensor = tensor
+
+    class Clear(Function):
+        @staticmethod
+        def forward(ctx, a, holder):
+            ctx.holder = holder
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            t = ctx.holder.tensor
+            ctx.holder.tensor = None  # frees the buffer: a second backward reads None
+            return g * t, None
+
+    loss = Clear.apply(three(), Holder(torch.ones(3))).sum()
+    loss.backward(retain_graph=True)
+    with pytest.raises(TypeError) as raised:
+        loss.backward()
+    assert first_line(raised.value) == "unsupported operand type(s) for *: 'Tensor' and 'NoneType'"
+
+
+@rows("D9.1", "D9.2")
+def test_backward_writing_a_saved_tensor_changes_the_callers_tensor() -> None:
+    class MulSaved(Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            ctx.save_for_backward(x, w)
+            return x * w
+
+        @staticmethod
+        def backward(ctx, g):
+            x, w = ctx.saved_tensors
+            return w * g, x.mul_(g)  # the gradient of w, computed in x's own storage
+
+    x, w = three(), three()
+    loss = (MulSaved.apply(x, w) * 2).sum()
+    loss.backward(retain_graph=True)
+    assert w.grad.tolist() == [2.0, 4.0, 6.0]
+    assert x.tolist() == [2.0, 4.0, 6.0]  # the caller's input, silently changed
+    with pytest.raises(RuntimeError) as raised:
+        loss.backward()
+    assert first_line(raised.value).startswith(
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        "operation: [torch.FloatTensor [3]] is at version 1; expected version 0 instead."
+    )
+
+    class ExpOut(Function):
+        @staticmethod
+        def forward(ctx, x):
+            out = x.exp()
+            ctx.save_for_backward(out)
+            return out
+
+        @staticmethod
+        def backward(ctx, g):
+            (out,) = ctx.saved_tensors
+            return out.mul_(g)
+
+    x = three()
+    y = ExpOut.apply(x)
+    before = y.detach().clone()
+    (y * 2).sum().backward()
+    assert torch.equal(x.grad, before * 2)  # the gradient is right...
+    assert torch.equal(y.detach(), before * 2)  # ...and the output the caller holds is not
+
+
+@rows("D10.1", "D10.2")
+def test_apply_checks_forwards_arity_at_the_first_call() -> None:
+    class Two(Function):
+        @staticmethod
+        def forward(ctx, a, b, scale=1.0):
+            return a * b * scale
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g, None
+
+    with pytest.raises(TypeError) as raised:
+        Two.apply(three())
+    assert first_line(raised.value).endswith(
+        "Two.forward() missing 1 required positional argument: 'b'"
+    )
+    with pytest.raises(TypeError) as raised:
+        Two.apply(three(), three(), 2.0, 3.0)
+    assert first_line(raised.value).endswith(
+        "Two.forward() takes from 3 to 4 positional arguments but 5 were given"
+    )
+    Two.apply(three(), three())  # a default need not be passed

@@ -1,0 +1,317 @@
+"""Patterns found in published code nobody here had read (issue 14): each test is the bad code,
+the finding it gets (rule, line, what the message says), and the code that is clean."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from autogradlint.engine import lint_source
+
+
+def _found(code: str) -> list[tuple[str, int, str, str]]:
+    result = lint_source(code, "example.py")
+    assert result.error is None
+    return [(f.rule_id, f.line, f.message, f.help) for f in result.findings]
+
+
+# --- Family A, one call deeper -------------------------------------------------------------
+
+HELPER = """\
+import torch
+
+
+def _recompute_grad(fn, x, g):
+    y = fn(x)
+    return torch.autograd.grad(y, x, g)
+
+
+class Recompute(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, fn):
+        ctx.fn = fn
+        ctx.save_for_backward(x)
+        return fn(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        x = x.detach().requires_grad_()
+        (gx,) = _recompute_grad(ctx.fn, x, g)
+        return gx, None
+"""
+
+
+def test_a_helper_that_differentiates_with_grad_mode_off_is_reported_at_its_call() -> None:
+    [(rule, line, message, _help)] = _found(HELPER)
+    assert (rule, line) == ("AGL101", 20)
+    assert "(in `_recompute_grad()`)" in message
+    fixed = HELPER.replace(
+        "    y = fn(x)\n    return",
+        "    with torch.enable_grad():\n        y = fn(x)\n        return",
+    )
+    assert _found(fixed) == []
+
+
+def test_a_helper_two_calls_deep_is_followed_and_the_path_named() -> None:
+    code = HELPER.replace(
+        "(gx,) = _recompute_grad(ctx.fn, x, g)", "(gx,) = _outer(ctx.fn, x, g)"
+    ).replace(
+        "class Recompute",
+        "def _outer(fn, x, g):\n    return _recompute_grad(fn, x, g)\n\n\nclass Recompute",
+    )
+    [(rule, line, message, _help)] = _found(code)
+    assert rule == "AGL101" and line == 24
+    assert "(in `_outer() -> _recompute_grad()`)" in message
+
+
+def test_a_shadowed_helper_name_is_not_followed() -> None:
+    code = HELPER.replace(
+        "(gx,) = _recompute_grad(ctx.fn, x, g)",
+        "_recompute_grad = ctx.fn\n        (gx,) = _recompute_grad(x, x, g)",
+    )
+    assert [f[0] for f in _found(code)] == []
+
+
+def test_a_kernel_entry_point_named_backward_behind_a_loader_is_not_a_graph_walk() -> None:
+    code = """\
+import torch
+from .build import get_ext
+
+
+class Op(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return get_ext().forward(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        with torch.enable_grad():
+            return get_ext().backward(g.contiguous(), x)
+"""
+    assert _found(code) == []
+    # ...while a tensor method chain ending in backward() still is one:
+    walk = code.replace(
+        "return get_ext().backward(g.contiguous(), x)",
+        "y = x.detach().requires_grad_() * 2\n            y.sum().backward()\n            return g",
+    )
+    assert [f[0] for f in _found(walk)] == ["AGL104"]
+
+
+# --- Contract noise -----------------------------------------------------------------------
+
+
+def test_one_save_for_backward_call_is_one_finding_naming_every_non_tensor() -> None:
+    code = """\
+import torch
+
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, n: int, alpha: float):
+        ctx.save_for_backward(x, n, alpha, 3)
+        return x * alpha
+
+    @staticmethod
+    def backward(ctx, g):
+        x, n, alpha, k = ctx.saved_tensors
+        return g * alpha, None, None
+"""
+    [(rule, line, message, help_)] = _found(code)
+    assert (rule, line) == ("AGL404", 7)
+    assert message.endswith("gets 3 non-tensors: `n` and 2 more")
+    assert "`n`, `alpha`, `3`" in help_
+
+
+def test_gradient_count_says_which_gradient_lands_in_which_slot() -> None:
+    code = """\
+import torch
+
+
+class Attn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, bias, scale, causal):
+        ctx.save_for_backward(q, k, v)
+        return q @ k.t() @ v
+
+    @staticmethod
+    def backward(ctx, g):
+        dq, dk, dv = g, g, g
+        return dk, dq, dv, None, None
+"""
+    [(rule, line, message, help_)] = _found(code)
+    assert (rule, line) == ("AGL401", 13)
+    assert message == "`Attn.backward` returns 5 gradient(s) for 6 input(s)"
+    assert "q <- dk, k <- dq, v <- dv, bias <- None, scale <- None, causal <- (nothing)" in help_
+    assert "`dk` looks like the gradient of `k` but is in the slot of `q`" in help_
+    fixed = code.replace("return dk, dq, dv, None, None", "return dq, dk, dv, None, None, None")
+    assert _found(fixed) == []
+
+
+def test_a_generic_of_tensor_is_not_a_tensor_on_ctx() -> None:
+    code = """\
+import torch
+from torch import Tensor
+
+
+class AllReduce(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: Tensor, req: "Request[Tensor]", w: "Optional[Tensor]"):
+        ctx.req = req
+        ctx.w = w
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        ctx.req.wait()
+        return g * ctx.w, None, None
+"""
+    assert [(f[0], f[1]) for f in _found(code)] == [("AGL403", 9)]
+
+
+# --- Rules new with issue 14 --------------------------------------------------------------
+
+
+def test_backward_writing_a_saved_input_is_reported_and_out_of_place_is_clean() -> None:
+    code = """\
+import torch
+
+
+class Mul(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return x * w
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        x.mul_(g)
+        return w * g, x
+"""
+    [(rule, line, message, _help)] = _found(code)
+    assert (rule, line) == ("AGL409", 13)
+    assert message == "`Mul.backward` writes saved `x` in place: forward's input `x`"
+    fixed = code.replace(
+        "        x.mul_(g)\n        return w * g, x", "        return w * g, x * g"
+    )
+    assert _found(fixed) == []
+
+
+def test_clearing_an_object_held_on_ctx_is_consuming_state() -> None:
+    code = """\
+import torch
+
+
+class Gather(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, handle):
+        ctx.handle = handle
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        handle = ctx.handle
+        buffer = handle.tensor
+        handle.tensor = None
+        ctx.free_me = None
+        return g * buffer, None
+"""
+    assert [(f[0], f[1]) for f in _found(code)] == [("AGL408", 14)]
+
+
+def test_forward_called_with_none_for_ctx_outside_a_function() -> None:
+    code = """\
+import torch
+
+
+class Cube(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x**3
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 0
+
+
+class Outer(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return Cube.forward(None, x) * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def cube(x):
+    return Cube.forward(None, x)
+"""
+    assert [(f[0], f[1]) for f in _found(code)] == [("AGL407", 25)]
+
+
+def test_apply_arity_follows_the_class_in_scope_not_a_namesake() -> None:
+    code = """\
+import torch
+
+
+def test_one():
+    class Fn(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a + b
+
+    return Fn.apply(torch.ones(1), torch.ones(1))
+
+
+def test_two():
+    class Fn(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a
+
+    return Fn.apply(torch.ones(1), torch.ones(1))
+"""
+    [(rule, line, message, help_)] = _found(code)
+    assert (rule, line) == ("AGL410", 19)
+    assert message == "`Fn.apply` gets 2 argument(s); its forward takes 1"
+    assert "Fn.forward() takes 2 positional arguments but 3 were given" in help_
+
+
+def test_apply_arity_is_checked_across_files(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.autogradlint]\n")
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "ops.py").write_text(
+        "import torch\n\n\nclass Mul(torch.autograd.Function):\n    @staticmethod\n"
+        "    def forward(ctx, a, b, scale=1.0):\n        return a * b * scale\n"
+    )
+    (pkg / "model.py").write_text(
+        "from .ops import Mul\n\n\ndef run(x):\n    return Mul.apply(x)\n\n\n"
+        "def fine(x):\n    return Mul.apply(x, x)\n"
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autogradlint",
+            "check",
+            "--no-cache",
+            "--output-format",
+            "concise",
+            "pkg/model.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1, result.stderr
+    assert "pkg/model.py:5:12: AGL410 `Mul.apply` gets 1 argument(s); its forward takes 2 to 3" in (
+        result.stdout
+    )
+    assert result.stdout.count("AGL410") == 1
