@@ -79,9 +79,7 @@ _IDENTIFIER = re.compile(rb"[A-Za-z_]\w*")
 
 
 def outline(data: bytes, decls: Sequence[ClassDecl] | None = None) -> Outline:
-    callees = {
-        _word_before(data, at) for token in _CALLS if token in data for at in _offsets(data, token)
-    }
+    callees = {_word_before(data, at) for token in _CALLS for at in _offsets(data, token)}
     callees.discard("")
     aliases: set[tuple[str, str]] = set()
     for at in _offsets(data, b" as "):

@@ -107,8 +107,16 @@ class Suppressions:
         return self.silencer(rule_id, name, line) is not None
 
 
-# Every suppression comment holds one of these; a file without them needs no comment scan.
-_ANY_MARKER = re.compile(r"noqa|autogradlint:", re.IGNORECASE)
+# Every suppression comment holds one of these (in any case); a file without them needs no
+# comment scan. A case-insensitive regex has no literal to search for and tries every position
+# (a quarter of a second over torch's candidate files); lower-casing and two substring searches
+# run at memory speed.
+_MARKERS = ("noqa", "autogradlint:")
+
+
+def _has_marker(source: str) -> bool:
+    lowered = source.lower()
+    return any(marker in lowered for marker in _MARKERS)
 
 
 def noqa_line(source: str, line: int) -> int:
@@ -120,7 +128,7 @@ def noqa_line(source: str, line: int) -> int:
 def parse_suppressions(source: str) -> Suppressions:
     """Read suppression comments; `# noqa` inside a string never counts."""
     result = Suppressions()
-    if _ANY_MARKER.search(source) is None:
+    if not _has_marker(source):
         return result
     result.joined = joined_lines(source)
     for comment in comments(source):

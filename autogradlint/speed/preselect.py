@@ -50,7 +50,6 @@ _IMPORT = re.compile(r"import[ \t\\(]")
 _TRITON = re.compile(r"@[ \t]*triton\.")
 _DEF_NAME = re.compile(r"\n(?:async[ \t]+)?def[ \t]+(\w+)")
 _ATTRIBUTE_OWNER = re.compile(r"(\w+)\.")  # `Helpers.prepare(...)`: Helpers
-_CALLED = re.compile(r"(\w+)[ \t]*\(")  # `_recompute(...)`: _recompute
 _NOT_MODULE_SCOPE = re.compile(r"(?:@|def\b|async\b|class\b)")
 
 
@@ -166,26 +165,59 @@ def kept_ranges(
     return ranges
 
 
+# What makes a helper worth following: family A looks for `.backward(` and `autograd.grad(` /
+# `grad(` in it. A helper without them, calling none that has them, is not parsed.
+HELPER_TOKENS = ("backward", "grad(")
+
+
 def _helper_chunks(text: str, starts: list[int], bounds: list[int], callers: set[int]) -> set[int]:
     """Module-level functions the Functions call (`_recompute(fn, x, g)`), and the ones those
-    call: the checks follow backward into them, HELPER_DEPTH calls deep (slicing's twin)."""
-    top_defs: dict[str, list[int]] | None = None  # a name may be defined more than once
-    found: set[int] = set()
+    call, HELPER_DEPTH calls deep, that hold a HELPER_TOKEN or call one that does: the checks
+    follow backward into them (slicing's `_function_uses` is the `ast` twin)."""
+    top_defs: dict[str, list[int]] = {}  # a name may be defined more than once (@overload)
+    for match in _DEF_NAME.finditer(text):
+        top_defs.setdefault(match.group(1), []).append(match.start() + 1)
+    reached: set[int] = set()
     frontier = callers
     for _ in range(HELPER_DEPTH):
-        called: set[str] = set()
-        for index in frontier:
-            called.update(_CALLED.findall(text, bounds[index], bounds[index + 1]))
-        if not called:
+        spans = [(bounds[i], bounds[i + 1]) for i in frontier]
+        offsets = [
+            at
+            for name, defined in top_defs.items()
+            if any(_calls(text, name, start, end) for start, end in spans)
+            for at in defined
+        ]
+        frontier = chunk_of(starts, sorted(offsets)) - reached
+        if not frontier:
             break
-        if top_defs is None:
-            top_defs = {}
-            for match in _DEF_NAME.finditer(text):
-                top_defs.setdefault(match.group(1), []).append(match.start() + 1)
-        offsets = [at for name in called & top_defs.keys() for at in top_defs[name]]
-        frontier = chunk_of(starts, sorted(offsets)) - found
-        found |= frontier
-    return found
+        reached |= frontier
+    if not reached:
+        return reached
+    kept = {i for i in reached if _holds_token(text[bounds[i] : bounds[i + 1]])}
+    names = {name for name, defined in top_defs.items() if chunk_of(starts, defined) & kept}
+    return kept | {
+        i
+        for i in reached - kept
+        if any(_calls(text, name, bounds[i], bounds[i + 1]) for name in names)
+    }
+
+
+def _holds_token(chunk: str) -> bool:
+    return any(token in chunk for token in HELPER_TOKENS)
+
+
+def _calls(text: str, name: str, start: int, end: int) -> bool:
+    """Whether text[start:end] has `name(` (or `name (`) with `name` a whole word; str.find runs
+    at memory speed where a pattern without a literal prefix tries every position."""
+    at = text.find(name, start, end)
+    while at != -1:
+        after = at + len(name)
+        while after < end and text[after] in " \t":
+            after += 1
+        if after < end and text[after] == "(" and not _word_char(text[at - 1 : at]):
+            return True
+        at = text.find(name, at + 1, end)
+    return False
 
 
 def _refine(text: str, start: int, end: int, marks: _Marks, depth: int) -> list[tuple[int, int]]:

@@ -20,7 +20,7 @@ from itertools import compress
 from ..analysis.bindings import Binding, Bindings
 from ..analysis.hierarchy import function_like
 from ..settings import DEFAULT_LOADERS, HELPER_DEPTH
-from .preselect import direct_call_offsets, kept_ranges, triton_kernels
+from .preselect import HELPER_TOKENS, direct_call_offsets, kept_ranges, triton_kernels
 from .statements import blank_outside, chunk_starts
 
 
@@ -223,53 +223,56 @@ def _blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
     return blocks
 
 
-def _helper_methods(tree: ast.Module, function_like: set[str]) -> dict[str, set[str]]:
-    """Top-level classes whose static helpers a Function calls (`Helpers.prepare(x)`), and the
-    names it calls them by."""
-    top = {s.name for s in tree.body if isinstance(s, ast.ClassDef)} - function_like
-    if not top:
-        return {}
-    used: dict[str, set[str]] = {}
-    for stmt in tree.body:
-        if isinstance(stmt, ast.ClassDef) and stmt.name in function_like:
-            for node in ast.walk(stmt):
-                if (
-                    isinstance(node, ast.Attribute)
-                    and isinstance(node.value, ast.Name)
-                    and node.value.id in top
-                ):
-                    used.setdefault(node.value.id, set()).add(node.attr)
-    return used
-
-
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def _helper_functions(tree: ast.Module, function_like: set[str]) -> set[str]:
-    """Module-level functions a Function class calls by name (`_recompute(fn, x, g)` in its
-    backward), and the ones those call, HELPER_DEPTH deep: the checks follow the calls into
-    them, so they are kept whole."""
-    top: dict[str, list[ast.stmt]] = {}  # a name may be defined more than once (@overload)
+def _function_uses(
+    tree: ast.Module, function_like: set[str], lines: list[str]
+) -> tuple[dict[str, set[str]], set[str]]:
+    """What the Function classes reach, in one walk: the top-level classes whose static helpers
+    they call (`Helpers.prepare(x)`) with the names they call, and the module-level functions
+    they call by name, followed HELPER_DEPTH calls deep (`_recompute(fn, x, g)` in backward):
+    the checks follow those calls, so the functions are kept whole."""
+    classes = {s.name for s in tree.body if isinstance(s, ast.ClassDef)} - function_like
+    defs: dict[str, list[ast.stmt]] = {}  # a name may be defined more than once (@overload)
     for stmt in tree.body:
         if isinstance(stmt, _DEFS):
-            top.setdefault(stmt.name, []).append(stmt)
-    if not top:
-        return set()
-    used: set[str] = set()
+            defs.setdefault(stmt.name, []).append(stmt)
+    owners: dict[str, set[str]] = {}
+    functions: set[str] = set()
+    if not classes and not defs:
+        return owners, functions
     frontier: list[ast.stmt] = [
         s for s in tree.body if isinstance(s, ast.ClassDef) and s.name in function_like
     ]
-    for _ in range(HELPER_DEPTH):
-        called = {
-            node.func.id
-            for stmt in frontier
-            for node in ast.walk(stmt)
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-        }
-        fresh = (called & top.keys()) - used
-        used |= fresh
-        frontier = [stmt for name in fresh for stmt in top[name]]
-    return used
+    calls: dict[str, set[str]] = {}  # helper -> the helpers it calls
+    for depth in range(HELPER_DEPTH):
+        called: set[str] = set()
+        for stmt in frontier:
+            mine: set[str] = set()
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                    mine.add(node.func.id)
+                elif depth == 0 and isinstance(node, ast.Attribute):
+                    owner = node.value
+                    if isinstance(owner, ast.Name) and owner.id in classes:
+                        owners.setdefault(owner.id, set()).add(node.attr)
+            called |= mine
+            if isinstance(stmt, _DEFS):
+                calls.setdefault(stmt.name, set()).update(mine)
+        fresh = (called & defs.keys()) - functions
+        functions |= fresh
+        frontier = [stmt for name in fresh for stmt in defs[name]]
+    # Only helpers that hold a HELPER_TOKEN, or call one that does (preselect's twin).
+    kept = {name for name in functions if any(_holds_token(lines, s) for s in defs[name])}
+    kept |= {name for name in functions - kept if calls.get(name, set()) & kept}
+    return owners, kept
+
+
+def _holds_token(lines: list[str], stmt: ast.stmt) -> bool:
+    start, end = _span(stmt)
+    text = "\n".join(lines[start - 1 : end])
+    return any(token in text for token in HELPER_TOKENS)
 
 
 def _helper_ranges(stmt: ast.ClassDef, names: set[str]) -> list[tuple[int, int]]:
@@ -372,8 +375,7 @@ def slice_source(
         Bindings(import_bindings(tree)).aliases,
         call_lines,
     )
-    helpers = _helper_methods(tree, function_like)
-    helper_functions = _helper_functions(tree, function_like)
+    helpers, helper_functions = _function_uses(tree, function_like, lines)
     for stmt in tree.body:
         ranges: list[tuple[int, int]] = []
         if isinstance(stmt, ast.ClassDef) and stmt.name in helpers:
