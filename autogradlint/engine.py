@@ -148,6 +148,7 @@ def analyse(
             imports=imports,
         )
         facts.triton_kernels |= extra_triton
+        facts.parsed = parse_input
         ctx = CheckContext(facts=facts, enabled=enabled, settings=settings)
         for check in checks:
             check(ctx).run()

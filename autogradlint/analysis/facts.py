@@ -64,6 +64,7 @@ class FileFacts:
     project: FileView = EMPTY  # what the rest of the project says about this file
     # Module-level functions, by name (those a Function calls are kept in the slice).
     functions: dict[str, cst.FunctionDef] = field(default_factory=dict)
+    parsed: str = ""  # the text libcst parsed: the slice, or the full text
 
     @property
     def function_classes(self) -> list[ClassInfo]:

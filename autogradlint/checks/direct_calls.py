@@ -23,8 +23,9 @@ class DirectCalls(Check):
         functions = {info.name for info in facts.function_classes} | imported
         if not functions:
             return
-        # The whole-module visit is the expensive part: only do it when the text has a call.
-        if not direct_call_offsets(facts.source, functions):
+        # The whole-module visit is the expensive part: only do it when the text parsed has a
+        # call (the slicer left out the `apply` calls that fit their forward).
+        if not direct_call_offsets(facts.parsed or facts.source, functions):
             return
         scope_of: dict[int, int | None] = {}  # Function class -> the def it is defined in
         calls: list[tuple[cst.Call, str, str, tuple[int, ...]]] = []

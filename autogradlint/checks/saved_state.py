@@ -30,8 +30,6 @@ class SavedState(Check):
     def _ctx_stash(
         self, info: ClassInfo, flow: MethodFlow, ctx_name: str, tensors: set[str]
     ) -> None:
-        metadata_only = self._metadata_only_attrs(info, ctx_name)
-
         found: list[tuple[cst.CSTNode, str, str]] = []
         for node, _order in flow.statements:
             if not isinstance(node, cst.Assign):
@@ -58,6 +56,9 @@ class SavedState(Check):
                             base = base.value
                         if isinstance(base, cst.Name) and base.value in tensors:
                             found.append((node, t.attr.value, base.value))
+        if not found:
+            return
+        metadata_only = self._metadata_only_attrs(info, ctx_name)
         for node, attr, name in found:
             if attr in metadata_only:
                 continue

@@ -21,8 +21,12 @@ from ..analysis.hierarchy import function_like
 from ..settings import DEFAULT_LOADERS, HELPER_DEPTH
 from .statements import body_start, chunk_of, chunk_starts
 
+CALL_TAILS = (".forward(", "()(", ".apply(")
 
-def direct_call_offsets(text: str, function_like: set[str]) -> list[int]:
+
+def direct_call_offsets(
+    text: str, function_like: set[str], tails: tuple[str, ...] = CALL_TAILS
+) -> list[int]:
     """Where `Fn.forward(`, `Fn()(` or `Fn.apply(` is called on a Function class (AGL407 and
     AGL410 read those).
 
@@ -30,7 +34,7 @@ def direct_call_offsets(text: str, function_like: set[str]) -> list[int]:
     if not function_like:
         return []
     out: list[int] = []
-    for tail in (".forward(", "()(", ".apply("):
+    for tail in tails:
         at = text.find(tail)
         while at != -1:
             head = at
@@ -165,14 +169,9 @@ def kept_ranges(
     return ranges
 
 
-# What makes a helper worth following: family A looks for `.backward(` and `autograd.grad(` /
-# `grad(` in it. A helper without them, calling none that has them, is not parsed.
-HELPER_TOKENS = ("backward", "grad(")
-
-
 def _helper_chunks(text: str, starts: list[int], bounds: list[int], callers: set[int]) -> set[int]:
     """Module-level functions the Functions call (`_recompute(fn, x, g)`), and the ones those
-    call, HELPER_DEPTH calls deep, that hold a HELPER_TOKEN or call one that does: the checks
+    call, HELPER_DEPTH calls deep, that hold a graph call or call one that does: the checks
     follow backward into them (slicing's `_function_uses` is the `ast` twin)."""
     top_defs: dict[str, list[int]] = {}  # a name may be defined more than once (@overload)
     for match in _DEF_NAME.finditer(text):
@@ -193,7 +192,7 @@ def _helper_chunks(text: str, starts: list[int], bounds: list[int], callers: set
         reached |= frontier
     if not reached:
         return reached
-    kept = {i for i in reached if _holds_token(text[bounds[i] : bounds[i + 1]])}
+    kept = {i for i in reached if holds_graph_call(text[bounds[i] : bounds[i + 1]])}
     names = {name for name, defined in top_defs.items() if chunk_of(starts, defined) & kept}
     return kept | {
         i
@@ -202,8 +201,18 @@ def _helper_chunks(text: str, starts: list[int], bounds: list[int], callers: set
     }
 
 
-def _holds_token(chunk: str) -> bool:
-    return any(token in chunk for token in HELPER_TOKENS)
+def holds_graph_call(text: str) -> bool:
+    """What makes a helper worth following: family A looks for `x.backward(` /
+    `autograd.backward(` and `autograd.grad(` / an imported `grad(` in it (not `compute_grad(`).
+    A helper without them, calling none that has them, is not parsed."""
+    if ".backward(" in text:
+        return True
+    at = text.find("grad(")
+    while at != -1:
+        if not _word_char(text[at - 1 : at]):
+            return True
+        at = text.find("grad(", at + 1)
+    return False
 
 
 def _calls(text: str, name: str, start: int, end: int) -> bool:

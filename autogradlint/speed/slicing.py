@@ -20,7 +20,7 @@ from itertools import compress
 from ..analysis.bindings import Binding, Bindings
 from ..analysis.hierarchy import function_like
 from ..settings import DEFAULT_LOADERS, HELPER_DEPTH
-from .preselect import HELPER_TOKENS, direct_call_offsets, kept_ranges, triton_kernels
+from .preselect import direct_call_offsets, holds_graph_call, kept_ranges, triton_kernels
 from .statements import blank_outside, chunk_starts
 
 
@@ -263,7 +263,7 @@ def _function_uses(
         fresh = (called & defs.keys()) - functions
         functions |= fresh
         frontier = [stmt for name in fresh for stmt in defs[name]]
-    # Only helpers that hold a HELPER_TOKEN, or call one that does (preselect's twin).
+    # Only helpers that hold a graph call, or call one that does (preselect's twin).
     kept = {name for name in functions if any(_holds_token(lines, s) for s in defs[name])}
     kept |= {name for name in functions - kept if calls.get(name, set()) & kept}
     return owners, kept
@@ -271,8 +271,7 @@ def _function_uses(
 
 def _holds_token(lines: list[str], stmt: ast.stmt) -> bool:
     start, end = _span(stmt)
-    text = "\n".join(lines[start - 1 : end])
-    return any(token in text for token in HELPER_TOKENS)
+    return holds_graph_call("\n".join(lines[start - 1 : end]))
 
 
 def _helper_ranges(stmt: ast.ClassDef, names: set[str]) -> list[tuple[int, int]]:
@@ -291,8 +290,95 @@ def _helper_ranges(stmt: ast.ClassDef, names: set[str]) -> list[tuple[int, int]]
     return [(start, max(start, _span(stmt.body[0])[0] - 1)), *methods]
 
 
-def _direct_call_lines(text: str, function_like: set[str]) -> set[int]:
-    return {text.count("\n", 0, offset) + 1 for offset in direct_call_offsets(text, function_like)}
+def _direct_call_lines(text: str, function_like: set[str], statements: list[ast.stmt]) -> set[int]:
+    """Lines with `Fn.forward(` / `Fn()(` (AGL407), and the `Fn.apply(` calls whose argument
+    count forward may not take (AGL410): the many that fit a forward of this file are decided
+    here, from `ast`, and never reach libcst. Only the statements on those lines are walked."""
+    offsets = direct_call_offsets(text, function_like, (".forward(", "()("))
+    lines = {text.count("\n", 0, offset) + 1 for offset in offsets}
+    applies = {
+        text.count("\n", 0, offset) + 1
+        for offset in direct_call_offsets(text, function_like, (".apply(",))
+    }
+    if not applies:
+        return lines
+    shapes = _forward_shapes(statements, function_like)
+    for line in applies:
+        for node in _expressions_at(statements, line):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "apply"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id in function_like
+                and _apply_may_fail(node, shapes.get(node.func.value.id, _UNKNOWN))
+            ):
+                lines.add(node.lineno)
+    return lines
+
+
+_BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+
+
+def _expressions_at(statements: list[ast.stmt], line: int) -> list[ast.AST]:
+    """The expression nodes of the innermost statement holding `line` (a compound statement
+    gives its header only: its blocks hold statements of their own)."""
+    holders = [s for s in statements if s.lineno <= line <= (s.end_lineno or s.lineno)]
+    if not holders:
+        return []
+    stmt = min(holders, key=lambda s: (s.end_lineno or s.lineno) - s.lineno)
+    out: list[ast.AST] = []
+    for name, value in ast.iter_fields(stmt):
+        if name in _BLOCK_FIELDS:
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, ast.AST):
+                out.extend(ast.walk(item))
+    return out
+
+
+_UNKNOWN = None  # a Function of another file, or one this file defines more than once
+Shape = tuple[list[str], int, bool] | None  # forward's inputs, how many required, *args
+
+
+def _forward_shapes(statements: list[ast.stmt], function_like: set[str]) -> dict[str, Shape]:
+    """forward's inputs (after ctx) for each Function class of the file that defines it once."""
+    shapes: dict[str, Shape] = {}
+    seen: set[str] = set()
+    for node in statements:
+        if not isinstance(node, ast.ClassDef) or node.name not in function_like:
+            continue
+        if node.name in seen:
+            shapes[node.name] = _UNKNOWN  # several local classes of one name: the check decides
+            continue
+        seen.add(node.name)
+        methods = {m.name: m for m in node.body if isinstance(m, _DEFS)}
+        forward = methods.get("forward")
+        if not isinstance(forward, ast.FunctionDef) or forward.args.kwonlyargs:
+            shapes[node.name] = _UNKNOWN
+            continue
+        args = [*forward.args.posonlyargs, *forward.args.args]
+        if "setup_context" not in methods:
+            args = args[1:]  # the ctx slot
+        names = [a.arg for a in args]
+        required = len(names) - len(forward.args.defaults)
+        shapes[node.name] = (names, max(required, 0), forward.args.vararg is not None)
+    return shapes
+
+
+def _apply_may_fail(call: ast.Call, shape: Shape) -> bool:
+    """Whether the check must look at this `apply` call (the same test as its own)."""
+    if shape is _UNKNOWN:
+        return True
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
+        return False  # unpacking: the check skips these too
+    names, required, star = shape
+    given = len(call.args)
+    keywords = {k.arg for k in call.keywords}
+    missing = [n for n in names[given:required] if n not in keywords]
+    return bool(missing) or (given > len(names) and not star)
 
 
 def _parse(text: str) -> ast.Module:
@@ -361,7 +447,7 @@ def slice_source(
         tree = _parse(text)
     statements = _statements(tree)
     function_like = _function_like_names(tree, known_functions, statements)
-    call_lines = _direct_call_lines(text, function_like)
+    call_lines = _direct_call_lines(text, function_like, statements)
     if not call_lines and not any(
         isinstance(n, ast.ClassDef) and _class_of_interest(n, function_like) for n in statements
     ):
