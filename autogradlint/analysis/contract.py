@@ -129,6 +129,19 @@ def mutation(node: cst.CSTNode) -> tuple[cst.BaseExpression, cst.CSTNode] | None
     return None
 
 
+def returned_names(flow: MethodFlow) -> set[str]:
+    """The names a method returns, alone or as tuple elements (`return out, None`)."""
+    names: set[str] = set()
+    for ret, _ in flow.returns:
+        value = ret.value
+        elements = value.elements if isinstance(value, cst.Tuple) else [value]
+        for element in elements:
+            expr = element.value if isinstance(element, cst.BaseElement) else element
+            if isinstance(expr, cst.Name) and expr.value != "None":
+                names.add(expr.value)
+    return names
+
+
 def tensor_inputs(inputs: list[cst.Param], flow: MethodFlow) -> set[str]:
     """Inputs that are tensors: by annotation, or by how forward uses them."""
     evidence = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.contract import ALIASING, mutation
+from ..analysis.contract import ALIASING, mutation, returned_names
 from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
 from ..analysis.names import dotted
@@ -83,7 +83,7 @@ class BackwardState(Check):
         if len(calls) != 1 or any(arg.star for arg in calls[0].node.args):
             return {}
         call = calls[0]
-        returned = _returned_names(flow)
+        returned = returned_names(flow)
         out: dict[int, str] = {}
         for position, arg in enumerate(call.node.args):
             value = arg.value
@@ -219,18 +219,6 @@ def _saved_slot(
         return None
     found = _saved_slot(definition.value, flow, definition.order, ctx_name, depth + 1)
     return None if found is None else (expr.value, found[1])
-
-
-def _returned_names(flow: MethodFlow) -> set[str]:
-    names: set[str] = set()
-    for ret, _ in flow.returns:
-        value = ret.value
-        elements = value.elements if isinstance(value, cst.Tuple) else [value]
-        for element in elements:
-            expr = element.value if isinstance(element, cst.BaseElement) else element
-            if isinstance(expr, cst.Name):
-                names.add(expr.value)
-    return names
 
 
 def _rebound_after(flow: MethodFlow, name: str, order: int) -> bool:

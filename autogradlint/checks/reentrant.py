@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 import libcst as cst
@@ -30,66 +31,42 @@ class ReentrantAutograd(Check):
             flow = self.ctx.flow(method)
             self.method = method
             self.cls = info.name
-            self._scan(
-                flow,
-                Provenance(flow, facts.imports),
-                guarded=self._checkpoint_guarded(flow),
-                private=self._builds_private_leaves(flow),
-            )
+            route = Route(self._checkpoint_guarded(flow), self._builds_private_leaves(flow))
+            self._scan(flow, Provenance(flow, facts.imports), route)
 
-    def _scan(
-        self,
-        flow: MethodFlow,
-        provenance: Provenance,
-        *,
-        guarded: bool,
-        private: bool,
-        at: CallSite | None = None,
-        path: tuple[str, ...] = (),
-    ) -> None:
-        """Classify every grad/backward call of `flow`, and follow the helpers it calls.
-
-        In a helper (`at` is the call in backward that leads there, `path` the helpers on the
-        way), a finding is reported at that call: that is where the grad mode comes from."""
+    def _scan(self, flow: MethodFlow, provenance: Provenance, route: Route) -> None:
+        """Classify every grad/backward call of `flow`, and follow the helpers it calls."""
         for site in flow.calls:
             if site.in_nested_def:
                 continue  # a closure runs at an unknown time, under an unknown grad mode
             kind, root = self._classify(site.node, flow, provenance.ctx_name)
             if kind == "grad" and root is not None:
-                self._grad_call(site, root, provenance, flow, private, at, path)
+                self._grad_call(site, root, provenance, flow, route)
             elif kind == "backward" and root is not None:
-                self._backward_call(site, root, provenance, guarded, private, at, path)
-            elif kind is None and len(path) < HELPER_DEPTH:
-                self._helper_call(site, flow, provenance, guarded, private, at, path)
+                self._backward_call(site, root, provenance, route)
+            elif kind is None and len(route.path) < HELPER_DEPTH:
+                self._helper_call(site, flow, provenance, route)
 
     def _helper_call(
-        self,
-        site: CallSite,
-        flow: MethodFlow,
-        provenance: Provenance,
-        guarded: bool,
-        private: bool,
-        at: CallSite | None,
-        path: tuple[str, ...],
+        self, site: CallSite, flow: MethodFlow, provenance: Provenance, route: Route
     ) -> None:
         found = self._helper_of(site.node, flow)
         if found is None:
             return
         name, helper = found
-        if name in path or helper is self.method:
+        if name in route.path or helper is self.method:
             return  # recursion: its calls were classified on the way in
         inner = self.ctx.flow(helper, site.mode)
         bound = _bind(site.node, inner, provenance, site)
         if bound is None:
             return  # `*args` at the call: the parameters cannot be matched to the arguments
-        self._scan(
-            inner,
-            Provenance(inner, self.ctx.facts.imports, bound),
-            guarded=guarded or self._checkpoint_guarded(inner),
-            private=private or self._builds_private_leaves(inner),
-            at=at or site,
-            path=(*path, name),
+        deeper = Route(
+            route.guarded or self._checkpoint_guarded(inner),
+            route.private or self._builds_private_leaves(inner),
+            route.at or site,
+            (*route.path, name),
         )
+        self._scan(inner, Provenance(inner, self.ctx.facts.imports, bound), deeper)
 
     def _helper_of(self, call: cst.Call, flow: MethodFlow) -> tuple[str, cst.FunctionDef] | None:
         """The function of this file a call runs: a module-level function (not shadowed by a
@@ -200,28 +177,30 @@ class ReentrantAutograd(Check):
         outputs: cst.BaseExpression,
         provenance: Provenance,
         flow: MethodFlow,
-        private: bool,
-        at: CallSite | None,
-        path: tuple[str, ...],
+        route: Route,
     ) -> None:
         module = self.ctx.facts.module
         producers = provenance.producers(outputs, site.order, site.mode)
         shown = source_of(module, outputs)
         method = self.method
-        where = _where(site, at, path)
+        where = route.where(site)
         if producers and producers <= {DEFAULT}:
-            fix = None if at else fixes.wrap_in_enable_grad(method, flow, provenance, site, outputs)
+            fix = (
+                None
+                if route.at
+                else fixes.wrap_in_enable_grad(method, flow, provenance, site, outputs)
+            )
             self._report("AGL101", where, fix, outputs=shown)
             return
         if producers and DISABLE in producers and producers <= {DEFAULT, DISABLE}:
             fix = (
                 None
-                if at
+                if route.at
                 else fixes.no_grad_to_enable_grad(method, flow, provenance, site, outputs)
             )
             self._report("AGL102", where, fix, outputs=shown)
             return
-        if ENABLE not in producers or private or flow.base_mode == DISABLE:
+        if ENABLE not in producers or route.private or flow.base_mode == DISABLE:
             return
         create_graph = keyword(site.node, "create_graph")
         if create_graph is not None and not is_literal(create_graph, "False"):
@@ -230,32 +209,25 @@ class ReentrantAutograd(Check):
         if inputs is None:
             return
         if provenance.sources(inputs, site.order) & {SAVED, CTX}:
-            fix = None if at else fixes.forward_create_graph(method, flow, site.node)
+            fix = None if route.at else fixes.forward_create_graph(method, flow, site.node)
             self._report("AGL105", where, fix)
 
     def _backward_call(
-        self,
-        site: CallSite,
-        root: cst.BaseExpression,
-        provenance: Provenance,
-        guarded: bool,
-        private: bool,
-        at: CallSite | None,
-        path: tuple[str, ...],
+        self, site: CallSite, root: cst.BaseExpression, provenance: Provenance, route: Route
     ) -> None:
         producers = provenance.producers(root, site.order, site.mode)
         if producers <= {EXTERNAL}:
             return  # the graph was built elsewhere (e.g. by a recompute step) and is replayed
         shown = source_of(self.ctx.facts.module, root)
-        where = _where(site, at, path)
+        where = route.where(site)
         # A body that makes private leaves (detach / requires_grad_) is a checkpoint-style
         # recompute: saved tensors still feeding it are usually targets or indices, not leaves.
-        if SAVED in provenance.sources(root, site.order) and not private:
+        if SAVED in provenance.sources(root, site.order) and not route.private:
             fix = None
-            if at is None:
+            if route.at is None:
                 fix = fixes.backward_to_autograd_grad(self.method, provenance.flow, site, root)
             self._report("AGL103", where, fix, root=shown)
-        elif not guarded:
+        elif not route.guarded:
             self._report("AGL104", where, None, root=shown)
 
     def _report(
@@ -268,11 +240,23 @@ class ReentrantAutograd(Check):
 FUNCTION_METHODS = frozenset({"forward", "backward", "setup_context", "jvp", "vjp", "vmap"})
 
 
-def _where(site: CallSite, at: CallSite | None, path: tuple[str, ...]) -> tuple[cst.Call, str]:
-    """Where to report a call found `path` deep, and how the headline names the way there."""
-    if at is None:
-        return site.node, ""
-    return at.node, f" (in `{' -> '.join(path)}`)"
+@dataclass(frozen=True)
+class Route:
+    """How the scan reached a body: whether backward (or a helper on the way) guards a nested
+    backward or builds private leaves, the call in backward that leads here, and the helpers
+    passed. In a helper a finding is reported at that call: that is where the grad mode
+    comes from."""
+
+    guarded: bool
+    private: bool
+    at: CallSite | None = None
+    path: tuple[str, ...] = ()
+
+    def where(self, site: CallSite) -> tuple[cst.Call, str]:
+        """Where to report a call found on this route, and how the headline names the way."""
+        if self.at is None:
+            return site.node, ""
+        return self.at.node, f" (in `{' -> '.join(self.path)}`)"
 
 
 def _bind(

@@ -6,7 +6,7 @@ import re
 
 import libcst as cst
 
-from ..analysis.contract import METADATA_FUNCTIONS, METADATA_USES, ForwardInputs
+from ..analysis.contract import METADATA_FUNCTIONS, METADATA_USES, ForwardInputs, returned_names
 from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
 from ..analysis.names import dotted
@@ -23,7 +23,7 @@ class SavedState(Check):
             self.ctx.enter(info.node)
             if seen.ctx_name is None:
                 continue  # with setup_context, forward cannot touch ctx
-            outputs = _returned_names(seen.flow)
+            outputs = returned_names(seen.flow)
             self._ctx_stash(info, seen.flow, seen.ctx_name, seen.tensors | outputs)
             self._save_for_backward(info, seen, seen.ctx_name)
 
@@ -150,18 +150,6 @@ class SavedState(Check):
             if isinstance(func, cst.Name) and func.value in ("len", "int", "float", "bool"):
                 return True
         return False
-
-
-def _returned_names(flow: MethodFlow) -> set[str]:
-    names: set[str] = set()
-    for ret, _ in flow.returns:
-        value = ret.value
-        elements = value.elements if isinstance(value, cst.Tuple) else [value]
-        for element in elements:
-            expr = element.value if isinstance(element, cst.BaseElement) else element
-            if isinstance(expr, cst.Name) and expr.value != "None":
-                names.add(expr.value)
-    return names
 
 
 class _MetadataUses(FastVisitor):

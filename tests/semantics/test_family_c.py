@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 import torch
@@ -83,16 +85,23 @@ def inputs() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     )
 
 
-@rows("C1.1")
-def test_a_naive_override_recurses() -> None:
-    x, w, b, _ = inputs()
+@contextmanager
+def recursion_fails() -> Iterator[None]:
+    """The block raises RecursionError (under a low limit, so it fails fast)."""
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(300)
     try:
         with pytest.raises(RecursionError):
-            F.linear(x.as_subclass(Naive), w, b)
+            yield
     finally:
         sys.setrecursionlimit(limit)
+
+
+@rows("C1.1")
+def test_a_naive_override_recurses() -> None:
+    x, w, b, _ = inputs()
+    with recursion_fails():
+        F.linear(x.as_subclass(Naive), w, b)
 
 
 @rows("C1.10")
@@ -115,13 +124,8 @@ def test_an_override_that_returns_for_unhandled_calls_first_does_not_recurse() -
 
     x, w, b, _ = inputs()
     assert F.linear(x.as_subclass(Guarded), w, b).shape == (4, 3)
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(300)
-    try:
-        with pytest.raises(RecursionError):
-            F.linear(x.as_subclass(OnlyAdd), w, b)
-    finally:
-        sys.setrecursionlimit(limit)
+    with recursion_fails():
+        F.linear(x.as_subclass(OnlyAdd), w, b)
 
 
 @rows("C1.2", "C1.4")
