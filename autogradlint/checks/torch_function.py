@@ -25,6 +25,7 @@ class Conversion:
     kind: str  # dtype | device
     target: str | None  # the name the converted value is bound to, if any
     inline_in: cst.Call | None = None
+    value: cst.BaseExpression | None = None  # what `kwargs["dtype"] = ...` stores
 
 
 class _HookVisitor(FastVisitor):
@@ -109,9 +110,9 @@ class _HookVisitor(FastVisitor):
         index = target.slice[0].slice
         key = string_value(index.value) if isinstance(index, cst.Index) else None
         if key == "dtype":
-            self.conversions.append(Conversion(node, "dtype", base))
+            self.conversions.append(Conversion(node, "dtype", base, value=value))
         elif key == "device" and not _is_meta(value) and not self._fills_missing("device"):
-            self.conversions.append(Conversion(node, "device", base))
+            self.conversions.append(Conversion(node, "device", base, value=value))
 
     def _fills_missing(self, key: str) -> bool:
         """Inside `if kwargs.get("device") is None:` / `if "device" not in kwargs:`."""
@@ -233,6 +234,25 @@ def _is_device_call(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Call) and (dotted(expr.func) or "").endswith("device")
 
 
+def _keeps_own(conversion: Conversion, redispatches: list[cst.Call]) -> bool:
+    """`kwargs["dtype"] = t._data.dtype` before `func(t._data, **kwargs)`: the redispatch runs
+    on that inner tensor with its own dtype (or device), so nothing the caller sees changes."""
+    value = conversion.value
+    if not (isinstance(value, cst.Attribute) and value.attr.value == conversion.kind):
+        return False
+    module = cst.Module([])
+    own = module.code_for_node(value.value)
+    for call in redispatches:
+        passes_kwargs = any(
+            arg.star == "**" and dotted(arg.value) == conversion.target for arg in call.args
+        )
+        if passes_kwargs and any(
+            not arg.star and module.code_for_node(arg.value) == own for arg in call.args
+        ):
+            return True
+    return False
+
+
 def _is_meta(expr: cst.BaseExpression) -> bool:
     """Redirecting to the meta device is how tracing subclasses work, not a numerics change."""
     if string_value(expr) == "meta":
@@ -287,6 +307,8 @@ class TorchFunctionConversions(Check):
                 conversion.target is not None and conversion.target in redispatch_names
             )
             if not flows or id(conversion.node) in seen:
+                continue
+            if _keeps_own(conversion, visitor.redispatches):
                 continue
             seen.add(id(conversion.node))
             rule = "AGL301" if conversion.kind == "dtype" else "AGL302"
