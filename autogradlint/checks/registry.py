@@ -12,6 +12,7 @@ from .backward_state import BackwardState
 from .base import Check
 from .compiled_grads import CompiledGradients
 from .direct_calls import DirectCalls
+from .dispatch_handlers import DispatchHandlers
 from .gradient_count import GradientCount
 from .input_mutation import InputMutation
 from .reentrant import ReentrantAutograd
@@ -24,6 +25,7 @@ REGISTRY: tuple[tuple[type[Check], gates.Gate], ...] = (
     (ReentrantAutograd, gates.REENTRANT),
     (CompiledGradients, gates.COMPILED_GRADS),
     (TorchFunctionConversions, gates.TORCH_FUNCTION),
+    (DispatchHandlers, gates.DISPATCH_HANDLERS),
     (TorchFunctionHygiene, gates.OVERRIDES),
     (GradientCount, gates.GRADIENT_COUNT),
     (StaticMethods, gates.STATIC_METHODS),

@@ -62,6 +62,7 @@ COMPILED_GRADS = Gate(
 TORCH_FUNCTION = Gate(
     ("AGL301", "AGL302"), (re.compile(rb"def\s+__torch_(function|dispatch)__"),), (b"__torch_",)
 )
+DISPATCH_HANDLERS = Gate(("AGL306",), (re.compile(rb"def\s+__torch_dispatch__"),), (b"__torch_",))
 OVERRIDES = Gate(
     ("AGL303", "AGL304", "AGL305"), (re.compile(rb"def\s+__torch_function__"),), (b"__torch_",)
 )
@@ -95,6 +96,7 @@ GATES: tuple[Gate, ...] = (
     REENTRANT,
     COMPILED_GRADS,
     TORCH_FUNCTION,
+    DISPATCH_HANDLERS,
     OVERRIDES,
     *CONTRACT,
     SUPPRESSIONS,

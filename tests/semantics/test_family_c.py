@@ -255,3 +255,55 @@ def test_autocast_hides_the_upcast_in_outputs_but_not_in_copies() -> None:
         assert true_dtype(y) == torch.bfloat16  # autocast re-casts below the override
         counts.append(counter.count)
     assert counts[1] > counts[0]
+
+
+class _Wrapped(torch.Tensor):
+    """A wrapper subclass holding its data, as quantized and sharded tensors do."""
+
+    @staticmethod
+    def __new__(cls, data):
+        return torch.Tensor._make_wrapper_subclass(
+            cls, data.shape, dtype=data.dtype, device=data.device
+        )
+
+    def __init__(self, data):
+        self._data = data
+
+
+class IgnoresRequests(_Wrapped):
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        aten = torch.ops.aten
+        if func is aten.empty_like.default:
+            return IgnoresRequests(torch.empty_like(args[0]._data))
+        if func is aten.new_zeros.default:
+            return IgnoresRequests(torch.zeros_like(args[0]._data))
+        if func is aten._to_copy.default:
+            return args[0]._data.clone()
+        raise NotImplementedError(func)
+
+
+class PassesRequests(_Wrapped):
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        aten = torch.ops.aten
+        if func in (aten.empty_like.default, aten.new_zeros.default, aten._to_copy.default):
+            return PassesRequests(func(args[0]._data, *args[1:], **kwargs))
+        raise NotImplementedError(func)
+
+
+@rows("C5.1", "C5.2", "C5.3", "C5.4")
+def test_dispatch_handlers_that_ignore_the_request_answer_with_their_own_dtype_size_device() -> (
+    None
+):
+    ignoring = IgnoresRequests(torch.ones(2, 3))
+    assert torch.empty_like(ignoring, dtype=torch.float64).dtype == torch.float32
+    assert tuple(ignoring.new_zeros((5,)).shape) == (2, 3)
+    moved = ignoring.to(device="meta")
+    assert type(moved) is torch.Tensor and moved.device.type == "cpu"
+    passing = PassesRequests(torch.ones(2, 3))
+    assert torch.empty_like(passing, dtype=torch.float64).dtype == torch.float64
+    assert tuple(passing.new_zeros((5,)).shape) == (5,)
+    moved = passing.to(device="meta")
+    assert type(moved) is PassesRequests and moved.device.type == "meta"
