@@ -4,6 +4,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Ops whose caller picks the result's dtype and device (in kwargs) and, for the second set, its
+# size (args[1]): a __torch_dispatch__ handler of one must read them (AGL306). The slicer keeps
+# handlers registered for them by decorator (`@implements(aten.empty_like.default)`).
+DISPATCH_REQUEST_OPS = frozenset(
+    {
+        "empty_like",
+        "zeros_like",
+        "ones_like",
+        "full_like",
+        "rand_like",
+        "randn_like",
+        "_to_copy",
+        "to",
+    }
+)
+DISPATCH_SIZED_OPS = frozenset(
+    {"new_empty", "new_zeros", "new_ones", "new_full", "new_empty_strided"}
+)
 # How many calls deep the checks follow backward into the file's own functions (backward ->
 # helper -> its helper); the slicer keeps exactly those functions.
 HELPER_DEPTH = 2

@@ -10,23 +10,11 @@ import libcst as cst
 from ..analysis.facts import ClassInfo
 from ..analysis.names import dotted
 from ..analysis.walk import FastVisitor, names_in
+from ..settings import DISPATCH_REQUEST_OPS, DISPATCH_SIZED_OPS
 from .base import Check
 
-# Ops whose caller picks the result's dtype/device (in kwargs) and, for `new_*`, its size (the
-# second positional argument): a handler must read them to honour the request.
-REQUESTING_OPS = frozenset(
-    {
-        "empty_like",
-        "zeros_like",
-        "ones_like",
-        "full_like",
-        "rand_like",
-        "randn_like",
-        "_to_copy",
-        "to",
-    }
-)
-SIZED_OPS = frozenset({"new_empty", "new_zeros", "new_ones", "new_full", "new_empty_strided"})
+REQUESTING_OPS = DISPATCH_REQUEST_OPS
+SIZED_OPS = DISPATCH_SIZED_OPS
 _OP = re.compile(r"\b(" + "|".join(sorted(REQUESTING_OPS | SIZED_OPS)) + r")\b")
 
 
@@ -39,6 +27,32 @@ class DispatchHandlers(Check):
             if hook is not None:
                 self.ctx.enter(info.node)
                 self._hook(info, hook)
+        self.ctx.enter(None)
+        reporter = self
+
+        class _Registered(FastVisitor):
+            """Handlers registered per op by decorator (`@implements(aten.empty_like.default)`),
+            as wrapper-tensor libraries write them."""
+
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+                ops = {
+                    op
+                    for decorator in node.decorators
+                    for op in _OP.findall(cst.Module([]).code_for_node(decorator.decorator))
+                    if "aten" in cst.Module([]).code_for_node(decorator.decorator)
+                }
+                if ops:
+                    reporter._registered(node, ops)
+
+        _Registered().walk(self.ctx.facts.module)
+
+    def _registered(self, handler: cst.FunctionDef, ops: set[str]) -> None:
+        params = [p.name.value for p in (*handler.params.posonly_params, *handler.params.params)]
+        if "args" not in params or "kwargs" not in params:
+            # A decomposition registered for the op takes the op's own parameters
+            # (`rand_like(x, dtype=None, device=None)`), not a dispatch handler's.
+            return
+        self._answers(handler.name.value, handler, handler.body, handler, ops, "args", "kwargs")
 
     def _hook(self, info: ClassInfo, hook: cst.FunctionDef) -> None:
         params = [p.name.value for p in (*hook.params.posonly_params, *hook.params.params)]
@@ -69,12 +83,26 @@ class DispatchHandlers(Check):
         args: str,
         kwargs: str,
     ) -> None:
-        returns = _returns_in(branch.body)
-        if not returns:
+        self._answers(
+            f"{info.name}.__torch_dispatch__", branch, branch.body, hook, ops, args, kwargs
+        )
+
+    def _answers(
+        self,
+        where: str,
+        node: cst.CSTNode,
+        body: cst.BaseSuite,
+        hook: cst.FunctionDef,
+        ops: set[str],
+        args: str,
+        kwargs: str,
+    ) -> None:
+        """Report when `body` answers one of `ops` without reading what the caller asked."""
+        if not _returns_in(body):
             return  # falls through to code that may honour the request
-        read = set(names_in(branch.body))
-        reads_kwargs = bool(read & _aliases(hook, kwargs, branch))
-        reads_size = _reads_past_self(branch.body, args)
+        read = set(names_in(body))
+        reads_kwargs = bool(read & _aliases(hook, kwargs, node))
+        reads_size = _reads_past_self(body, args)
         for op in sorted(ops):
             ignored = []
             if not reads_kwargs:
@@ -82,13 +110,9 @@ class DispatchHandlers(Check):
             if op in SIZED_OPS and not reads_size:
                 ignored.append("the requested size")
             if ignored:
+                anchor = node.test if isinstance(node, cst.If) else node.name  # type: ignore[union-attr]
                 self.report(
-                    "AGL306",
-                    branch,
-                    anchor=branch.test,
-                    cls=info.name,
-                    name=op,
-                    detail=" and ".join(ignored),
+                    "AGL306", node, anchor=anchor, hook=where, name=op, detail=" and ".join(ignored)
                 )
                 return
 
@@ -120,7 +144,7 @@ def _returns_in(body: cst.BaseSuite) -> list[cst.Return]:
     return found
 
 
-def _aliases(hook: cst.FunctionDef, kwargs: str, branch: cst.If) -> set[str]:
+def _aliases(hook: cst.FunctionDef, kwargs: str, branch: cst.CSTNode) -> set[str]:
     """`kwargs` and the names bound from it before the branch (`kw = dict(kwargs)`)."""
     names = {kwargs}
 

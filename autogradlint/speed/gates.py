@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..analysis.hierarchy import function_like
 from ..outline import ClassDecl, class_declarations
+from ..settings import DISPATCH_REQUEST_OPS, DISPATCH_SIZED_OPS
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,18 @@ COMPILED_GRADS = Gate(
 TORCH_FUNCTION = Gate(
     ("AGL301", "AGL302"), (re.compile(rb"def\s+__torch_(function|dispatch)__"),), (b"__torch_",)
 )
-DISPATCH_HANDLERS = Gate(("AGL306",), (re.compile(rb"def\s+__torch_dispatch__"),), (b"__torch_",))
+DISPATCH_HANDLERS = Gate(
+    ("AGL306",),
+    (
+        re.compile(rb"def\s+__torch_dispatch__"),
+        # a handler registered by decorator for one of the ops (the pattern starts with a literal)
+        re.compile(
+            rb"aten\.(?:"
+            + "|".join(sorted(DISPATCH_REQUEST_OPS | DISPATCH_SIZED_OPS)).encode()
+            + rb")\b"
+        ),
+    ),
+)
 OVERRIDES = Gate(
     ("AGL303", "AGL304", "AGL305"), (re.compile(rb"def\s+__torch_function__"),), (b"__torch_",)
 )

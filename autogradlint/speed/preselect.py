@@ -18,7 +18,12 @@ from bisect import bisect_left
 from dataclasses import dataclass
 
 from ..analysis.hierarchy import function_like
-from ..settings import DEFAULT_LOADERS, HELPER_DEPTH
+from ..settings import (
+    DEFAULT_LOADERS,
+    DISPATCH_REQUEST_OPS,
+    DISPATCH_SIZED_OPS,
+    HELPER_DEPTH,
+)
 from .statements import body_start, chunk_of, chunk_starts
 
 CALL_TAILS = (".forward(", "()(", ".apply(")
@@ -49,6 +54,10 @@ def direct_call_offsets(
 _CLASS_DECL = re.compile(r"class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?")
 # A hook defined as a method, or bound as a class attribute (`__torch_function__ = impl`).
 _HOOK_NAME = re.compile(r"__torch_(?:function|dispatch)__(?=[ \t]*(?:\(|=[^=]))")
+# A dispatch handler registered by decorator for an op AGL306 checks (`@implements(aten.to...`).
+_HANDLER = re.compile(
+    r"aten\.(?:" + "|".join(sorted(DISPATCH_REQUEST_OPS | DISPATCH_SIZED_OPS)) + r")\b"
+)
 _FUNCTION_ALIAS = re.compile(r"Function[ \t]+as[ \t]+(\w+)")
 _IMPORT = re.compile(r"import[ \t\\(]")
 _TRITON = re.compile(r"@[ \t]*triton\.")
@@ -137,6 +146,9 @@ def kept_ranges(
     )
     function_offsets = [offset for offset, name, _ in decls if name in names]
     hook_offsets = [m.start() for m in _HOOK_NAME.finditer(text)]
+    # Anywhere, not only on an `@` line: a decorator's arguments may span lines. The ast side
+    # keeps only the defs a decorator registers; a mark elsewhere only keeps more for it to see.
+    hook_offsets += [m.start() for m in _HANDLER.finditer(text)]
     calls = direct_call_offsets(text, names)  # on Functions of this file or imported ones
     if not function_offsets and not hook_offsets and not calls:
         return None

@@ -19,7 +19,7 @@ from itertools import compress
 
 from ..analysis.bindings import Binding, Bindings
 from ..analysis.hierarchy import function_like
-from ..settings import DEFAULT_LOADERS, HELPER_DEPTH
+from ..settings import DEFAULT_LOADERS, DISPATCH_REQUEST_OPS, DISPATCH_SIZED_OPS, HELPER_DEPTH
 from .preselect import direct_call_offsets, holds_graph_call, kept_ranges, triton_kernels
 from .statements import blank_outside, chunk_starts
 
@@ -162,6 +162,9 @@ class _Selector:
         costs its own lines, not the block's.
         """
         start, end = _span(stmt)
+        if isinstance(stmt, _DEFS) and registers_handler(stmt):
+            keep.append((start, end))  # a dispatch handler registered for an op (AGL306)
+            return True
         if isinstance(stmt, ast.ClassDef) and stmt.name in self.function_like:
             keep.append((start, end))
             return True
@@ -224,6 +227,20 @@ def _blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
 
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def registers_handler(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """`@implements(aten.empty_like.default)` and the like: a decorator naming an `aten` op
+    whose caller chooses dtype, device or size (preselect's `_HANDLER` is the text twin)."""
+    for decorator in node.decorator_list:
+        for sub in ast.walk(decorator):
+            if (
+                isinstance(sub, ast.Attribute)
+                and sub.attr in DISPATCH_REQUEST_OPS | DISPATCH_SIZED_OPS
+                and _callee_text(sub.value).rsplit(".", 1)[-1] == "aten"
+            ):
+                return True
+    return False
 
 
 def _function_uses(
@@ -449,7 +466,9 @@ def slice_source(
     function_like = _function_like_names(tree, known_functions, statements)
     call_lines = _direct_call_lines(text, function_like, statements)
     if not call_lines and not any(
-        isinstance(n, ast.ClassDef) and _class_of_interest(n, function_like) for n in statements
+        (isinstance(n, ast.ClassDef) and _class_of_interest(n, function_like))
+        or (isinstance(n, _DEFS) and registers_handler(n))
+        for n in statements
     ):
         return None
     # Lines as Python counts them; without \r, a plain split is the same and far cheaper.
