@@ -169,7 +169,20 @@ def _parse(text: str) -> ast.Module | None:
             return None
 
 
-def _forward_signature(node: ast.ClassDef) -> Signature | None:
+class ForwardParameters(NamedTuple):
+    """forward's inputs as `apply` hands them over: after ctx, or all of them in the
+    setup_context style."""
+
+    names: tuple[str, ...]
+    required: int  # how many have no default
+    star: bool  # forward takes *args
+    setup_context: bool
+    keyword_only: bool  # forward also takes keyword-only parameters
+
+
+def forward_parameters(node: ast.ClassDef) -> ForwardParameters | None:
+    """The inputs of a class's own forward (the index's signatures and the slicer's apply
+    check read them from here)."""
     methods = {
         s.name: s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
@@ -182,7 +195,20 @@ def _forward_signature(node: ast.ClassDef) -> Signature | None:
     if not setup_context:
         positional = positional[1:]  # ctx
     required = len(positional) - len(args.defaults)
-    return Signature(max(required, 0), len(positional), args.vararg is not None, setup_context)
+    return ForwardParameters(
+        tuple(a.arg for a in positional),
+        max(required, 0),
+        args.vararg is not None,
+        setup_context,
+        bool(args.kwonlyargs),
+    )
+
+
+def _forward_signature(node: ast.ClassDef) -> Signature | None:
+    found = forward_parameters(node)
+    if found is None:
+        return None
+    return Signature(found.required, len(found.names), found.star, found.setup_context)
 
 
 # --- the index -------------------------------------------------------------------------------

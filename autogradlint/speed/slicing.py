@@ -19,6 +19,7 @@ from itertools import compress
 
 from ..analysis.bindings import Binding, Bindings
 from ..analysis.hierarchy import function_like
+from ..project import forward_parameters
 from ..settings import DEFAULT_LOADERS, DISPATCH_REQUEST_OPS, DISPATCH_SIZED_OPS, HELPER_DEPTH
 from .preselect import direct_call_offsets, holds_graph_call, kept_ranges, triton_kernels
 from .statements import blank_outside, chunk_starts
@@ -369,17 +370,11 @@ def _forward_shapes(statements: list[ast.stmt], function_like: set[str]) -> dict
             shapes[node.name] = _UNKNOWN  # several local classes of one name: the check decides
             continue
         seen.add(node.name)
-        methods = {m.name: m for m in node.body if isinstance(m, _DEFS)}
-        forward = methods.get("forward")
-        if not isinstance(forward, ast.FunctionDef) or forward.args.kwonlyargs:
+        found = forward_parameters(node)
+        if found is None or found.keyword_only:
             shapes[node.name] = _UNKNOWN
             continue
-        args = [*forward.args.posonlyargs, *forward.args.args]
-        if "setup_context" not in methods:
-            args = args[1:]  # the ctx slot
-        names = [a.arg for a in args]
-        required = len(names) - len(forward.args.defaults)
-        shapes[node.name] = (names, max(required, 0), forward.args.vararg is not None)
+        shapes[node.name] = (list(found.names), found.required, found.star)
     return shapes
 
 
