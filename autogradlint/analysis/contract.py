@@ -10,7 +10,7 @@ import libcst as cst
 
 from .aliasing import ALIASING_METHODS
 from .facts import ClassInfo, FileFacts
-from .flow import MethodFlow
+from .flow import CallSite, MethodFlow
 from .names import dotted
 
 CONTRACT_METHODS = ("forward", "backward", "setup_context", "jvp", "vmap")
@@ -127,6 +127,14 @@ def mutation(node: cst.CSTNode) -> tuple[cst.BaseExpression, cst.CSTNode] | None
         if name.endswith("_") and not name.endswith("__") and name not in METADATA_INPLACE:
             return node.func.value, node
     return None
+
+
+def save_for_backward_calls(flow: MethodFlow, ctx_name: str) -> list[CallSite]:
+    """forward's own `ctx.save_for_backward(...)` calls (not those of nested functions)."""
+    target = f"{ctx_name}.save_for_backward"
+    return [
+        site for site in flow.calls if dotted(site.node.func) == target and not site.in_nested_def
+    ]
 
 
 def returned_names(flow: MethodFlow) -> set[str]:

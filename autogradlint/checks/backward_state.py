@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.contract import ALIASING, mutation, returned_names
+from ..analysis.contract import ALIASING, mutation, returned_names, save_for_backward_calls
 from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
 from ..analysis.names import dotted
@@ -75,11 +75,7 @@ class BackwardState(Check):
         if not flow.params:
             return {}
         ctx_name, inputs = flow.params[0], set(flow.params[1:])
-        calls = [
-            site
-            for site in flow.calls
-            if dotted(site.node.func) == f"{ctx_name}.save_for_backward" and not site.in_nested_def
-        ]
+        calls = save_for_backward_calls(flow, ctx_name)
         if len(calls) != 1 or any(arg.star for arg in calls[0].node.args):
             return {}
         call = calls[0]

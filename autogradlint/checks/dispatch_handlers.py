@@ -35,12 +35,8 @@ class DispatchHandlers(Check):
             as wrapper-tensor libraries write them."""
 
             def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-                ops = {
-                    op
-                    for decorator in node.decorators
-                    for op in _OP.findall(cst.Module([]).code_for_node(decorator.decorator))
-                    if "aten" in cst.Module([]).code_for_node(decorator.decorator)
-                }
+                texts = [cst.Module([]).code_for_node(d.decorator) for d in node.decorators]
+                ops = {op for text in texts if "aten" in text for op in _OP.findall(text)}
                 if ops:
                     reporter._registered(node, ops)
 

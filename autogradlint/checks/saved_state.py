@@ -6,7 +6,13 @@ import re
 
 import libcst as cst
 
-from ..analysis.contract import METADATA_FUNCTIONS, METADATA_USES, ForwardInputs, returned_names
+from ..analysis.contract import (
+    METADATA_FUNCTIONS,
+    METADATA_USES,
+    ForwardInputs,
+    returned_names,
+    save_for_backward_calls,
+)
 from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
 from ..analysis.names import dotted
@@ -85,11 +91,7 @@ class SavedState(Check):
                 cst.Module([]).code_for_node(p.annotation.annotation).replace(" ", ""),
             )
         }
-        calls = [
-            site
-            for site in flow.calls
-            if dotted(site.node.func) == f"{ctx_name}.save_for_backward" and not site.in_nested_def
-        ]
+        calls = save_for_backward_calls(flow, ctx_name)
         module = self.ctx.facts.module
         for site in calls:
             # One finding per call, naming every non-tensor it gets: one fix edits one call.

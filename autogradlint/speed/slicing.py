@@ -282,12 +282,12 @@ def _function_uses(
         functions |= fresh
         frontier = [stmt for name in fresh for stmt in defs[name]]
     # Only helpers that hold a graph call, or call one that does (preselect's twin).
-    kept = {name for name in functions if any(_holds_token(lines, s) for s in defs[name])}
+    kept = {name for name in functions if any(_holds_graph_call(lines, s) for s in defs[name])}
     kept |= {name for name in functions - kept if calls.get(name, set()) & kept}
     return owners, kept
 
 
-def _holds_token(lines: list[str], stmt: ast.stmt) -> bool:
+def _holds_graph_call(lines: list[str], stmt: ast.stmt) -> bool:
     start, end = _span(stmt)
     return holds_graph_call("\n".join(lines[start - 1 : end]))
 
