@@ -242,9 +242,7 @@ def _exits(body: cst.BaseSuite) -> bool:
     """Whether a block ends in `return` or `raise`."""
     statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
     last = statements[-1] if statements else None
-    if isinstance(last, cst.SimpleStatementLine):
-        return isinstance(last.body[-1], (cst.Return, cst.Raise))
-    if isinstance(last, cst.SimpleStatementSuite):
+    if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
         return isinstance(last.body[-1], (cst.Return, cst.Raise))
     return False
 
