@@ -27,8 +27,8 @@ from .model import FileError, FileResult, Finding, FixSuggestion, LineEdit
 from .outline import Outline
 from .project import Details, Signature
 
-FORMAT = 6  # 2: keyed by ctime and inode too; 3: dotted bases; 4: imports in the outline; 5: help;
-# 6: `X.apply(` callees in the outline
+FORMAT = 7  # 2: keyed by ctime and inode too; 3: dotted bases; 4: imports in the outline; 5: help;
+# 6: `X.apply(` callees in the outline; 7: the C/C++ stamp of results that read it
 DIR_NAME = ".autogradlint_cache"
 
 
@@ -61,6 +61,7 @@ def result_to_json(result: FileResult) -> dict[str, Any]:
         "error": asdict(result.error) if result.error else None,
         "parsed": result.parsed,
         "fixes": [asdict(f) for f in result.fixes],
+        "native": result.native_stamp,
     }
 
 
@@ -81,7 +82,12 @@ def result_from_json(path: str, data: dict[str, Any]) -> FileResult:
         for item in data.get("fixes", [])
     ]
     return FileResult(
-        path, findings=findings, error=error, parsed=bool(data["parsed"]), fixes=fixes
+        path,
+        findings=findings,
+        error=error,
+        parsed=bool(data["parsed"]),
+        fixes=fixes,
+        native_stamp=str(data.get("native", "")),
     )
 
 
@@ -111,6 +117,7 @@ class Entry:
             error=replace(result.error, path=path) if result.error else None,
             parsed=result.parsed,
             fixes=list(result.fixes),
+            native_stamp=result.native_stamp,
         )
 
     def matches(self, info: os.stat_result) -> bool:

@@ -37,6 +37,7 @@ class Analysis:
     parsed: bool = False
     layout: Layout = field(default_factory=Layout)  # how the module sits in the text
     facts: FileFacts | None = None  # what the checks read
+    native_stamp: str = ""  # the project's C/C++ sources, when the checks read them
 
 
 def analyse(
@@ -149,7 +150,7 @@ def analyse(
         )
         facts.triton_kernels |= extra_triton
         facts.parsed = parse_input
-        ctx = CheckContext(facts=facts, enabled=enabled, settings=settings)
+        ctx = CheckContext(facts=facts, enabled=enabled, settings=settings, path=path)
         for check in checks:
             check(ctx).run()
     except RecursionError:
@@ -166,6 +167,7 @@ def analyse(
         parsed=True,
         layout=Layout(line_map, tree, kept),
         facts=facts,
+        native_stamp=ctx.native_stamp,
     )
 
 
@@ -214,14 +216,14 @@ def lint_source(
         located = [
             f for f, _ in locate(result.module, result.text, result.violations, path, result.layout)
         ]
+    stamp = result.native_stamp
     if not suppress:
-        return FileResult(path, findings=located, parsed=result.parsed)
+        return FileResult(path, findings=located, parsed=result.parsed, native_stamp=stamp)
     text = result.text if result.text is not None else _audited_text(source, enabled)
     if text is None:
-        return FileResult(path, findings=located, parsed=result.parsed)
-    return FileResult(
-        path, findings=audit(text, path, located, enabled).findings, parsed=result.parsed
-    )
+        return FileResult(path, findings=located, parsed=result.parsed, native_stamp=stamp)
+    findings = audit(text, path, located, enabled).findings
+    return FileResult(path, findings=findings, parsed=result.parsed, native_stamp=stamp)
 
 
 def _audited_text(source: bytes | str, enabled: frozenset[str]) -> str | None:
@@ -258,7 +260,7 @@ def locate(
             rule_id=meta.id,
             name=meta.name,
             family=meta.family,
-            severity=meta.severity,
+            severity=violation.severity or meta.severity,
             message=violation.message,
             line=line,
             col=col,

@@ -47,7 +47,9 @@ def lint_file(
     analysis = step.result
     if analysis.error is not None:
         return FileResult(path, error=analysis.error, parsed=analysis.parsed)
-    result = FileResult(path, findings=step.reported, parsed=analysis.parsed)
+    result = FileResult(
+        path, findings=step.reported, parsed=analysis.parsed, native_stamp=analysis.native_stamp
+    )
     if fixes and (any(v.fix for _, v in step.located) or step.comment_fixes):
         options = {"enabled": enabled, "settings": settings, "project": project}
         result.fixes = [

@@ -66,7 +66,7 @@ class RuleMeta:
         return self.message.format(**short)
 
     def format_help(self, **fields: object) -> str:
-        return self.help.format(**fields) if self.help else ""
+        return self.help.format(**fields).strip() if self.help else ""
 
     @property
     def url(self) -> str:

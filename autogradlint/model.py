@@ -39,6 +39,7 @@ class Violation:
     fix: Fix | None = None
     subject: str | None = None  # the class it is about
     help: str = ""  # the detail under the headline
+    severity: str | None = None  # when the evidence sets it (else the rule's)
 
 
 @dataclass(frozen=True)
@@ -121,3 +122,6 @@ class FileResult:
     parsed: bool = False  # False when the byte prefilter proved the file cannot hold a finding
     fixes: list[FixSuggestion] = field(default_factory=list)  # when asked for (json, sarif)
     classes: list[ClassSummary] = field(default_factory=list)  # when asked for (confirm)
+    # The stamp of the project's C/C++ sources when the analysis read them (native/index.py):
+    # a cached result is valid only while they are unchanged.
+    native_stamp: str = ""

@@ -296,7 +296,8 @@ def lint_paths(
     for item in items:
         if item.entry is not None:
             item.outline = item.entry.outline
-    if cache is not None and _unchanged(cache, items, unread, wants):
+    native = _NativeStamps(config.settings.native_sources)
+    if cache is not None and _unchanged(cache, items, unread, wants, native):
         # No file was added, removed or changed since the last run: every view is the same.
         reuse = [
             item.entry.result_for(str(item.path)) for item in items if item.reported and item.entry
@@ -324,7 +325,12 @@ def lint_paths(
             view = index.view(str(item.path))
         keys[item.key] = key = view_key(view)
         entry = item.entry
-        if entry is not None and entry.result is not None and entry.index_key == key:
+        if (
+            entry is not None
+            and entry.result is not None
+            and entry.index_key == key
+            and native.current(entry.result, str(item.path))
+        ):
             cached = entry.result_for(str(item.path))
             if _has_what_is_wanted(cached, wants):
                 item.result = cached
@@ -367,8 +373,32 @@ def _has_what_is_wanted(result: FileResult, wants: frozenset[str]) -> bool:
     return True
 
 
+class _NativeStamps:
+    """Whether a cached result that read the project's C/C++ sources still matches them
+    (each project's sources are stat'ed at most once per run, and only if such a result is
+    there)."""
+
+    def __init__(self, extra: tuple[str, ...]) -> None:
+        self.extra = extra
+        self.stamps: dict[str, str] = {}
+
+    def current(self, result: FileResult, path: str) -> bool:
+        if not result.native_stamp:
+            return True
+        from .native.index import native_files, native_root, stamp
+
+        root = native_root(path)
+        if root not in self.stamps:
+            self.stamps[root] = stamp(native_files(root, self.extra))
+        return self.stamps[root] == result.native_stamp
+
+
 def _unchanged(
-    cache: Cache, items: list[_File], unread: list[_File], wants: frozenset[str]
+    cache: Cache,
+    items: list[_File],
+    unread: list[_File],
+    wants: frozenset[str],
+    native: _NativeStamps,
 ) -> bool:
     from .cache import files_key
 
@@ -379,6 +409,8 @@ def _unchanged(
         if item.reported and entry is not None and entry.result is not None:
             if not _has_what_is_wanted(entry.result, wants):
                 return False
+            if not native.current(entry.result, str(item.path)):
+                return False  # the C/C++ it read has changed
     if any(item.reported and (item.entry is None or item.entry.result is None) for item in items):
         return False  # a file named now that an earlier run only read for the index
     return cache.files_key == files_key([item.key for item in items])

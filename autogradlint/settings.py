@@ -49,3 +49,5 @@ class Settings:
     writing_extensions: tuple[str, ...] = DEFAULT_WRITING
     guard_decorators: tuple[str, ...] = DEFAULT_GUARD_DECORATORS
     loaders: tuple[str, ...] = DEFAULT_LOADERS
+    # C/C++/CUDA files or directories outside the project tree whose bindings the Python calls
+    native_sources: tuple[str, ...] = ()

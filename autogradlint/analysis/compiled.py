@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 import libcst as cst
 
+from ..native.index import Evidence
+from ..native.modules import ProjectNative
+from ..native.scan import CHECKED, RAW, SAFE
 from ..settings import Settings
 from .facts import FileFacts
 from .names import dotted
@@ -53,3 +57,88 @@ def _is_triton_launch(kernel: str, func: cst.Subscript, facts: FileFacts) -> boo
         return True
     text = dotted(index) or ""
     return "grid" in text.lower()
+
+
+def compiled_by_evidence(
+    call: cst.Call, facts: FileFacts, native: ProjectNative
+) -> tuple[str, str] | None:
+    """A call into a module the project's files show to be compiled (a binary beside it, a
+    build declaration, a pybind11 module name), whatever it is called."""
+    text = dotted(call.func) if isinstance(call.func, cst.Attribute) else None
+    if text is None or not facts.imports.is_imported(text.split(".", 1)[0]):
+        return None
+    name = facts.imports.resolve_dotted(text)
+    parts = name.split(".")
+    if len(parts) < 2 or parts[0] == "torch":
+        return None
+    module = name.rsplit(".", 1)[0]
+    return ("extension", name) if native.is_compiled(module) else None
+
+
+@dataclass(frozen=True)
+class ReadEvidence:
+    """What the compiled side says about one gradient argument, as a finding tells it."""
+
+    safe: bool
+    severity: str | None  # None: the rule's own
+    text: str  # the sentence the finding's help leads with ("" when there is nothing to add)
+
+
+def read_evidence(
+    native: ProjectNative,
+    facts: FileFacts,
+    kind: str,
+    name: str,
+    call: cst.Call,
+    position: int,
+) -> ReadEvidence:
+    """How the C++ behind a compiled call reads the argument at `position`."""
+    if kind != "extension":
+        return ReadEvidence(False, None, "")
+    args = call.args
+    arg = args[position]
+    if any(a.star for a in args[: position + 1]):
+        slot: int | None = None
+        keyword = None
+    elif arg.keyword is not None:
+        slot, keyword = None, arg.keyword.value
+    else:
+        slot, keyword = position, None
+    parts = name.split(".")
+    index = native.index()
+    if parts[:2] == ["torch", "ops"] and len(parts) >= 4:
+        found = index.op_evidence(parts[2], parts[3], slot)
+    else:
+        module = None if parts[0] in facts.compiled_names else ".".join(parts[:-1])
+        found = index.evidence(module, parts[-1], slot, keyword)
+    return describe(found, name)
+
+
+def describe(found: Evidence | None, name: str) -> ReadEvidence:
+    if found is None:
+        return ReadEvidence(
+            False,
+            None,
+            f"The C++ behind `{name}` is not among the project's sources (point "
+            "`native-sources` at it), so how it reads the gradient is not known.",
+        )
+    entry = " -> ".join(f"`{step}`" for step in found.chain)
+    if found.how in SAFE:
+        return ReadEvidence(True, None, "")
+    if found.how == CHECKED:
+        return ReadEvidence(
+            False,
+            "warning",
+            f"{entry} checks contiguity ({found.where}): training raises on a non-contiguous "
+            "gradient; make it contiguous in Python so every caller works.",
+        )
+    if found.how == RAW:
+        return ReadEvidence(
+            False,
+            None,
+            f"{entry} reads it through `data_ptr()` with dense indexing ({found.where}).",
+        )
+    where = f" ({found.where})" if found.where else ""
+    return ReadEvidence(
+        False, None, f"Its C++ ({entry}{where}) does not show how the gradient is read."
+    )

@@ -12,6 +12,7 @@ from ..analysis.flow import DEFAULT, MethodFlow, analyse_method
 from ..fix.edits import Fix
 from ..meta import all_rules
 from ..model import Violation
+from ..native.modules import ProjectNative
 from ..settings import Settings
 
 
@@ -26,6 +27,19 @@ class CheckContext:
     _flows: dict[tuple[int, str], MethodFlow] = field(default_factory=dict)
     current_subject: str | None = None  # that class's name (what the confirmer imports)
     _contract: ContractView | None = None
+    path: str = ""  # the file (its project's C++ sources are read from there, when needed)
+    _native: ProjectNative | None = None
+
+    @property
+    def native(self) -> ProjectNative:
+        """The project's compiled side, as this file sees it (read on first question)."""
+        if self._native is None:
+            self._native = ProjectNative(self.path, self.settings.native_sources)
+        return self._native
+
+    @property
+    def native_stamp(self) -> str:
+        return self._native.stamp if self._native is not None else ""
 
     def enter(self, class_node: cst.ClassDef | None) -> None:
         """Checks call this per class so violations know the class they are about."""
@@ -60,6 +74,7 @@ class Check:
         *,
         anchor: cst.CSTNode | None = None,
         fix: Fix | None = None,
+        severity: str | None = None,
         **fields: object,
     ) -> None:
         if rule_id not in self.ctx.enabled:
@@ -74,6 +89,7 @@ class Check:
                 fix,
                 self.ctx.current_subject,
                 meta.format_help(**fields),
+                severity,
             )
         )
 

@@ -8,7 +8,7 @@ from fnmatch import fnmatchcase
 import libcst as cst
 
 from ..analysis.aliasing import ALIASING_METHODS
-from ..analysis.compiled import compiled_callee
+from ..analysis.compiled import compiled_by_evidence, compiled_callee, read_evidence
 from ..analysis.flow import CallSite, MethodFlow
 from ..analysis.names import dotted
 from ..analysis.walk import FastVisitor
@@ -48,6 +48,8 @@ class CompiledGradients(Check):
             self.method = method
             for site in flow.calls:
                 callee = compiled_callee(site.node, facts, self.ctx.settings)
+                if callee is None and self._takes_gradient(site, flow, grads):
+                    callee = compiled_by_evidence(site.node, facts, self.ctx.native)
                 if callee is not None:
                     self._check_call(site, callee, flow, grads, info.name)
 
@@ -62,6 +64,11 @@ class CompiledGradients(Check):
                 if not (isinstance(opt_out, cst.Name) and opt_out.value == "True"):
                     return True
         return False
+
+    def _takes_gradient(self, site: CallSite, flow: MethodFlow, grads: set[str]) -> bool:
+        return any(
+            self._state(arg.value, flow, grads, site.order) is not None for arg in site.node.args
+        )
 
     # --- gradient aliases ----------------------------------------------------------------
     def _state(
@@ -128,7 +135,7 @@ class CompiledGradients(Check):
         writes = kind == "extension" and self._writes(name, site, flow, grads)
         stride_safe = any(fnmatchcase(name, p) for p in self.ctx.settings.stride_safe)
         stride_names = self._stride_arguments(call) if kind == "triton" else set()
-        for arg in call.args:
+        for position, arg in enumerate(call.args):
             state = self._state(arg.value, flow, grads, site.order)
             if state is None:
                 continue
@@ -143,8 +150,20 @@ class CompiledGradients(Check):
                 )
                 self.report("AGL202", arg.value, fix=fix, grad=shown, callee=name, cls=cls)
             elif not state.read_safe and not stride_safe and state.name not in stride_names:
+                found = read_evidence(self.ctx.native, self.ctx.facts, kind, name, call, position)
+                if found.safe:
+                    continue  # the C++ makes it contiguous or reads it through its strides
                 fix = self._contiguous_fix(arg.value)
-                self.report("AGL201", arg.value, fix=fix, grad=shown, callee=name, cls=cls)
+                self.report(
+                    "AGL201",
+                    arg.value,
+                    fix=fix,
+                    severity=found.severity,
+                    grad=shown,
+                    callee=name.lstrip("."),
+                    cls=cls,
+                    evidence=found.text,
+                )
 
     # --- fixes (FIX-B1; FIX-B2 is gradient_copy.copy_gradient_first) ------------------------
     def _contiguous_fix(self, value: cst.BaseExpression) -> Fix | None:

@@ -1,0 +1,263 @@
+"""The project's compiled code as one index: which names Python can call, and for each tensor
+argument how the C++ behind it reads it, following the C++ one call at a time."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import scan as native
+from .scan import RANK, UNKNOWN, Binding, Function, Source
+
+SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inl")
+# Directories that hold no source of the project itself.
+_SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "dist-packages"})
+_FOLLOW = 4  # C++ calls followed from a bound function to the code that reads the tensor
+_MAX_FILES = 20_000  # a tree with more native files than this is not the project's own code
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """How compiled code reads one tensor argument, and where the text says so."""
+
+    how: str  # a verdict of native.scan
+    where: str  # "csrc/scale.cu:12" (relative to the project), "" when unknown
+    chain: tuple[str, ...]  # the C++ functions followed, from the bound one
+
+
+class NativeIndex:
+    """Bindings, functions and macros of every native source of a project, read on demand:
+    a project whose Python never hands a gradient to compiled code never reads its C++."""
+
+    def __init__(self, sources: Iterable[Source], root: str = "") -> None:
+        self.root = root
+        self.sources = list(sources)
+        self._bindings: dict[str, list[tuple[Binding, str]]] | None = None
+        self._functions: dict[str, list[tuple[Function, str]]] = {}
+        self._macros: dict[str, str] | None = None
+
+    @property
+    def bindings(self) -> dict[str, list[tuple[Binding, str]]]:
+        if self._bindings is None:
+            self._bindings = {}
+            for source in self.sources:
+                for binding in source.bindings():
+                    self._bindings.setdefault(binding.name, []).append((binding, source.path))
+        return self._bindings
+
+    @property
+    def macros(self) -> dict[str, str]:
+        if self._macros is None:
+            self._macros = {}
+            for source in self.sources:
+                self._macros.update(source.macros())
+        return self._macros
+
+    @property
+    def modules(self) -> set[str]:
+        """Literal pybind11 module names (`PYBIND11_MODULE(pkg_ops, m)`)."""
+        return {
+            b.module
+            for found in self.bindings.values()
+            for b, _ in found
+            if b.kind == "pybind" and b.module != "TORCH_EXTENSION_NAME"
+        }
+
+    @property
+    def namespaces(self) -> set[str]:
+        """`TORCH_LIBRARY` namespaces (the `ns` of `torch.ops.ns.op`)."""
+        return {b.module for found in self.bindings.values() for b, _ in found if b.kind == "op"}
+
+    def functions(self, name: str) -> list[tuple[Function, str]]:
+        if name not in self._functions:
+            self._functions[name] = [
+                (function, source.path)
+                for source in self.sources
+                for function in source.functions(name)
+            ]
+        return self._functions[name]
+
+    def __bool__(self) -> bool:
+        return bool(self.bindings)
+
+    def evidence(
+        self, module: str | None, name: str, position: int | None, keyword: str | None = None
+    ) -> Evidence | None:
+        """How `module.name(...)` reads its argument at `position` (or named `keyword`); None
+        when no binding of that name is in the sources (the kernel source was not found)."""
+        candidates = [
+            (binding, path)
+            for binding, path in self.bindings.get(name, ())
+            if binding.kind == "pybind"
+            and (
+                module is None
+                or binding.module == "TORCH_EXTENSION_NAME"
+                or binding.module == module.rsplit(".", 1)[-1]
+            )
+        ]
+        return self._worst(candidates, position, keyword)
+
+    def op_evidence(self, namespace: str, op: str, position: int | None) -> Evidence | None:
+        """How every implementation of the `torch.ops.<namespace>.<op>` reads an argument."""
+        candidates = [
+            (binding, path)
+            for binding, path in self.bindings.get(op, ())
+            if binding.kind == "op" and binding.module == namespace and binding.target
+        ]
+        return self._worst(candidates, position, None)
+
+    def _worst(
+        self, candidates: list[tuple[Binding, str]], position: int | None, keyword: str | None
+    ) -> Evidence | None:
+        if not candidates:
+            return None
+        found: list[Evidence] = []
+        for binding, path in candidates:
+            if not binding.target:  # a lambda or a schema only: the text does not say
+                found.append(Evidence(UNKNOWN, self._where(path, binding.line), (binding.name,)))
+                continue
+            found.append(self._read(binding.target, position, keyword, 0, frozenset()))
+        return max(found, key=lambda e: RANK[e.how])
+
+    def _read(
+        self,
+        function: str,
+        position: int | None,
+        keyword: str | None,
+        depth: int,
+        seen: frozenset[str],
+    ) -> Evidence:
+        """The worst evidence over every definition of `function` (overloads, CPU and CUDA)."""
+        definitions = self.functions(function)
+        if not definitions or depth > _FOLLOW or function in seen:
+            return Evidence(UNKNOWN, "", (function,))
+        results = [
+            self._read_one(definition, path, position, keyword, depth, seen | {function})
+            for definition, path in definitions
+        ]
+        usable = [r for r in results if r is not None]
+        if not usable:
+            return Evidence(UNKNOWN, "", (function,))
+        return max(usable, key=lambda e: RANK[e.how])
+
+    def _read_one(
+        self,
+        definition: Function,
+        path: str,
+        position: int | None,
+        keyword: str | None,
+        depth: int,
+        seen: frozenset[str],
+    ) -> Evidence | None:
+        if keyword is not None:
+            if keyword not in definition.params:
+                return None
+            position = definition.params.index(keyword)
+        if position is None or position >= len(definition.params):
+            return None  # another overload
+        if position not in definition.tensors:
+            return None
+        slot = definition.tensors.index(position)
+        how, line = definition.reads[slot]
+        chain = (definition.name,)
+        if how == UNKNOWN:
+            for index, macro, macro_line in definition.macros:
+                if index == position and native.macro_checks(macro, self.macros):
+                    return Evidence(native.CHECKED, self._where(path, macro_line), chain)
+            onward = [
+                self._read(callee, at, None, depth + 1, seen)
+                for index, callee, at in definition.calls
+                if index == position
+            ]
+            known = [e for e in onward if e.how != UNKNOWN]
+            if known:
+                worst = max(known, key=lambda e: RANK[e.how])
+                return Evidence(worst.how, worst.where, chain + worst.chain)
+            return Evidence(UNKNOWN, "", chain)
+        return Evidence(how, self._where(path, line), chain)
+
+    def _where(self, path: str, line: int) -> str:
+        shown = path
+        if self.root and path.startswith(self.root.rstrip(os.sep) + os.sep):
+            shown = path[len(self.root.rstrip(os.sep)) + 1 :]
+        return f"{shown}:{line}" if line else shown
+
+
+def native_files(root: str, extra: Iterable[str] = ()) -> list[str]:
+    """The C/C++/CUDA sources under `root` (hidden and vendored directories skipped), and the
+    files or directories of `native-sources`."""
+    found: list[str] = []
+    for top in (root, *extra):
+        if os.path.isfile(top):
+            found.append(top)
+            continue
+        for directory, dirs, files in os.walk(top):
+            dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS]
+            found.extend(os.path.join(directory, f) for f in files if f.endswith(SUFFIXES))
+            if len(found) > _MAX_FILES:
+                return found[:_MAX_FILES]
+    return found
+
+
+def stamp(paths: Iterable[str]) -> str:
+    """What the sources were when they were read: a cached result that used them stays
+    valid while this does."""
+    import hashlib
+
+    digest = hashlib.blake2b(digest_size=8)
+    for path in sorted(paths):
+        try:
+            info = os.stat(path)
+        except OSError:
+            continue
+        digest.update(f"{path}\0{info.st_mtime_ns}\0{info.st_size}\n".encode())
+    return digest.hexdigest()
+
+
+def native_root(path: str) -> str:
+    """Whose native sources a Python file sees: its project's (the nearest directory with a
+    config file, VCS or packaging marker), else the directory holding its top package."""
+    from ..project import project_root
+
+    found = project_root(Path(path))
+    if found is not None:
+        return str(found)
+    directory = os.path.dirname(os.path.abspath(path))
+    while os.path.exists(os.path.join(directory, "__init__.py")):
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    return directory
+
+
+@functools.lru_cache(maxsize=8)
+def index_for(root: str, extra: tuple[str, ...] = ()) -> tuple[NativeIndex, str]:
+    """The index of a project's native sources and their stamp, built once per process."""
+    paths = native_files(root, extra)
+    return NativeIndex([Source(path) for path in paths], root), stamp(paths)
+
+
+_DECLARED = re.compile(
+    r"""\b(?:CUDAExtension|CppExtension|Extension|Pybind11Extension|SYCLExtension|load|load_inline)"""
+    r"""\s*\(\s*(?:name\s*=\s*)?["']([\w.]+)["']"""
+)
+
+
+@functools.lru_cache(maxsize=8)
+def declared_extensions(root: str) -> frozenset[str]:
+    """Extension module names the build declares: `CUDAExtension("pkg._C", ...)` and friends
+    in setup.py / pyproject.toml / setup.cfg at the project root."""
+    names: set[str] = set()
+    for name in ("setup.py", "pyproject.toml", "setup.cfg"):
+        try:
+            with open(os.path.join(root, name), encoding="utf-8", errors="replace") as handle:
+                text = handle.read(2_000_000)
+        except OSError:
+            continue
+        names.update(_DECLARED.findall(text))
+    return frozenset(names)

@@ -1,0 +1,342 @@
+"""Read one C/C++/CUDA source at token level: its Python bindings, its functions, and how each
+function reads its tensor parameters. No compiler, no parser: regexes over the text with
+comments blanked, bounded work per file, and "unknown" whenever the text does not say.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# How a compiled function reads a tensor parameter, from the evidence in its body. Ordered from
+# harmless to harmful: a merge of several implementations keeps the worst.
+GUARDED = "guarded"  # makes it contiguous first (`.contiguous()`)
+STRIDED = "strided"  # reads it through its own strides or accessors, or only through ATen
+CHECKED = "checked"  # TORCH_CHECKs contiguity: a non-contiguous gradient raises
+UNKNOWN = "unknown"  # the text does not say (or the source is not there)
+RAW = "raw"  # reads `data_ptr()` / `data<T>()` with no guard: the silent bug
+RANK = {GUARDED: 0, STRIDED: 0, CHECKED: 1, UNKNOWN: 2, RAW: 3}
+SAFE = frozenset({GUARDED, STRIDED})
+
+MAX_BYTES = 4_000_000  # a larger source (a 20 MB generated header) is not read: unknown
+_MAX_BODY = 400_000  # a body longer than this is an unbalanced `#if` branch: not a function
+
+# Comments, string and character literals, in one pass (an unterminated one runs to the end).
+_LEXEMES = re.compile(
+    r"//[^\n]*|/\*.*?(?:\*/|\Z)|\"(?:[^\"\\\n]|\\.)*\"?|'(?:[^'\\\n]|\\.){0,8}'?", re.S
+)
+_MODULE = re.compile(
+    r"\b(PYBIND11_MODULE|TORCH_LIBRARY|TORCH_LIBRARY_FRAGMENT|TORCH_LIBRARY_IMPL)\s*\(\s*(\w+)"
+    r"\s*,\s*(\w+)(?:\s*,\s*(\w+))?\s*\)\s*\{"
+)
+_DEF = re.compile(r"\.\s*(def|impl)\s*\(\s*\"([^\"]*)\"\s*,?")
+_TARGET = re.compile(
+    r"\s*(?:TORCH_FN\s*\(\s*)?(?:py::overload_cast<[^>]*>\s*\(\s*)?&?\s*([A-Za-z_][\w:]*)"
+)
+_FUNCTION = re.compile(
+    r"\b([A-Za-z_]\w*)\s*\(([^;{}()]*(?:\([^;{}()]*\)[^;{}()]*)*)\)\s*(?:const\s*)?(?:noexcept\s*)?(?:->\s*[\w:<>,\s]+)?\{"
+)
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
+_KEYWORDS = frozenset(
+    {"if", "for", "while", "switch", "catch", "return", "sizeof", "else", "do", "defined"}
+)
+_RAW_READ = r"\s*(?:\.|->)\s*(?:data_ptr|data|const_data_ptr|mutable_data_ptr)\s*[<(]"
+_STRIDE_READ = r"\s*(?:\.|->)\s*(?:(?:packed_|generic_packed_)?accessor\w*|stride|strides)\b"
+# TORCH_CHECK, AT_ASSERTM, a project's own ASSERT / CHECK_ARG ... and the C `assert`.
+_CHECK = r"\b(?:[A-Z_]*(?:CHECK|ASSERT)[A-Z0-9_]*|assert)"
+_GUARD = r"\s*(?:\.|->)\s*(?:contiguous|expect_contiguous)\s*\("
+
+
+@dataclass(frozen=True)
+class Function:
+    """A C++ function definition and how it reads each tensor parameter."""
+
+    name: str  # unqualified
+    line: int
+    params: tuple[str, ...]  # every parameter name, in order
+    tensors: tuple[int, ...]  # which of them are tensors
+    reads: tuple[tuple[str, int], ...]  # per tensor parameter: (how, line of the evidence)
+    calls: tuple[tuple[int, str, int], ...]  # (tensor parameter, callee, its position there)
+    macros: tuple[tuple[int, str, int], ...] = ()  # (tensor parameter, macro it is given, line)
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A name Python can call: `m.def("name", &fn)` in a pybind11 module, or an op of a
+    `TORCH_LIBRARY` namespace with its implementation(s)."""
+
+    kind: str  # pybind | op
+    module: str  # the module token (TORCH_EXTENSION_NAME for setup-named ones) or namespace
+    name: str
+    target: str  # the C++ function (unqualified), "" when given as a lambda or schema only
+    line: int
+    schema: str = ""
+
+
+class Source:
+    """One native source, read lazily: comments blanked once, braces matched once, and only
+    the functions someone asks about are analysed."""
+
+    def __init__(self, path: str, text: str | None = None) -> None:
+        self.path = path
+        self._raw = text
+        self._text: str | None = None
+        self._braces: dict[int, int] | None = None
+        self._lines: _LineIndex | None = None
+
+    @property
+    def raw(self) -> str:
+        """The text as read (read on first use; unreadable or oversized: empty)."""
+        if self._raw is None:
+            self._raw = _read(self.path)
+        return self._raw
+
+    @property
+    def header(self) -> bool:
+        return self.path.endswith((".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl"))
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = blank_comments(self.raw)
+        return self._text
+
+    @property
+    def braces(self) -> dict[int, int]:
+        if self._braces is None:
+            self._braces = _matching_braces(self.text)
+        return self._braces
+
+    def line(self, offset: int) -> int:
+        if self._lines is None:
+            self._lines = _LineIndex(self.text)
+        return self._lines.line(offset)
+
+    def macros(self) -> dict[str, str]:
+        if "#" not in self.raw or "define" not in self.raw:
+            return {}
+        return {m.group(1): m.group(3) for m in _DEFINE.finditer(self.text)}
+
+    def bindings(self) -> list[Binding]:
+        """The names a `PYBIND11_MODULE` or `TORCH_LIBRARY*` block of this file binds."""
+        if self.header or ("PYBIND11_MODULE" not in self.raw and "TORCH_LIBRARY" not in self.raw):
+            return []  # bindings live in translation units, never in headers
+        text = self.text
+        found: list[Binding] = []
+        for match in _MODULE.finditer(text):
+            macro, module = match.group(1), match.group(2)
+            end = self.braces.get(match.end() - 1)
+            if end is None:
+                continue
+            body = text[match.end() : end]
+            kind = "pybind" if macro == "PYBIND11_MODULE" else "op"
+            for definition in _DEF.finditer(body):
+                name = definition.group(2)
+                line = self.line(match.end() + definition.start())
+                target = ""
+                rest = body[definition.end() : definition.end() + 200].lstrip()
+                target_match = _TARGET.match(body, definition.end())
+                if target_match is not None and not rest.startswith(("[", '"')):
+                    target = target_match.group(1).rsplit("::", 1)[-1]
+                    if target in ("py", "torch", "c10", "pybind11"):
+                        target = ""
+                schema = ""
+                if kind == "op":
+                    schema = name if "(" in name else ""
+                    name = name.split("(", 1)[0].split(".", 1)[0].rsplit("::", 1)[-1]
+                found.append(Binding(kind, module, name, target, line, schema))
+        return found
+
+    def functions(self, name: str) -> list[Function]:
+        """Every definition of a function called `name` in this file."""
+        if name not in self.raw:
+            return []
+        text = self.text
+        found: list[Function] = []
+        for candidate in re.finditer(rf"\b{re.escape(name)}\s*\(", text):
+            match = _FUNCTION.match(text, candidate.start())
+            if match is None:
+                continue
+            start = match.end() - 1
+            end = self.braces.get(start)
+            if end is None or end - start > _MAX_BODY:
+                continue
+            found.append(self._function(name, match, text[start:end], start))
+        return found
+
+    def _function(self, name: str, match: re.Match[str], body: str, start: int) -> Function:
+        params = _parameters(match.group(2))
+        names = tuple(pname for _, pname in params)
+        tensors = tuple(i for i, (kind, pname) in enumerate(params) if _is_tensor(kind) and pname)
+        line = self.line(match.start())
+        if not tensors:
+            return Function(name, line, names, (), (), ())
+        calls = _calls(body)
+        reads: list[tuple[str, int]] = []
+        passed: list[tuple[int, str, int]] = []
+        given: list[tuple[int, str, int]] = []
+        for index in tensors:
+            how, at = _how_read(names[index], body)
+            reads.append((how, self.line(start + at) if how != UNKNOWN else 0))
+            given.extend(
+                (index, macro, self.line(start + offset))
+                for macro, offset in macro_calls(names[index], body)
+            )
+            word = re.compile(rf"\s*{re.escape(names[index])}\s*")
+            passed.extend(
+                (index, callee, position)
+                for callee, args in calls
+                for position, arg in enumerate(args)
+                if word.fullmatch(arg)
+            )
+        return Function(name, line, names, tensors, tuple(reads), tuple(passed), tuple(given))
+
+
+def _read(path: str) -> str:
+    import os
+
+    try:
+        if os.path.getsize(path) > MAX_BYTES:
+            return ""
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_BYTES + 1)
+    except OSError:
+        return ""
+    return data.decode("utf-8", "replace")
+
+
+def blank_comments(text: str) -> str:
+    """Comments become spaces (newlines kept, so offsets and lines stay); literals stay."""
+
+    def blank(match: re.Match[str]) -> str:
+        token = match.group()
+        if token.startswith(("//", "/*")):
+            return re.sub(r"[^\n]", " ", token)
+        return token
+
+    return _LEXEMES.sub(blank, text.replace("\x00", " "))
+
+
+def _is_tensor(kind: str) -> bool:
+    return "Tensor" in kind and "TensorList" not in kind and "vector" not in kind
+
+
+def _parameters(text: str) -> list[tuple[str, str]]:
+    """(type, name) per parameter; defaults and templates tolerated."""
+    params: list[tuple[str, str]] = []
+    depth = 0
+    piece = []
+    for char in text + ",":
+        if char in "<([":
+            depth += 1
+        elif char in ">)]":
+            depth = max(depth - 1, 0)
+        if char == "," and depth == 0:
+            part = "".join(piece).split("=", 1)[0].strip()
+            piece = []
+            words = re.findall(r"[A-Za-z_]\w*", part)
+            if part and words and part != "void":
+                params.append((part[: part.rfind(words[-1])], words[-1] if len(words) > 1 else ""))
+            continue
+        piece.append(char)
+    return params
+
+
+def _how_read(name: str, body: str) -> tuple[str, int]:
+    """The strongest evidence in `body` of how parameter `name` is read, and its offset."""
+    word = re.escape(name)
+    for pattern, verdict in (
+        (rf"\b{word}{_GUARD}", GUARDED),
+        (rf"{_CHECK}\s*\(\s*!?\s*\(?\s*{word}\s*(?:\.|->)\s*is_contiguous\b", CHECKED),
+    ):
+        found = re.search(pattern, body)
+        if found is not None:
+            return verdict, found.start()
+    raw = re.search(rf"\b{word}{_RAW_READ}", body)
+    strided = re.search(rf"\b{word}{_STRIDE_READ}", body)
+    if strided is not None and (raw is None or strided.start() < raw.start()):
+        return STRIDED, strided.start()
+    if raw is not None:
+        return RAW, raw.start()
+    return UNKNOWN, 0
+
+
+def macro_calls(name: str, body: str) -> list[tuple[str, int]]:
+    """(macro, offset) of the upper-case macros `name` is handed to (`CHECK_INPUT(grad)`): the
+    index knows their definitions, which often live in a header."""
+    word = re.escape(name)
+    pattern = rf"\b([A-Z][A-Z0-9_]*)\s*\(\s*{word}\s*[,)]"
+    return [(m.group(1), m.start()) for m in re.finditer(pattern, body)]
+
+
+def macro_checks(macro: str, macros: dict[str, str], depth: int = 0) -> bool:
+    """Whether a macro (through the macros it expands to) checks contiguity."""
+    body = macros.get(macro)
+    if body is None or depth > 4:
+        return False
+    if "is_contiguous" in body:
+        return True
+    return any(macro_checks(inner, macros, depth + 1) for inner in re.findall(r"\b[A-Z]\w*", body))
+
+
+_CALL = re.compile(r"\b([A-Za-z_][\w:]*)\s*(?:<<<[^;]*?>>>\s*)?\(")
+
+
+def _calls(body: str) -> list[tuple[str, list[str]]]:
+    """(callee, argument texts) of each call in a body that is not torch's or the std's."""
+    out: list[tuple[str, list[str]]] = []
+    for match in _CALL.finditer(body):
+        callee = match.group(1)
+        if callee in _KEYWORDS or callee.startswith(("at::", "torch::", "std::", "c10::")):
+            continue
+        args = _arguments(body, match.end())
+        if args:
+            out.append((callee.rsplit("::", 1)[-1], args))
+    return out
+
+
+def _arguments(body: str, start: int) -> list[str]:
+    depth = 0
+    args: list[str] = []
+    piece_start = start
+    limit = min(len(body), start + 2000)
+    for index in range(start, limit):
+        char = body[index]
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            if depth == 0:
+                args.append(body[piece_start:index])
+                return args
+            depth -= 1
+        elif char == "," and depth == 0:
+            args.append(body[piece_start:index])
+            piece_start = index + 1
+        elif char == ";":
+            return []
+    return []
+
+
+def _matching_braces(text: str) -> dict[int, int]:
+    """Offset of each `{` -> offset of its `}` (unbalanced ones are left out)."""
+    stack: list[int] = []
+    pairs: dict[int, int] = {}
+    for match in re.finditer(r"[{}]|\"(?:[^\"\\\n]|\\.)*\"", text):
+        token = match.group()
+        if token == "{":
+            stack.append(match.start())
+        elif token == "}" and stack:
+            pairs[stack.pop()] = match.start()
+    return pairs
+
+
+class _LineIndex:
+    """Offset -> 1-based line, by bisection over newline offsets (built once per file)."""
+
+    def __init__(self, text: str) -> None:
+        self.starts = [m.end() for m in re.finditer("\n", text)]
+
+    def line(self, offset: int) -> int:
+        import bisect
+
+        return bisect.bisect_right(self.starts, offset) + 1

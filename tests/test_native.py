@@ -1,0 +1,253 @@
+"""Family B across the language boundary: the C/C++/CUDA behind a binding decides the finding.
+
+Each test is a small project on disk (setup.py, csrc/, a package), the way users have them."""
+
+from __future__ import annotations
+
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from autogradlint.config import Config
+from autogradlint.native.index import NativeIndex, index_for
+from autogradlint.native.scan import CHECKED, GUARDED, RAW, STRIDED, UNKNOWN, Source
+from autogradlint.runner import discover, lint_paths
+
+SETUP = """\
+from setuptools import setup
+from torch.utils.cpp_extension import CUDAExtension
+setup(name="mypkg", ext_modules=[CUDAExtension("mypkg._kernels", sources=["csrc/ops.cpp"])])
+"""
+CPP = """\
+#include <torch/extension.h>
+#define CHECK_CONTIGUOUS(x) TORCH_CHECK(x.is_contiguous(), #x " must be contiguous")
+#define CHECK_INPUT(x) CHECK_CUDA(x); CHECK_CONTIGUOUS(x)
+
+torch::Tensor launch(torch::Tensor grad, float s);
+
+torch::Tensor bwd_raw(torch::Tensor grad, float s) {
+  auto out = torch::empty_like(grad);
+  float* g = grad.data_ptr<float>();  /* dense indexing */
+  for (int64_t i = 0; i < grad.numel(); ++i) out.data_ptr<float>()[i] = g[i] * s;
+  return out;
+}
+
+torch::Tensor bwd_checked(torch::Tensor grad, float s) {
+  CHECK_INPUT(grad);
+  return launch(grad, s);
+}
+
+torch::Tensor bwd_guarded(const torch::Tensor& grad, float s) {
+  auto g = grad.contiguous();
+  return launch(g, s);
+}
+
+torch::Tensor bwd_accessor(torch::Tensor grad, float s) {
+  auto a = grad.accessor<float, 2>();
+  return grad * s;
+}
+
+torch::Tensor bwd_wrapped(torch::Tensor grad, float s) {
+  return launch(grad, s);  // one C++ call deeper
+}
+
+torch::Tensor bwd_opaque(torch::Tensor grad, float s) {
+  return somewhere_else(grad, s);
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("bwd_raw", &bwd_raw, "raw");
+  m.def("bwd_checked", &bwd_checked);
+  m.def("bwd_guarded", &bwd_guarded);
+  m.def("bwd_accessor", &bwd_accessor);
+  m.def("bwd_wrapped",
+        &bwd_wrapped);
+  m.def("bwd_opaque", &bwd_opaque);
+}
+"""
+KERNEL = """\
+torch::Tensor launch(torch::Tensor grad, float s) {
+  auto out = torch::empty_like(grad);
+  scale_kernel<<<1, 256>>>(grad.data_ptr<float>(), out.data_ptr<float>(), s, grad.numel());
+  return out;
+}
+"""
+
+
+def _function(name: str, entry: str, module: str = "_kernels") -> str:
+    return f"""
+class {name}(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return {module}.{entry}(grad, 2.0)
+"""
+
+
+def _project(tmp_path: Path, body: str, header: str = "from . import _kernels") -> Path:
+    root = tmp_path / "proj"
+    (root / "csrc").mkdir(parents=True)
+    (root / "mypkg").mkdir()
+    (root / "setup.py").write_text(SETUP)
+    (root / "csrc" / "ops.cpp").write_text(CPP)
+    (root / "csrc" / "kernel.cu").write_text(KERNEL)
+    (root / "mypkg" / "__init__.py").write_text("")
+    (root / "mypkg" / "ops.py").write_text(f"import torch\n{header}\n{body}")
+    return root
+
+
+def _findings(root: Path) -> list[tuple[str, int, str, str, str]]:
+    config = Config(root=root)
+    found = discover([str(root)], config, respect_gitignore=False)
+    results = lint_paths(found.files, config, root=root)
+    return [(f.rule_id, f.line, f.severity, f.message, f.help) for r in results for f in r.findings]
+
+
+# --- the scanner -----------------------------------------------------------------------------
+def _reads(text: str, name: str) -> list[str]:
+    return [how for f in Source("x.cpp", text).functions(name) for how, _ in f.reads]
+
+
+def test_scanner_reads_each_kind_of_evidence() -> None:
+    assert _reads(CPP, "bwd_raw") == [RAW]
+    assert _reads(CPP, "bwd_guarded") == [GUARDED]
+    assert _reads(CPP, "bwd_accessor") == [STRIDED]
+    assert _reads(CPP, "bwd_opaque") == [UNKNOWN]
+    # the macro's definition decides, through the index (macros often live in a header)
+    index = NativeIndex([Source("ops.cpp", CPP), Source("kernel.cu", KERNEL)])
+    assert index.evidence(None, "bwd_checked", 0).how == CHECKED  # type: ignore[union-attr]
+    wrapped = index.evidence(None, "bwd_wrapped", 0)
+    assert wrapped is not None and wrapped.how == RAW
+    assert wrapped.chain == ("bwd_wrapped", "launch") and wrapped.where == "kernel.cu:3"
+    assert index.evidence(None, "not_bound", 0) is None  # source not found
+    assert index.evidence(None, "bwd_raw", 1) is not None  # a float: no tensor evidence
+    assert index.evidence(None, "bwd_raw", 1).how == UNKNOWN  # type: ignore[union-attr]
+
+
+def test_bindings_of_pybind11_and_torch_library() -> None:
+    text = """
+    TORCH_LIBRARY(myops, m) { m.def("scale(Tensor g, float s) -> Tensor"); }
+    TORCH_LIBRARY_IMPL(myops, CUDA, m) { m.impl("scale", TORCH_FN(scale_cuda)); }
+    at::Tensor scale_cuda(const at::Tensor& g, double s) { return g.contiguous() * s; }
+    PYBIND11_MODULE(pkg_ops, m) { m.def("lam", [](torch::Tensor g) { return g; }); }
+    """
+    index = NativeIndex([Source("a.cpp", text)])
+    assert index.namespaces == {"myops"} and index.modules == {"pkg_ops"}
+    found = index.op_evidence("myops", "scale", 0)
+    assert found is not None and found.how == GUARDED
+    lam = index.evidence("pkg_ops", "lam", 0)
+    assert lam is not None and lam.how == UNKNOWN  # a lambda: the text is not followed
+
+
+@pytest.mark.parametrize(
+    "junk",
+    [
+        b"\x00\x01\x02\xff" * 50_000,  # binary junk and NUL bytes
+        b"/* never closed " + b"x(" * 100_000,  # an unterminated comment
+        b'"never closed string (' * 20_000,
+        b"void f(torch::Tensor g) {\n#if A\n{\n#else\n" * 5_000,  # unbalanced `#if` branches
+        b"template <typename T> " * 40_000 + b"f(",  # templates without end
+        b"int f(" + b"(" * 50_000 + b") {}",
+    ],
+)
+def test_bad_native_input_says_unknown_and_never_hangs(tmp_path: Path, junk: bytes) -> None:
+    path = tmp_path / "junk.cu"
+    path.write_bytes(junk + b'\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("f", &f); }')
+    start = time.perf_counter()
+    index, _stamp = index_for(str(tmp_path))
+    found = index.evidence(None, "f", 0)
+    assert found is None or found.how in (UNKNOWN, RAW, GUARDED, STRIDED, CHECKED)
+    assert time.perf_counter() - start < 20  # a hang would never get here
+
+
+def test_a_huge_header_is_not_read(tmp_path: Path) -> None:
+    (tmp_path / "huge.h").write_bytes(b"// x\n" * 4_000_000)  # 20 MB
+    (tmp_path / "ops.cpp").write_text(CPP)
+    index, _ = index_for(str(tmp_path))
+    assert index.evidence(None, "bwd_raw", 0).how == RAW  # type: ignore[union-attr]
+
+
+# --- the findings ----------------------------------------------------------------------------
+def test_raw_read_proven_in_cpp_is_an_error_with_the_cpp_location(tmp_path: Path) -> None:
+    found = _findings(_project(tmp_path, _function("Raw", "bwd_raw")))
+    assert len(found) == 1
+    rule, _line, severity, message, help_ = found[0]
+    assert (rule, severity) == ("AGL201", "error")
+    assert "`_kernels.bwd_raw`" in message
+    assert help_.startswith("`bwd_raw` reads it through `data_ptr()`") and "csrc/ops.cpp:9" in help_
+
+
+def test_one_cpp_call_deeper_names_the_path(tmp_path: Path) -> None:
+    found = _findings(_project(tmp_path, _function("Wrapped", "bwd_wrapped")))
+    assert [(f[0], f[2]) for f in found] == [("AGL201", "error")]
+    assert "`bwd_wrapped` -> `launch` reads it" in found[0][4] and "csrc/kernel.cu:3" in found[0][4]
+
+
+def test_a_contiguity_check_in_cpp_is_a_warning(tmp_path: Path) -> None:
+    found = _findings(_project(tmp_path, _function("Checked", "bwd_checked")))
+    assert [(f[0], f[2]) for f in found] == [("AGL201", "warning")]
+    assert "training raises on a non-contiguous gradient" in found[0][4]
+
+
+@pytest.mark.parametrize("entry", ["bwd_guarded", "bwd_accessor"])
+def test_guarded_or_stride_aware_cpp_is_no_finding(tmp_path: Path, entry: str) -> None:
+    assert _findings(_project(tmp_path, _function("Safe", entry))) == []
+
+
+def test_unknown_and_missing_sources_keep_the_finding_and_say_so(tmp_path: Path) -> None:
+    found = _findings(_project(tmp_path, _function("Opaque", "bwd_opaque")))
+    assert [(f[0], f[2]) for f in found] == [("AGL201", "error")]
+    assert "does not show how the gradient is read" in found[0][4]
+    root = _project(tmp_path / "b", _function("Gone", "not_in_sources"))
+    found = _findings(root)
+    assert [f[0] for f in found] == ["AGL201"]
+    assert "not among the project's sources" in found[0][4] and "native-sources" in found[0][4]
+
+
+def test_an_extension_is_known_by_its_declaration_not_its_name(tmp_path: Path) -> None:
+    """`ext` matches no name pattern: setup.py declaring `mypkg.ext` is the evidence."""
+    root = _project(tmp_path, _function("Raw", "bwd_raw", module="ext"), "from mypkg import ext")
+    (root / "setup.py").write_text(SETUP.replace("mypkg._kernels", "mypkg.ext"))
+    assert [f[0] for f in _findings(root)] == ["AGL201"]
+    # a Python module of that name wins: it is not compiled code
+    (root / "mypkg" / "ext.py").write_text("def bwd_raw(g, s):\n    return g * s\n")
+    assert _findings(root) == []
+
+
+def test_a_binary_beside_the_package_is_evidence(tmp_path: Path) -> None:
+    root = _project(
+        tmp_path, _function("Raw", "bwd_raw", module="fastops"), "from . import fastops"
+    )
+    (root / "setup.py").write_text("from setuptools import setup\nsetup()\n")
+    assert _findings(root) == []  # nothing says `fastops` is compiled
+    (root / "mypkg" / "fastops.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\x7fELF")
+    assert [f[0] for f in _findings(root)] == ["AGL201"]
+
+
+def test_an_edit_of_the_cpp_invalidates_the_cached_result(tmp_path: Path) -> None:
+    from autogradlint.cache import Cache
+
+    root = _project(tmp_path, _function("Raw", "bwd_raw"))
+    config = Config(root=root)
+    files = discover([str(root)], config, respect_gitignore=False).files
+    cache = Cache(tmp_path / "cache", config.fingerprint())
+
+    def run() -> list[str]:
+        results = lint_paths(files, config, root=root, cache=cache)
+        cache.save()
+        return [f.severity for r in results for f in r.findings]
+
+    assert run() == ["error"]
+    index_for.cache_clear()  # another process, as the next CLI run is
+    cpp = root / "csrc" / "ops.cpp"
+    cpp.write_text(
+        CPP.replace(
+            "float* g = grad.data_ptr<float>();", "float* g = grad.contiguous().data_ptr<float>();"
+        )
+    )
+    assert run() == []
