@@ -31,12 +31,11 @@ DEFAULT_LOADERS = (
     "*Loader().load",
 )
 DEFAULT_EXTENSION_MODULES = ("*_cuda", "*_C", "_C", "*_ext", "*_cpp", "*_kernels", "*_cuda_kernel")
-# Entry points whose C++ side makes its gradient contiguous itself (read-safe). The fused softmax
-# kernels shared by Megatron, Apex and ColossalAI call `output_grads_.contiguous()` in bwd_cuda.
-DEFAULT_STRIDE_SAFE = ("*scaled*softmax*.backward",)
-# Entry points known to write their result into the gradient they are given. ColossalAI's
-# scaled_masked_softmax bwd_cuda says so in its source: "backward pass is completely in-place".
-DEFAULT_WRITING = ("scaled_masked_softmax.backward",)
+# The user's overrides for entry points whose C++ is not in the project: ones that make their
+# gradient contiguous themselves, and ones that write into it. Empty by default: what the C++
+# in the project shows (native/) decides, never a name.
+DEFAULT_STRIDE_SAFE: tuple[str, ...] = ()
+DEFAULT_WRITING: tuple[str, ...] = ()
 DEFAULT_GUARD_DECORATORS = ("input_guard", "contiguous")
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 
 import libcst as cst
@@ -18,8 +18,12 @@ from .names import dotted
 DISPATCHER_NAMESPACES = frozenset({"aten", "prims", "prim", "higher_order", "_c10d_functional"})
 
 
-def compiled_callee(call: cst.Call, facts: FileFacts, settings: Settings) -> tuple[str, str] | None:
-    """(kind, display name) for a call into compiled code; kind is `triton` or `extension`."""
+def compiled_callee(
+    call: cst.Call, facts: FileFacts, settings: Settings, native: ProjectNative | None = None
+) -> tuple[str, str] | None:
+    """(kind, display name) for a call into compiled code; kind is `triton` or `extension`.
+    `extension-modules` names are a fallback: Python source of that name in the project
+    (`native`) overrules them."""
     func = call.func
     if isinstance(func, cst.Subscript):
         kernel = dotted(func.value)
@@ -42,6 +46,9 @@ def compiled_callee(call: cst.Call, facts: FileFacts, settings: Settings) -> tup
     for component in parts[:-1]:
         component = component.lstrip(".")
         if component and any(fnmatchcase(component, p) for p in settings.extension_modules):
+            module = name.rsplit(".", 1)[0]
+            if native is not None and native.is_python(module):
+                return None
             return "extension", name
     return None
 
@@ -82,6 +89,9 @@ class ReadEvidence:
     safe: bool
     severity: str | None  # None: the rule's own
     text: str  # the sentence the finding's help leads with ("" when there is nothing to add)
+    known: bool = False  # the C++ behind the call was found (its writes are then known too)
+    writes: bool = False
+    write_text: str = ""
 
 
 def read_evidence(
@@ -95,6 +105,7 @@ def read_evidence(
     """How the C++ behind a compiled call reads the argument at `position`."""
     if kind != "extension":
         return ReadEvidence(False, None, "")
+
     args = call.args
     arg = args[position]
     if any(a.star for a in args[: position + 1]):
@@ -111,7 +122,12 @@ def read_evidence(
     else:
         module = None if parts[0] in facts.compiled_names else ".".join(parts[:-1])
         found = index.evidence(module, parts[-1], slot, keyword)
-    return describe(found, name)
+    told = describe(found, name)
+    if found is None:
+        return told
+    entry = " -> ".join(f"`{step}`" for step in found.chain)
+    write_text = f"{entry} writes its result into it ({found.writes})." if found.writes else ""
+    return replace(told, known=True, writes=bool(found.writes), write_text=write_text)
 
 
 def describe(found: Evidence | None, name: str) -> ReadEvidence:

@@ -47,7 +47,7 @@ class CompiledGradients(Check):
                 continue
             self.method = method
             for site in flow.calls:
-                callee = compiled_callee(site.node, facts, self.ctx.settings)
+                callee = compiled_callee(site.node, facts, self.ctx.settings, self.ctx.native)
                 if callee is None and self._takes_gradient(site, flow, grads):
                     callee = compiled_by_evidence(site.node, facts, self.ctx.native)
                 if callee is not None:
@@ -132,7 +132,7 @@ class CompiledGradients(Check):
     ) -> None:
         kind, name = callee
         call = site.node
-        writes = kind == "extension" and self._writes(name, site, flow, grads)
+        guessed = kind == "extension" and self._writes(name, site, flow, grads)
         stride_safe = any(fnmatchcase(name, p) for p in self.ctx.settings.stride_safe)
         stride_names = self._stride_arguments(call) if kind == "triton" else set()
         for position, arg in enumerate(call.args):
@@ -140,6 +140,10 @@ class CompiledGradients(Check):
             if state is None:
                 continue
             shown = source_of(self.ctx.facts.module, arg.value)
+            found = read_evidence(self.ctx.native, self.ctx.facts, kind, name, call, position)
+            # What the C++ shows wins over what the Python call looks like; the user's
+            # `writing-extensions` wins over both.
+            writes = found.writes if found.known and not self._listed_writer(name) else guessed
             if writes and not state.write_safe:
                 fix = copy_gradient_first(
                     self.method,
@@ -148,9 +152,16 @@ class CompiledGradients(Check):
                     dense=True,
                     title=f"pass a private dense copy of `{state.root}`",
                 )
-                self.report("AGL202", arg.value, fix=fix, grad=shown, callee=name, cls=cls)
+                self.report(
+                    "AGL202",
+                    arg.value,
+                    fix=fix,
+                    grad=shown,
+                    callee=name.lstrip("."),
+                    cls=cls,
+                    evidence=found.write_text,
+                )
             elif not state.read_safe and not stride_safe and state.name not in stride_names:
-                found = read_evidence(self.ctx.native, self.ctx.facts, kind, name, call, position)
                 if found.safe:
                     continue  # the C++ makes it contiguous or reads it through its strides
                 fix = self._contiguous_fix(arg.value)
@@ -178,9 +189,14 @@ class CompiledGradients(Check):
 
         return Fix("safe", self.method, build, "pass `.contiguous()`")
 
+    def _listed_writer(self, name: str) -> bool:
+        return any(fnmatchcase(name, p) for p in self.ctx.settings.writing_extensions)
+
     def _writes(self, name: str, site: CallSite, flow: MethodFlow, grads: set[str]) -> bool:
+        """What the Python call says when the C++ cannot be read: an `_`-suffixed name, or a
+        result thrown away (it can only act through its arguments)."""
         last = name.rsplit(".", 1)[-1]
-        if any(fnmatchcase(name, p) for p in self.ctx.settings.writing_extensions):
+        if self._listed_writer(name):
             return True
         if last.endswith("_") and not last.endswith("__"):
             return True

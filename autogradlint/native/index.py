@@ -27,6 +27,7 @@ class Evidence:
     how: str  # a verdict of native.scan
     where: str  # "csrc/scale.cu:12" (relative to the project), "" when unknown
     chain: tuple[str, ...]  # the C++ functions followed, from the bound one
+    writes: str = ""  # where the C++ writes into the tensor ("" when no write is seen)
 
 
 class NativeIndex:
@@ -89,16 +90,18 @@ class NativeIndex:
     ) -> Evidence | None:
         """How `module.name(...)` reads its argument at `position` (or named `keyword`); None
         when no binding of that name is in the sources (the kernel source was not found)."""
+        last = module.rsplit(".", 1)[-1] if module else None
         candidates = [
             (binding, path)
             for binding, path in self.bindings.get(name, ())
             if binding.kind == "pybind"
-            and (
-                module is None
-                or binding.module == "TORCH_EXTENSION_NAME"
-                or binding.module == module.rsplit(".", 1)[-1]
-            )
+            and (last is None or binding.module in ("TORCH_EXTENSION_NAME", last))
         ]
+        if last is not None and len({path for _, path in candidates}) > 1:
+            # Several extensions bind this name: the build names a TORCH_EXTENSION_NAME module
+            # after its sources, so a file named like the module is the one meant.
+            named = [(b, p) for b, p in candidates if last in _stems(p)]
+            candidates = named or candidates
         return self._worst(candidates, position, keyword)
 
     def op_evidence(self, namespace: str, op: str, position: int | None) -> Evidence | None:
@@ -121,7 +124,7 @@ class NativeIndex:
                 found.append(Evidence(UNKNOWN, self._where(path, binding.line), (binding.name,)))
                 continue
             found.append(self._read(binding.target, position, keyword, 0, frozenset()))
-        return max(found, key=lambda e: RANK[e.how])
+        return _merge(found)
 
     def _read(
         self,
@@ -142,7 +145,7 @@ class NativeIndex:
         usable = [r for r in results if r is not None]
         if not usable:
             return Evidence(UNKNOWN, "", (function,))
-        return max(usable, key=lambda e: RANK[e.how])
+        return _merge(usable)
 
     def _read_one(
         self,
@@ -164,27 +167,43 @@ class NativeIndex:
         slot = definition.tensors.index(position)
         how, line = definition.reads[slot]
         chain = (definition.name,)
+        written = definition.writes[slot] if slot < len(definition.writes) else 0
+        writes = self._where(path, written) if written else ""
+        onward = [
+            self._read(callee, at, None, depth + 1, seen)
+            for index, callee, at in definition.calls
+            if index == position
+        ]
+        writes = writes or next((e.writes for e in onward if e.writes), "")
         if how == UNKNOWN:
             for index, macro, macro_line in definition.macros:
                 if index == position and native.macro_checks(macro, self.macros):
-                    return Evidence(native.CHECKED, self._where(path, macro_line), chain)
-            onward = [
-                self._read(callee, at, None, depth + 1, seen)
-                for index, callee, at in definition.calls
-                if index == position
-            ]
+                    return Evidence(native.CHECKED, self._where(path, macro_line), chain, writes)
             known = [e for e in onward if e.how != UNKNOWN]
             if known:
-                worst = max(known, key=lambda e: RANK[e.how])
-                return Evidence(worst.how, worst.where, chain + worst.chain)
-            return Evidence(UNKNOWN, "", chain)
-        return Evidence(how, self._where(path, line), chain)
+                worst = _merge(known)
+                return Evidence(worst.how, worst.where, chain + worst.chain, writes)
+            return Evidence(UNKNOWN, "", chain, writes)
+        return Evidence(how, self._where(path, line), chain, writes)
 
     def _where(self, path: str, line: int) -> str:
         shown = path
         if self.root and path.startswith(self.root.rstrip(os.sep) + os.sep):
             shown = path[len(self.root.rstrip(os.sep)) + 1 :]
         return f"{shown}:{line}" if line else shown
+
+
+def _stems(path: str) -> set[str]:
+    """The file's stem and its directories' names (`softmax/scaled.cpp` -> scaled, softmax)."""
+    parts = path.replace("\\", "/").split("/")
+    return {parts[-1].rsplit(".", 1)[0], *parts[-3:-1]}
+
+
+def _merge(found: list[Evidence]) -> Evidence:
+    """The worst read over several implementations, and a write if any of them writes."""
+    worst = max(found, key=lambda e: RANK[e.how])
+    writes = next((e.writes for e in found if e.writes), "")
+    return Evidence(worst.how, worst.where, worst.chain, writes)
 
 
 def native_files(root: str, extra: Iterable[str] = ()) -> list[str]:

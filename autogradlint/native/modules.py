@@ -38,16 +38,25 @@ class ProjectNative:
             self._modules[module] = self._decide(module)
         return self._modules[module]
 
+    def is_python(self, module: str) -> bool:
+        """Whether the project has Python source for `module` (a name pattern is then wrong)."""
+        located = self._locate(module)
+        if located is None:
+            return False
+        directory, name = located
+        entries = _listing(directory)
+        return any(entry in (f"{name}.py", f"{name}.pyi", name) for entry in entries)
+
     def _decide(self, module: str) -> bool:
         last = module.rsplit(".", 1)[-1]
         if not last.isidentifier():
             return False
+        if self.is_python(module):
+            return False  # Python source (a module or a package) of that name
         located = self._locate(module)
         if located is not None:
             directory, name = located
             entries = _listing(directory)
-            if any(entry in (f"{name}.py", f"{name}.pyi", name) for entry in entries):
-                return False  # Python source (a module or a package) of that name
             if any(e.startswith(f"{name}.") and e.endswith(_BINARY_SUFFIXES) for e in entries):
                 return True
         declared = declared_extensions(self.root)

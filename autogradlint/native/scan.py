@@ -58,6 +58,7 @@ class Function:
     reads: tuple[tuple[str, int], ...]  # per tensor parameter: (how, line of the evidence)
     calls: tuple[tuple[int, str, int], ...]  # (tensor parameter, callee, its position there)
     macros: tuple[tuple[int, str, int], ...] = ()  # (tensor parameter, macro it is given, line)
+    writes: tuple[int, ...] = ()  # per tensor parameter: line of a write into it (0: none seen)
 
 
 @dataclass(frozen=True)
@@ -175,9 +176,12 @@ class Source:
         reads: list[tuple[str, int]] = []
         passed: list[tuple[int, str, int]] = []
         given: list[tuple[int, str, int]] = []
+        writes: list[int] = []
         for index in tensors:
             how, at = _how_read(names[index], body)
             reads.append((how, self.line(start + at) if how != UNKNOWN else 0))
+            written = _written(names[index], body)
+            writes.append(self.line(start + written) if written is not None else 0)
             given.extend(
                 (index, macro, self.line(start + offset))
                 for macro, offset in macro_calls(names[index], body)
@@ -189,7 +193,9 @@ class Source:
                 for position, arg in enumerate(args)
                 if word.fullmatch(arg)
             )
-        return Function(name, line, names, tensors, tuple(reads), tuple(passed), tuple(given))
+        return Function(
+            name, line, names, tensors, tuple(reads), tuple(passed), tuple(given), tuple(writes)
+        )
 
 
 def _read(path: str) -> str:
@@ -259,6 +265,31 @@ def _how_read(name: str, body: str) -> tuple[str, int]:
     if raw is not None:
         return RAW, raw.start()
     return UNKNOWN, 0
+
+
+_INPLACE = r"\s*(?:\.|->)\s*(?:[a-z]\w*[a-z0-9]_|mutable_data_ptr|mutable_data)\s*[<(]"
+_DECLARED_AS = r"(?:auto|(?:at::|torch::)?Tensor)\s*&?\s*(\w+)\s*=\s*"
+
+
+def _written(name: str, body: str) -> int | None:
+    """Offset of the evidence that the function writes into parameter `name`: an in-place
+    method on it, or returning it (or its `.contiguous()`, the same buffer when it already is)
+    after handing its pointer to a kernel: "the backward pass is completely in-place"."""
+    word = re.escape(name)
+    found = re.search(rf"\b{word}{_INPLACE}", body)
+    if found is not None:
+        return found.start()
+    aliases = [name] + re.findall(
+        rf"{_DECLARED_AS}{word}\s*(?:(?:\.|->)\s*contiguous\s*\(\s*\))?\s*;", body
+    )
+    for alias in aliases:
+        escaped = re.escape(alias)
+        if re.search(rf"\b{escaped}{_RAW_READ}", body) is None:
+            continue  # returning an untouched tensor is not a write
+        returned = re.search(rf"\breturn\s+{escaped}\s*;", body)
+        if returned is not None:
+            return returned.start()
+    return None
 
 
 def macro_calls(name: str, body: str) -> list[tuple[str, int]]:
