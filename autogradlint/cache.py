@@ -61,7 +61,7 @@ def result_to_json(result: FileResult) -> dict[str, Any]:
         "error": asdict(result.error) if result.error else None,
         "parsed": result.parsed,
         "fixes": [asdict(f) for f in result.fixes],
-        "native": result.native_stamp,
+        "depends": result.depends,
     }
 
 
@@ -87,7 +87,7 @@ def result_from_json(path: str, data: dict[str, Any]) -> FileResult:
         error=error,
         parsed=bool(data["parsed"]),
         fixes=fixes,
-        native_stamp=str(data.get("native", "")),
+        depends=str(data.get("depends", "")),
     )
 
 
@@ -117,7 +117,7 @@ class Entry:
             error=replace(result.error, path=path) if result.error else None,
             parsed=result.parsed,
             fixes=list(result.fixes),
-            native_stamp=result.native_stamp,
+            depends=result.depends,
         )
 
     def matches(self, info: os.stat_result) -> bool:

@@ -37,7 +37,7 @@ class Analysis:
     parsed: bool = False
     layout: Layout = field(default_factory=Layout)  # how the module sits in the text
     facts: FileFacts | None = None  # what the checks read
-    native_stamp: str = ""  # the project's C/C++ sources, when the checks read them
+    depends: str = ""  # other files the checks read (dependencies.py)
 
 
 def analyse(
@@ -167,7 +167,7 @@ def analyse(
         parsed=True,
         layout=Layout(line_map, tree, kept),
         facts=facts,
-        native_stamp=ctx.native_stamp,
+        depends=ctx.depends(),
     )
 
 
@@ -216,14 +216,14 @@ def lint_source(
         located = [
             f for f, _ in locate(result.module, result.text, result.violations, path, result.layout)
         ]
-    stamp = result.native_stamp
+    stamp = result.depends
     if not suppress:
-        return FileResult(path, findings=located, parsed=result.parsed, native_stamp=stamp)
+        return FileResult(path, findings=located, parsed=result.parsed, depends=stamp)
     text = result.text if result.text is not None else _audited_text(source, enabled)
     if text is None:
-        return FileResult(path, findings=located, parsed=result.parsed, native_stamp=stamp)
+        return FileResult(path, findings=located, parsed=result.parsed, depends=stamp)
     findings = audit(text, path, located, enabled).findings
-    return FileResult(path, findings=findings, parsed=result.parsed, native_stamp=stamp)
+    return FileResult(path, findings=findings, parsed=result.parsed, depends=stamp)
 
 
 def _audited_text(source: bytes | str, enabled: frozenset[str]) -> str | None:

@@ -48,7 +48,7 @@ def lint_file(
     if analysis.error is not None:
         return FileResult(path, error=analysis.error, parsed=analysis.parsed)
     result = FileResult(
-        path, findings=step.reported, parsed=analysis.parsed, native_stamp=analysis.native_stamp
+        path, findings=step.reported, parsed=analysis.parsed, depends=analysis.depends
     )
     if fixes and (any(v.fix for _, v in step.located) or step.comment_fixes):
         options = {"enabled": enabled, "settings": settings, "project": project}

@@ -122,6 +122,6 @@ class FileResult:
     parsed: bool = False  # False when the byte prefilter proved the file cannot hold a finding
     fixes: list[FixSuggestion] = field(default_factory=list)  # when asked for (json, sarif)
     classes: list[ClassSummary] = field(default_factory=list)  # when asked for (confirm)
-    # The stamp of the project's C/C++ sources when the analysis read them (native/index.py):
-    # a cached result is valid only while they are unchanged.
-    native_stamp: str = ""
+    # What the result depends on beyond the file (dependencies.py): the project's C/C++
+    # sources and other Python files the checks read; a cached result is valid while they hold.
+    depends: str = ""

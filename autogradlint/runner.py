@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .config import Config
+from .dependencies import Current
 from .gitignore import IgnoreRule, is_ignored, parse_gitignore
 from .model import FileError, FileResult
 from .outline import Outline, class_declarations, module_imports, outline
@@ -296,7 +297,7 @@ def lint_paths(
     for item in items:
         if item.entry is not None:
             item.outline = item.entry.outline
-    native = _NativeStamps(config.settings.native_sources)
+    native = Current(config.settings.native_sources)
     if cache is not None and _unchanged(cache, items, unread, wants, native):
         # No file was added, removed or changed since the last run: every view is the same.
         reuse = [
@@ -329,7 +330,7 @@ def lint_paths(
             entry is not None
             and entry.result is not None
             and entry.index_key == key
-            and native.current(entry.result, str(item.path))
+            and native.holds(entry.result.depends)
         ):
             cached = entry.result_for(str(item.path))
             if _has_what_is_wanted(cached, wants):
@@ -373,32 +374,12 @@ def _has_what_is_wanted(result: FileResult, wants: frozenset[str]) -> bool:
     return True
 
 
-class _NativeStamps:
-    """Whether a cached result that read the project's C/C++ sources still matches them
-    (each project's sources are stat'ed at most once per run, and only if such a result is
-    there)."""
-
-    def __init__(self, extra: tuple[str, ...]) -> None:
-        self.extra = extra
-        self.stamps: dict[str, str] = {}
-
-    def current(self, result: FileResult, path: str) -> bool:
-        if not result.native_stamp:
-            return True
-        from .native.index import native_files, native_root, stamp
-
-        root = native_root(path)
-        if root not in self.stamps:
-            self.stamps[root] = stamp(native_files(root, self.extra))
-        return self.stamps[root] == result.native_stamp
-
-
 def _unchanged(
     cache: Cache,
     items: list[_File],
     unread: list[_File],
     wants: frozenset[str],
-    native: _NativeStamps,
+    native: Current,
 ) -> bool:
     from .cache import files_key
 
@@ -409,7 +390,7 @@ def _unchanged(
         if item.reported and entry is not None and entry.result is not None:
             if not _has_what_is_wanted(entry.result, wants):
                 return False
-            if not native.current(entry.result, str(item.path)):
+            if not native.holds(entry.result.depends):
                 return False  # the C/C++ it read has changed
     if any(item.reported and (item.entry is None or item.entry.result is None) for item in items):
         return False  # a file named now that an earlier run only read for the index

@@ -4,7 +4,6 @@ Each test is a small project on disk (setup.py, csrc/, a package), the way users
 
 from __future__ import annotations
 
-import textwrap
 import time
 from pathlib import Path
 

@@ -7,7 +7,7 @@ from fnmatch import fnmatchcase
 
 import libcst as cst
 
-from ..native.index import Evidence
+from ..native.index import Evidence, merge
 from ..native.modules import ProjectNative
 from ..native.scan import CHECKED, RAW, SAFE
 from ..settings import Settings
@@ -105,7 +105,6 @@ def read_evidence(
     """How the C++ behind a compiled call reads the argument at `position`."""
     if kind != "extension":
         return ReadEvidence(False, None, "")
-
     args = call.args
     arg = args[position]
     if any(a.star for a in args[: position + 1]):
@@ -115,13 +114,35 @@ def read_evidence(
         slot, keyword = None, arg.keyword.value
     else:
         slot, keyword = position, None
+    return evidence_for(native, name, slot, keyword, name.split(".")[0] in facts.compiled_names)
+
+
+def evidence_for(
+    native: ProjectNative, name: str, slot: int | None, keyword: str | None, loaded: bool
+) -> ReadEvidence:
+    """How the C++ bound as `name` reads its argument `slot` (or `keyword`). `loaded`: the
+    module is an object a loader returned, so its name says nothing of the bindings'."""
     parts = name.split(".")
     index = native.index()
     if parts[:2] == ["torch", "ops"] and len(parts) >= 4:
         found = index.op_evidence(parts[2], parts[3], slot)
     else:
-        module = None if parts[0] in facts.compiled_names else ".".join(parts[:-1])
+        module = None if loaded else ".".join(parts[:-1])
         found = index.evidence(module, parts[-1], slot, keyword)
+    return _told(found, name)
+
+
+def member_evidence(native: ProjectNative, prefix: str, slot: int | None) -> ReadEvidence:
+    """Evidence for a function picked from a compiled module by a name built at run time
+    (`getattr(_C, "GlobalPoolingForward" + postfix)`): every binding with that prefix."""
+    index = native.index()
+    names = sorted(n for n in index.bindings if n.startswith(prefix)) if prefix else []
+    found = [index.evidence(None, n, slot) for n in names]
+    known = [f for f in found if f is not None]
+    return _told(merge(known) if known else None, f"{prefix}*")
+
+
+def _told(found: Evidence | None, name: str) -> ReadEvidence:
     told = describe(found, name)
     if found is None:
         return told

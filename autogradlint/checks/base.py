@@ -9,6 +9,8 @@ import libcst as cst
 from ..analysis.contract import ContractView
 from ..analysis.facts import FileFacts
 from ..analysis.flow import DEFAULT, MethodFlow, analyse_method
+from ..analysis.summaries import Summaries
+from ..dependencies import encode
 from ..fix.edits import Fix
 from ..meta import all_rules
 from ..model import Violation
@@ -29,6 +31,7 @@ class CheckContext:
     _contract: ContractView | None = None
     path: str = ""  # the file (its project's C++ sources are read from there, when needed)
     _native: ProjectNative | None = None
+    _summaries: Summaries | None = None
 
     @property
     def native(self) -> ProjectNative:
@@ -38,8 +41,21 @@ class CheckContext:
         return self._native
 
     @property
-    def native_stamp(self) -> str:
-        return self._native.stamp if self._native is not None else ""
+    def summaries(self) -> Summaries:
+        """What the project's functions do with their parameters (one call deeper)."""
+        if self._summaries is None:
+            self._summaries = Summaries(self.path, self.facts.source, self.settings, self.native)
+        return self._summaries
+
+    def depends(self) -> str:
+        """The other files this file's findings were decided from (dependencies.py)."""
+        natives = [self._native] if self._native is not None else []
+        files: set[str] = set()
+        if self._summaries is not None:
+            natives += list(self._summaries.natives())
+            files = self._summaries.consulted
+        stamps = {n.root: n.stamp for n in natives if n.stamp}
+        return encode(stamps, files)
 
     def enter(self, class_node: cst.ClassDef | None) -> None:
         """Checks call this per class so violations know the class they are about."""

@@ -8,13 +8,19 @@ from fnmatch import fnmatchcase
 import libcst as cst
 
 from ..analysis.aliasing import ALIASING_METHODS
-from ..analysis.compiled import compiled_by_evidence, compiled_callee, read_evidence
+from ..analysis.compiled import (
+    compiled_by_evidence,
+    compiled_callee,
+    evidence_for,
+    member_evidence,
+    read_evidence,
+)
 from ..analysis.flow import CallSite, MethodFlow
 from ..analysis.names import dotted
 from ..analysis.walk import FastVisitor
 from ..fix.edits import Edits, Fix
 from .base import Check
-from .common import backward_methods, keyword, source_of
+from .common import backward_methods, keyword, positional, source_of
 from .gradient_copy import copy_gradient_first
 
 ALIASING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data"})
@@ -50,6 +56,9 @@ class CompiledGradients(Check):
                 callee = compiled_callee(site.node, facts, self.ctx.settings, self.ctx.native)
                 if callee is None and self._takes_gradient(site, flow, grads):
                     callee = compiled_by_evidence(site.node, facts, self.ctx.native)
+                    if callee is None:
+                        self._through_helper(site, flow, grads, info.name)
+                        continue
                 if callee is not None:
                     self._check_call(site, callee, flow, grads, info.name)
 
@@ -64,6 +73,95 @@ class CompiledGradients(Check):
                 if not (isinstance(opt_out, cst.Name) and opt_out.value == "True"):
                     return True
         return False
+
+    # --- one call deeper ---------------------------------------------------------------------
+    def _through_helper(self, site: CallSite, flow: MethodFlow, grads: set[str], cls: str) -> None:
+        """A gradient handed to a project function (this file's or an imported one) that
+        passes it on to compiled code: judged by that function's summary."""
+        call = site.node
+        written = dotted(call.func)
+        if written is None:
+            return
+        summaries = self.ctx.summaries
+        if written.split(".", 1)[0] in flow.defs:
+            self._through_member(site, flow, grads, cls, written)
+            return
+        found = summaries.function(written)
+        if found is None:
+            return
+        summary = summaries.summary(*found)
+        if summary is None or not summary.reaches:
+            return
+        for position, arg in enumerate(call.args):
+            state = self._state(arg.value, flow, grads, site.order)
+            if state is None or state.read_safe or any(a.star for a in call.args[: position + 1]):
+                continue
+            index = position if arg.keyword is None else None
+            if arg.keyword is not None and arg.keyword.value in summary.params:
+                index = summary.params.index(arg.keyword.value)
+            for reach in summary.reaches:
+                if reach.param != index or reach.guarded:
+                    continue
+                native = summaries.native_for(reach.path)
+                loaded = not reach.callee.split(".")[0].lstrip(".") or reach.loaded
+                found_evidence = evidence_for(
+                    native, reach.callee, reach.slot, reach.keyword, loaded
+                )
+                if found_evidence.safe:
+                    continue
+                via = " -> ".join(f"`{step}`" for step in reach.via)
+                shown = source_of(self.ctx.facts.module, arg.value)
+                fix = self._contiguous_fix(arg.value) if reach.direct else None
+                self.report(
+                    "AGL201",
+                    arg.value,
+                    fix=fix,
+                    severity=found_evidence.severity,
+                    grad=shown,
+                    callee=reach.callee.lstrip("."),
+                    cls=cls,
+                    evidence=f"Through {via}: {found_evidence.text}".rstrip(": "),
+                )
+                break
+
+    def _through_member(
+        self, site: CallSite, flow: MethodFlow, grads: set[str], cls: str, written: str
+    ) -> None:
+        """`fn = get_fn("GlobalPoolingForward", x)` then `fn(grad, ...)`: a project function
+        that returns `getattr(<compiled module>, name + ...)` picked the compiled entry."""
+        definition = flow.definition_before(written, site.order)
+        value = definition.value if definition is not None else None
+        if "." in written or not isinstance(value, cst.Call):
+            return
+        helper = dotted(value.func)
+        found = self.ctx.summaries.function(helper) if helper is not None else None
+        summary = self.ctx.summaries.summary(*found) if found is not None else None
+        if summary is None or summary.returns_member is None:
+            return
+        module, index = summary.returns_member
+        literal = positional(value, index)
+        prefix = literal.evaluated_value if isinstance(literal, cst.SimpleString) else ""
+        if not isinstance(prefix, str):
+            prefix = ""
+        native = self.ctx.summaries.native_for(found[0])  # type: ignore[index]
+        for position, arg in enumerate(site.node.args):
+            state = self._state(arg.value, flow, grads, site.order)
+            if state is None or state.read_safe or arg.keyword is not None:
+                continue
+            evidence = member_evidence(native, prefix, position)
+            if evidence.safe:
+                continue
+            self.report(
+                "AGL201",
+                arg.value,
+                fix=self._contiguous_fix(arg.value),
+                severity=evidence.severity,
+                grad=source_of(self.ctx.facts.module, arg.value),
+                callee=f"{module.lstrip('.')}.{prefix}*" if prefix else module.lstrip("."),
+                cls=cls,
+                evidence=f"`{written}` is `{helper}(...)`, a function of compiled "
+                f"`{module.lstrip('.')}`: {evidence.text}",
+            )
 
     def _takes_gradient(self, site: CallSite, flow: MethodFlow, grads: set[str]) -> bool:
         return any(

@@ -124,7 +124,7 @@ class NativeIndex:
                 found.append(Evidence(UNKNOWN, self._where(path, binding.line), (binding.name,)))
                 continue
             found.append(self._read(binding.target, position, keyword, 0, frozenset()))
-        return _merge(found)
+        return merge(found)
 
     def _read(
         self,
@@ -145,7 +145,7 @@ class NativeIndex:
         usable = [r for r in results if r is not None]
         if not usable:
             return Evidence(UNKNOWN, "", (function,))
-        return _merge(usable)
+        return merge(usable)
 
     def _read_one(
         self,
@@ -181,7 +181,7 @@ class NativeIndex:
                     return Evidence(native.CHECKED, self._where(path, macro_line), chain, writes)
             known = [e for e in onward if e.how != UNKNOWN]
             if known:
-                worst = _merge(known)
+                worst = merge(known)
                 return Evidence(worst.how, worst.where, chain + worst.chain, writes)
             return Evidence(UNKNOWN, "", chain, writes)
         return Evidence(how, self._where(path, line), chain, writes)
@@ -199,7 +199,7 @@ def _stems(path: str) -> set[str]:
     return {parts[-1].rsplit(".", 1)[0], *parts[-3:-1]}
 
 
-def _merge(found: list[Evidence]) -> Evidence:
+def merge(found: list[Evidence]) -> Evidence:
     """The worst read over several implementations, and a write if any of them writes."""
     worst = max(found, key=lambda e: RANK[e.how])
     writes = next((e.writes for e in found if e.writes), "")

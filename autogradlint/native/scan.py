@@ -29,6 +29,7 @@ _MODULE = re.compile(
     r"\b(PYBIND11_MODULE|TORCH_LIBRARY|TORCH_LIBRARY_FRAGMENT|TORCH_LIBRARY_IMPL)\s*\(\s*(\w+)"
     r"\s*,\s*(\w+)(?:\s*,\s*(\w+))?\s*\)\s*\{"
 )
+_MODULE_VARIABLE = re.compile(r"\bpy(?:bind11)?::module_?\s*&?\s*(\w+)\s*[,)]")
 _DEF = re.compile(r"\.\s*(def|impl)\s*\(\s*\"([^\"]*)\"\s*,?")
 _TARGET = re.compile(
     r"\s*(?:TORCH_FN\s*\(\s*)?(?:py::overload_cast<[^>]*>\s*\(\s*)?&?\s*([A-Za-z_][\w:]*)"
@@ -119,34 +120,64 @@ class Source:
         return {m.group(1): m.group(3) for m in _DEFINE.finditer(self.text)}
 
     def bindings(self) -> list[Binding]:
-        """The names a `PYBIND11_MODULE` or `TORCH_LIBRARY*` block of this file binds."""
-        if self.header or ("PYBIND11_MODULE" not in self.raw and "TORCH_LIBRARY" not in self.raw):
-            return []  # bindings live in translation units, never in headers
+        """The names this file binds: `m.def(...)` on a pybind11 module (in its
+        `PYBIND11_MODULE` block or in a function handed the module), and the ops of its
+        `TORCH_LIBRARY*` blocks."""
+        raw = self.raw
+        pybind = "PYBIND11_MODULE" in raw or "::module" in raw
+        if not pybind and "TORCH_LIBRARY" not in raw:
+            return []
+        if self.header and "::module" not in raw:
+            return []  # a header binds only through a function handed the module
         text = self.text
         found: list[Binding] = []
+        module = "TORCH_EXTENSION_NAME"
+        variables: set[str] = set()
         for match in _MODULE.finditer(text):
-            macro, module = match.group(1), match.group(2)
-            end = self.braces.get(match.end() - 1)
-            if end is None:
+            macro, first = match.group(1), match.group(2)
+            var = match.group(4) or match.group(3)
+            if macro == "PYBIND11_MODULE":
+                module = first
+                variables.add(var)
                 continue
-            body = text[match.end() : end]
-            kind = "pybind" if macro == "PYBIND11_MODULE" else "op"
-            for definition in _DEF.finditer(body):
-                name = definition.group(2)
-                line = self.line(match.end() + definition.start())
-                target = ""
-                rest = body[definition.end() : definition.end() + 200].lstrip()
-                target_match = _TARGET.match(body, definition.end())
-                if target_match is not None and not rest.startswith(("[", '"')):
-                    target = target_match.group(1).rsplit("::", 1)[-1]
+            end = self.braces.get(match.end() - 1)
+            if end is not None:
+                found.extend(self._defs(var, "op", first, match.end(), end))
+        variables.update(_MODULE_VARIABLE.findall(text))
+        for var in variables:
+            found.extend(self._defs(var, "pybind", module, 0, len(text)))
+        return found
+
+    def _defs(self, var: str, kind: str, module: str, start: int, end: int) -> list[Binding]:
+        text = self.text
+        out: list[Binding] = []
+        pattern = re.compile(
+            rf"\b{re.escape(var)}\s*\.\s*(def|impl)\s*\(\s*(?:\(\s*std::string\s*\(\s*)?\"([^\"]*)\""
+        )
+        for definition in pattern.finditer(text, start, end):
+            verb, name = definition.groups()
+            if kind == "pybind" and verb != "def":
+                continue
+            opened = text.index("(", definition.start())
+            args = _arguments(text, opened + 1)
+            target = ""
+            if len(args) > 1:
+                expression = args[1].strip()
+                pointer = re.search(r"&\s*([A-Za-z_][\w:]*)", expression)
+                plain = re.match(
+                    r"(?:TORCH_FN\s*\(\s*)?([A-Za-z_][\w:]*)\s*(?:<[^;]*>)?\s*\)?$", expression
+                )
+                chosen = pointer or plain
+                if chosen is not None and not expression.startswith(("[", '"')):
+                    target = chosen.group(1).rsplit("::", 1)[-1]
                     if target in ("py", "torch", "c10", "pybind11"):
                         target = ""
-                schema = ""
-                if kind == "op":
-                    schema = name if "(" in name else ""
-                    name = name.split("(", 1)[0].split(".", 1)[0].rsplit("::", 1)[-1]
-                found.append(Binding(kind, module, name, target, line, schema))
-        return found
+            schema = ""
+            if kind == "op":
+                schema = name if "(" in name else ""
+                name = name.split("(", 1)[0].split(".", 1)[0].rsplit("::", 1)[-1]
+            out.append(Binding(kind, module, name, target, self.line(definition.start()), schema))
+        return out
 
     def functions(self, name: str) -> list[Function]:
         """Every definition of a function called `name` in this file."""

@@ -1,0 +1,449 @@
+"""What a project function does with its parameters, read with `ast`: which of them reach
+compiled code (made contiguous first or not), and whether it returns a compiled module or one
+of its functions. The same file and the project's other files alike: the checks follow a
+backward one call deeper through these summaries.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import warnings
+from dataclasses import dataclass, field, replace
+from fnmatch import fnmatchcase
+
+from ..native.modules import ProjectNative
+from ..settings import HELPER_DEPTH, Settings
+from ..speed.slicing import import_bindings
+from .bindings import Bindings
+
+_MAX_BYTES = 2_000_000  # a helper file larger than this is not read (its calls stay unknown)
+_ALIASING = frozenset(
+    {"view", "reshape", "flatten", "to", "float", "half", "bfloat16", "squeeze", "unsqueeze"}
+)
+_PERMUTING = frozenset({"t", "transpose", "permute", "expand", "narrow", "movedim", "swapaxes"})
+_MODULE_LOADERS = (
+    "torch.utils.cpp_extension.load",
+    "torch.utils.cpp_extension.load_inline",
+    "importlib.import_module",
+)
+
+
+@dataclass(frozen=True)
+class Reach:
+    """A parameter of a function that reaches compiled code."""
+
+    param: int
+    callee: str  # the compiled callee, resolved as its caller's file names it
+    slot: int | None  # its position there (None: a keyword, or after `*args`)
+    keyword: str | None
+    guarded: bool  # made contiguous on the way
+    direct: bool  # handed over as is (no view, transposition or slice on the way)
+    path: str  # the file of the call into compiled code
+    via: tuple[str, ...]  # the project functions on the way, outermost first
+    loaded: bool = False  # the module is an object a loader returned (its name says nothing)
+
+
+@dataclass(frozen=True)
+class Summary:
+    name: str
+    params: tuple[str, ...]
+    reaches: tuple[Reach, ...] = ()
+    returns_module: bool = False  # an extension module (`return load(...)`, a builder's load)
+    # `getattr(<compiled module>, name + ...)` where `name` is parameter `index`
+    returns_member: tuple[str, int] | None = None
+
+
+@dataclass
+class _State:
+    param: int
+    guarded: bool
+    direct: bool
+
+
+@dataclass
+class PythonFiles:
+    """The project's Python files as `ast`, read when a summary first needs one."""
+
+    overrides: dict[str, str] = field(default_factory=dict)  # path -> text (the file linted)
+    _trees: dict[str, ast.Module | None] = field(default_factory=dict)
+    _bindings: dict[str, Bindings] = field(default_factory=dict)
+
+    def text(self, path: str) -> str:
+        if path not in self.overrides:
+            self.overrides[path] = _read(path)
+        return self.overrides[path]
+
+    def tree(self, path: str) -> ast.Module | None:
+        if path not in self._trees:
+            self._trees[path] = _parse(self.text(path))
+        return self._trees[path]
+
+    def bindings(self, path: str) -> Bindings:
+        if path not in self._bindings:
+            tree = self.tree(path)
+            self._bindings[path] = Bindings(import_bindings(tree) if tree is not None else ())
+        return self._bindings[path]
+
+    def module_file(self, importer: str, module: str, root: str) -> str | None:
+        """The file a module name stands for, seen from `importer`: relative imports from its
+        package, absolute ones from the project root, `src/`, or the importer's directory."""
+        parts = module.lstrip(".").split(".")
+        if module.startswith("."):
+            base = os.path.dirname(importer)
+            for _ in range(len(module) - len(module.lstrip(".")) - 1):
+                base = os.path.dirname(base)
+            bases = [base]
+        else:
+            bases = [root, os.path.join(root, "src"), os.path.dirname(importer)]
+        for base in bases:
+            stem = os.path.join(base, *parts)
+            for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
+                if os.path.isfile(candidate):
+                    return candidate
+        return None
+
+
+class Summaries:
+    """Summaries of the project's functions, memoised (one per linted file)."""
+
+    def __init__(self, path: str, text: str, settings: Settings, native: ProjectNative) -> None:
+        self.path = os.path.abspath(path) if path and not path.startswith("<") else path
+        self.settings = settings
+        self.native = native
+        self.files = PythonFiles({self.path: text})
+        self._memo: dict[tuple[str, int], Summary | None] = {}
+        self._natives: dict[str, ProjectNative] = {self.path: native}
+        self.consulted: set[str] = set()  # other files a summary was read from
+
+    # --- finding the function a call runs -----------------------------------------------------
+    def function(self, written: str, path: str | None = None) -> tuple[str, ast.FunctionDef] | None:
+        """The project function `written` (a call's callee text in file `path`) names: a
+        module-level function of that file or one it imports, or a static method."""
+        path = path or self.path
+        tree = self.files.tree(path)
+        if tree is None:
+            return None
+        head, _, rest = written.partition(".")
+        if not rest:
+            own = _module_function(tree, head)
+            if own is not None:
+                return path, own
+        elif "." not in rest:
+            owner = next(
+                (s for s in tree.body if isinstance(s, ast.ClassDef) and s.name == head), None
+            )
+            if owner is not None:
+                method = _module_function(owner, rest)
+                if method is not None and any(
+                    isinstance(d, ast.Name) and d.id == "staticmethod"
+                    for d in method.decorator_list
+                ):
+                    return path, method
+                return None
+        target = self.files.bindings(path).resolve_dotted(written)
+        if target == written and not self.files.bindings(path).is_imported(head):
+            return None
+        module, _, name = target.rpartition(".")
+        if not module:
+            return None
+        found = self.files.module_file(path, module, self.native_for(path).root)
+        if found is None or not os.path.isfile(found):
+            return None
+        other = self.files.tree(found)
+        function = _module_function(other, name) if other is not None else None
+        if function is None:
+            return None
+        if found != self.path:
+            self.consulted.add(found)
+        return found, function
+
+    # --- summaries -----------------------------------------------------------------------------
+    def summary(self, path: str, function: ast.FunctionDef, depth: int = 0) -> Summary | None:
+        key = (path, function.lineno)
+        if key not in self._memo:
+            self._memo[key] = None  # recursion ends here
+            self._memo[key] = self._summarise(path, function, depth)
+        return self._memo[key]
+
+    def _summarise(self, path: str, function: ast.FunctionDef, depth: int) -> Summary:
+        args = function.args
+        params = tuple(a.arg for a in (*args.posonlyargs, *args.args))
+        states: dict[str, _State] = {p: _State(i, False, True) for i, p in enumerate(params)}
+        values: dict[str, ast.expr] = {}
+        reaches: list[Reach] = []
+        returns_module = False
+        returns_member: tuple[str, int] | None = None
+        for node in _in_order(function):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+                if isinstance(target, ast.Name):
+                    values[target.id] = node.value
+                    state = _state_of(node.value, states)
+                    if state is None:
+                        states.pop(target.id, None)
+                    else:
+                        states[target.id] = state
+            elif isinstance(node, ast.Call):
+                reaches.extend(self._call(path, node, states, values, depth, function.name))
+            elif isinstance(node, ast.Return) and node.value is not None:
+                value = node.value
+                if isinstance(value, ast.Name) and value.id in values:
+                    value = values[value.id]
+                if self._loads_module(path, value):
+                    returns_module = True
+                member = self._member(path, value, params, values)
+                if member is not None:
+                    returns_member = member
+        return Summary(function.name, params, tuple(reaches), returns_module, returns_member)
+
+    def _call(
+        self,
+        path: str,
+        call: ast.Call,
+        states: dict[str, _State],
+        values: dict[str, ast.expr],
+        depth: int,
+        name: str,
+    ) -> list[Reach]:
+        passed: list[tuple[_State, int | None, str | None]] = []
+        starred = False
+        for index, arg in enumerate(call.args):
+            starred = starred or isinstance(arg, ast.Starred)
+            state = _state_of(arg, states)
+            if state is not None:
+                passed.append((state, None if starred else index, None))
+        for keyword in call.keywords:
+            state = _state_of(keyword.value, states) if keyword.arg else None
+            if state is not None:
+                passed.append((state, None, keyword.arg))
+        if not passed:
+            return []
+        callee = self.compiled(path, call, values)
+        if callee is not None:
+            head = (_dotted(call.func) or "").split(".", 1)[0]
+            loaded = head in values or not self.files.bindings(path).is_imported(head)
+            return [
+                Reach(s.param, callee, slot, kw, s.guarded, s.direct, path, (f"{name}()",), loaded)
+                for s, slot, kw in passed
+            ]
+        written = _dotted(call.func)
+        if written is None or depth + 1 >= HELPER_DEPTH:
+            return []
+        found = self.function(written, path)
+        if found is None:
+            return []
+        inner = self.summary(found[0], found[1], depth + 1)
+        if inner is None:
+            return []
+        out: list[Reach] = []
+        for state, slot, keyword in passed:
+            index = inner.params.index(keyword) if keyword in inner.params else slot
+            for reach in inner.reaches:
+                if reach.param == index:
+                    out.append(
+                        replace(
+                            reach,
+                            param=state.param,
+                            guarded=reach.guarded or state.guarded,
+                            direct=reach.direct and state.direct,
+                            via=(f"{name}()", *reach.via),
+                        )
+                    )
+        return out
+
+    # --- what is compiled ---------------------------------------------------------------------
+    def compiled(self, path: str, call: ast.Call, values: dict[str, ast.expr]) -> str | None:
+        """The resolved name of a call into compiled code made in file `path`, else None."""
+        written = _dotted(call.func)
+        if written is None:
+            return None
+        bindings = self.files.bindings(path)
+        name = bindings.resolve_dotted(written)
+        parts = name.split(".")
+        head = written.split(".", 1)[0]
+        if parts[:2] == ["torch", "ops"] and len(parts) >= 4:
+            text = self.files.text(path)
+            defined = any(f"{q}{parts[2]}::{parts[3]}{q}" in text for q in "\"'")
+            return None if parts[2] in ("aten", "prims", "prim") or defined else name
+        if len(parts) < 2 or parts[0] == "torch":
+            return None
+        if head in values and self._loads_module(path, values[head]):
+            return name
+        module = name.rsplit(".", 1)[0]
+        if not bindings.is_imported(head):
+            tree = self.files.tree(path)
+            bound = _module_value(tree, head) if tree is not None else None
+            return name if bound is not None and self._loads_module(path, bound) else None
+        native = self.native_for(path)
+        if native.is_python(module):
+            return None
+        if any(
+            fnmatchcase(component.lstrip("."), pattern)
+            for component in parts[:-1]
+            for pattern in self.settings.extension_modules
+        ):
+            return name
+        return name if native.is_compiled(module) else None
+
+    def _loads_module(self, path: str, value: ast.expr) -> bool:
+        """`load(...)`, `load_inline(...)`, `importlib.import_module(...)`, a builder's
+        `.load()`, or a project function that returns one of these."""
+        if not isinstance(value, ast.Call):
+            return False
+        written = _dotted(value.func)
+        if written is None:
+            func = value.func
+            # `SomeOpBuilder().load()`: a method `load` on a freshly built object
+            return (
+                isinstance(func, ast.Attribute)
+                and func.attr == "load"
+                and isinstance(func.value, ast.Call)
+            )
+        resolved = self.files.bindings(path).resolve_dotted(written)
+        loaders = (*_MODULE_LOADERS, *self.settings.loaders)
+        if any(fnmatchcase(resolved, pattern) for pattern in loaders):
+            return True
+        found = self.function(written, path)
+        if found is None:
+            return False
+        inner = self.summary(found[0], found[1], HELPER_DEPTH)
+        return inner is not None and inner.returns_module
+
+    def _member(
+        self, path: str, value: ast.expr, params: tuple[str, ...], values: dict[str, ast.expr]
+    ) -> tuple[str, int] | None:
+        """`getattr(<compiled module>, <parameter> + ...)`: (module, parameter index)."""
+        if not (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id == "getattr"
+            and len(value.args) >= 2
+        ):
+            return None
+        owner = _dotted(value.args[0])
+        if owner is None:
+            return None
+        module = self.files.bindings(path).resolve_dotted(owner)
+        if not (self.native_for(path).is_compiled(module) or self._loaded(path, owner, values)):
+            return None
+        name = value.args[1]
+        if isinstance(name, ast.Name) and name.id in values:
+            name = values[name.id]
+        while isinstance(name, ast.BinOp) and isinstance(name.op, ast.Add):
+            name = name.left
+        if isinstance(name, ast.Name) and name.id in params:
+            return module, params.index(name.id)
+        return None
+
+    def _loaded(self, path: str, owner: str, values: dict[str, ast.expr]) -> bool:
+        value = values.get(owner)
+        return value is not None and self._loads_module(path, value)
+
+    def natives(self) -> list[ProjectNative]:
+        """The native sides consulted for the files summarised."""
+        return list(self._natives.values())
+
+    def native_for(self, path: str) -> ProjectNative:
+        if path not in self._natives:
+            self._natives[path] = ProjectNative(path, self.settings.native_sources)
+        return self._natives[path]
+
+
+# --- small ast helpers -----------------------------------------------------------------------
+def _state_of(expr: ast.expr, states: dict[str, _State]) -> _State | None:
+    if isinstance(expr, ast.Name):
+        return states.get(expr.id)
+    if isinstance(expr, ast.Starred):
+        return _state_of(expr.value, states)
+    if isinstance(expr, ast.Subscript):
+        inner = _state_of(expr.value, states)
+        return None if inner is None else _State(inner.param, inner.guarded, False)
+    if isinstance(expr, ast.Attribute) and expr.attr in ("T", "mT", "H", "mH", "data"):
+        inner = _state_of(expr.value, states)
+        return None if inner is None else _State(inner.param, inner.guarded, False)
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        inner = _state_of(expr.func.value, states)
+        if inner is None:
+            return None
+        method = expr.func.attr
+        if method == "contiguous":
+            return _State(inner.param, True, inner.direct)
+        if method == "clone":
+            dense = any(
+                k.arg == "memory_format" and (_dotted(k.value) or "").endswith("contiguous_format")
+                for k in expr.keywords
+            )
+            return _State(inner.param, inner.guarded or dense, inner.direct)
+        if method in _ALIASING or method in _PERMUTING:
+            return _State(inner.param, inner.guarded and method in _ALIASING, False)
+    return None
+
+
+def _in_order(function: ast.FunctionDef) -> list[ast.AST]:
+    """The function's statements and calls in source order (nested defs left out)."""
+    out: list[ast.AST] = []
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                continue
+            visit(child)
+            if isinstance(child, (ast.Assign, ast.Call, ast.Return)):
+                out.append(child)
+
+    visit(function)
+    return out
+
+
+def _module_function(scope: ast.Module | ast.ClassDef, name: str) -> ast.FunctionDef | None:
+    found = None
+    for stmt in scope.body:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == name:
+            found = stmt  # the last definition wins, as at run time
+    return found
+
+
+def _module_value(tree: ast.Module, name: str) -> ast.expr | None:
+    found = None
+    for stmt in tree.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id == name
+        ):
+            found = stmt.value
+    return found
+
+
+def _dotted(expr: ast.expr) -> str | None:
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if isinstance(expr, ast.Name):
+        parts.append(expr.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _read(path: str) -> str:
+    try:
+        if os.path.getsize(path) > _MAX_BYTES:
+            return ""
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _parse(text: str) -> ast.Module | None:
+    if not text:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
