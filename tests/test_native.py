@@ -250,3 +250,98 @@ def test_an_edit_of_the_cpp_invalidates_the_cached_result(tmp_path: Path) -> Non
         )
     )
     assert run() == []
+
+
+# --- one call deeper -------------------------------------------------------------------------
+BACKWARD_VIA = """
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return {call}
+"""
+
+
+def test_a_helper_of_the_same_file_is_followed(tmp_path: Path) -> None:
+    helper = "\ndef _launch(g, s):\n    return _kernels.bwd_raw(g, s)\n"
+    root = _project(tmp_path, helper + BACKWARD_VIA.format(call="_launch(grad, 2.0)"))
+    found = _findings(root)
+    assert [(f[0], f[2]) for f in found] == [("AGL201", "error")]
+    assert found[0][4].startswith("Through `_launch()`: `bwd_raw` reads it through `data_ptr()`")
+
+
+def test_a_helper_that_guards_is_no_finding(tmp_path: Path) -> None:
+    helper = "\ndef _launch(g, s):\n    g = g.contiguous()\n    return _kernels.bwd_raw(g, s)\n"
+    root = _project(tmp_path, helper + BACKWARD_VIA.format(call="_launch(grad, 2.0)"))
+    assert _findings(root) == []
+
+
+def test_a_helper_in_another_file_is_followed_and_its_edit_invalidates_the_cache(
+    tmp_path: Path,
+) -> None:
+    from autogradlint.cache import Cache
+
+    root = _project(
+        tmp_path,
+        BACKWARD_VIA.format(call="run_backward(grad, 2.0)"),
+        "from .launch import run_backward",
+    )
+    launch = root / "mypkg" / "launch.py"
+    launch.write_text(
+        "from . import _kernels\n\ndef run_backward(g, s):\n    return _kernels.bwd_raw(g, s)\n"
+    )
+    config = Config(root=root)
+    files = discover([str(root)], config, respect_gitignore=False).files
+    cache = Cache(tmp_path / "cache", config.fingerprint())
+
+    def run() -> list[str]:
+        results = lint_paths(files, config, root=root, cache=cache)
+        cache.save()
+        return [f.help for r in results for f in r.findings]
+
+    first = run()
+    assert len(first) == 1 and first[0].startswith("Through `run_backward()`")
+    launch.write_text(
+        "from . import _kernels\n\ndef run_backward(g, s):\n"
+        "    return _kernels.bwd_raw(g.contiguous(), s)\n"
+    )
+    assert run() == []
+
+
+def test_a_module_returned_by_a_loader_function_is_compiled(tmp_path: Path) -> None:
+    """`ext = get_ext()`: the function's body loads an extension, whatever it is called."""
+    header = (
+        "from torch.utils.cpp_extension import load\n\n"
+        "def get_ext():\n"
+        '    return load(name="whatever", sources=["csrc/ops.cpp"])\n\n'
+        "ext = get_ext()\n"
+    )
+    root = _project(tmp_path, BACKWARD_VIA.format(call="ext.bwd_raw(grad, 2.0)"), header)
+    (root / "setup.py").write_text("from setuptools import setup\nsetup()\n")
+    found = _findings(root)
+    assert [f[0] for f in found] == ["AGL201"] and "`bwd_raw` reads it" in found[0][4]
+
+
+def test_a_function_picked_from_a_compiled_module_by_name(tmp_path: Path) -> None:
+    """MinkowskiEngine's `get_minkowski_function("GlobalPoolingForward", x)`: a helper that
+    returns `getattr(<compiled module>, name + postfix)`; the bindings with that prefix decide."""
+    header = (
+        "def get_fn(name, x):\n"
+        '    return getattr(_kernels, name + ("GPU" if x.is_cuda else "CPU"))\n'
+    )
+    body = (
+        BACKWARD_VIA.format(call='get_fn("bwd_checked", grad)(grad, 2.0)')
+        .replace(
+            "        return get_fn", '        fn = get_fn("bwd_checked", grad)\n        return fn'
+        )
+        .replace('fn("bwd_checked", grad)(grad, 2.0)', "fn(grad, 2.0)")
+    )
+    root = _project(tmp_path, body, "from . import _kernels\n" + header)
+    found = _findings(root)
+    assert [(f[0], f[2]) for f in found] == [("AGL201", "warning")]
+    assert (
+        "a function of compiled `._kernels`" in found[0][4] or "compiled `_kernels`" in found[0][4]
+    )

@@ -101,6 +101,7 @@ def read_evidence(
     name: str,
     call: cst.Call,
     position: int,
+    loaded: set[str] | frozenset[str] = frozenset(),
 ) -> ReadEvidence:
     """How the C++ behind a compiled call reads the argument at `position`."""
     if kind != "extension":
@@ -114,7 +115,8 @@ def read_evidence(
         slot, keyword = None, arg.keyword.value
     else:
         slot, keyword = position, None
-    return evidence_for(native, name, slot, keyword, name.split(".")[0] in facts.compiled_names)
+    head = name.split(".")[0]
+    return evidence_for(native, name, slot, keyword, head in facts.compiled_names or head in loaded)
 
 
 def evidence_for(

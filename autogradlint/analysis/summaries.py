@@ -286,6 +286,12 @@ class Summaries:
             return name
         return name if native.is_compiled(module) else None
 
+    def loads_module(self, name: str) -> bool:
+        """Whether a module-level name of the linted file is bound to a loaded extension."""
+        tree = self.files.tree(self.path)
+        value = _module_value(tree, name) if tree is not None else None
+        return value is not None and self._loads_module(self.path, value)
+
     def _loads_module(self, path: str, value: ast.expr) -> bool:
         """`load(...)`, `load_inline(...)`, `importlib.import_module(...)`, a builder's
         `.load()`, or a project function that returns one of these."""

@@ -46,6 +46,7 @@ class CompiledGradients(Check):
             if self._guarded_by_decorator(method):
                 continue
             flow = self.ctx.flow(method)
+            self.loaded: set[str] = set()  # names bound to loaded modules (by evidence)
             grads = set(flow.params[1:])
             if flow.vararg:
                 grads.add(flow.vararg)
@@ -56,6 +57,7 @@ class CompiledGradients(Check):
                 callee = compiled_callee(site.node, facts, self.ctx.settings, self.ctx.native)
                 if callee is None and self._takes_gradient(site, flow, grads):
                     callee = compiled_by_evidence(site.node, facts, self.ctx.native)
+                    callee = callee or self._loaded_module_call(site, flow)
                     if callee is None:
                         self._through_helper(site, flow, grads, info.name)
                         continue
@@ -123,6 +125,28 @@ class CompiledGradients(Check):
                     evidence=f"Through {via}: {found_evidence.text}".rstrip(": "),
                 )
                 break
+
+    def _loaded_module_call(self, site: CallSite, flow: MethodFlow) -> tuple[str, str] | None:
+        """`ext.fn(...)` where `ext` came from a project function that loads an extension
+        (`ext = get_ext()`, here or at module level), whatever the function is called."""
+        written = dotted(site.node.func)
+        if written is None or "." not in written:
+            return None
+        head = written.split(".", 1)[0]
+        summaries = self.ctx.summaries
+        definition = flow.definition_before(head, site.order)
+        if definition is not None:
+            value = definition.value
+            loader = dotted(value.func) if isinstance(value, cst.Call) else None
+            found = summaries.function(loader) if loader is not None else None
+            summary = summaries.summary(*found) if found is not None else None
+            loaded = summary is not None and summary.returns_module
+        else:
+            loaded = head not in flow.defs and summaries.loads_module(head)
+        if not loaded:
+            return None
+        self.loaded.add(head)
+        return "extension", written
 
     def _through_member(
         self, site: CallSite, flow: MethodFlow, grads: set[str], cls: str, written: str
@@ -238,7 +262,9 @@ class CompiledGradients(Check):
             if state is None:
                 continue
             shown = source_of(self.ctx.facts.module, arg.value)
-            found = read_evidence(self.ctx.native, self.ctx.facts, kind, name, call, position)
+            found = read_evidence(
+                self.ctx.native, self.ctx.facts, kind, name, call, position, self.loaded
+            )
             # What the C++ shows wins over what the Python call looks like; the user's
             # `writing-extensions` wins over both.
             writes = found.writes if found.known and not self._listed_writer(name) else guessed
