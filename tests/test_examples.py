@@ -16,6 +16,8 @@ EXPECTED = {
     "reentrant_bug.py": [("AGL101", 25), ("AGL103", 40)],
     "extension_grads_bug.py": [("AGL201", 21), ("AGL202", 32)],
     "torch_function_bug.py": [("AGL301", 14)],
+    "custom_op_bug.py": [("AGL201", 27), ("AGL401", 43)],
+    "triton_op_bug.py": [("AGL201", 37)],
 }
 
 
@@ -85,6 +87,25 @@ def test_extension_examples_corrupt_and_fixed_are_correct(examples_on_path) -> N
     assert torch.equal(fixed["victim"], torch.ones(3))
 
 
+@pytest.mark.slow
+def test_custom_op_example_reads_the_cat_view_wrong_and_fixed_is_right(examples_on_path) -> None:
+    """The narrow gradient `torch.cat`'s backward hands a custom op, read densely: wrong."""
+    import torch
+
+    bug = _load("custom_op_bug")
+    fixed = _load("custom_op_fixed")
+    got, truth = bug.demo()
+    assert not torch.equal(got, truth)  # rows 1-3 read from the wrong places of the 4x8 buffer
+    got, truth = fixed.demo()
+    assert torch.equal(got, truth)
+    x = torch.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="returned an incorrect number of gradients"):
+        bug.scaled(x, 2.0).sum().backward()
+    x.grad = None
+    fixed.scaled(x, 2.0).sum().backward()
+    assert torch.equal(x.grad, torch.full((3,), 2.0))
+
+
 @pytest.fixture(scope="module")
 def fixed_examples(tmp_path_factory):
     """A copy of examples/ after `autogradlint fix --apply --unsafe-fixes`."""
@@ -98,12 +119,18 @@ def fixed_examples(tmp_path_factory):
     copy = tmp_path_factory.mktemp("fixed") / "examples"
     shutil.copytree(EXAMPLES, copy)
     result = CliRunner().invoke(main, ["fix", "--apply", "--unsafe-fixes", str(copy)])
-    assert "Fixed 6 findings in 2 files" in result.output, result.output
+    assert "Fixed 7 findings in 3 files" in result.output, result.output
     check = CliRunner().invoke(main, ["check", "--output-format", "json", str(copy)])
     import json
 
     left = {(Path(item["filename"]).name, item["code"]) for item in json.loads(check.output)}
-    assert left == {("torch_function_bug.py", "AGL301")}  # family C has no safe codemod
+    # family C has no codemod; a gradient count needs a human; `.contiguous()` is no safe fix
+    # for a Triton launch given another tensor's strides
+    assert left == {
+        ("torch_function_bug.py", "AGL301"),
+        ("custom_op_bug.py", "AGL401"),
+        ("triton_op_bug.py", "AGL201"),
+    }
     sys.path.insert(0, str(copy))
     for name in ("reentrant_bug", "extension_grads_bug"):
         sys.modules.pop(name, None)

@@ -54,6 +54,7 @@ def test_message_fields_are_ones_the_checks_provide(rule_id: str) -> None:
         "via",
         "slots",
         "evidence",
+        "error",
     }
 
 

@@ -26,6 +26,9 @@ def compiled_callee(
     (`native`) overrules them."""
     func = call.func
     if isinstance(func, cst.Subscript):
+        wrapped = _wrapped_triton(func.value, facts)
+        if wrapped is not None:
+            return "triton", wrapped
         kernel = dotted(func.value)
         if kernel is not None and _is_triton_launch(kernel, func, facts):
             return "triton", kernel
@@ -51,6 +54,20 @@ def compiled_callee(
                 return None
             return "extension", name
     return None
+
+
+_WRAPPERS = frozenset(
+    {"torch.library.wrap_triton", "torch.library.capture_triton", "torch._library.wrap_triton"}
+)
+
+
+def _wrapped_triton(expr: cst.BaseExpression, facts: FileFacts) -> str | None:
+    """`wrap_triton(kernel)`, the launcher a `triton_op` uses: the kernel's name."""
+    if not isinstance(expr, cst.Call) or not expr.args:
+        return None
+    if (facts.imports.resolve(expr.func) or "") not in _WRAPPERS:
+        return None
+    return dotted(expr.args[0].value) or "kernel"
 
 
 def _is_triton_launch(kernel: str, func: cst.Subscript, facts: FileFacts) -> bool:

@@ -49,6 +49,19 @@ class ClassInfo:
         return bool(self.kinds & {"function_mode", "dispatch_mode"})
 
 
+@dataclass(frozen=True)
+class CustomOpAutograd:
+    """A `torch.library` custom op's autograd registration: its backward function (called
+    with ctx and one gradient per output, like `Function.backward`) and setup_context."""
+
+    op: str  # the op as Python names it (`scale`), or its qualified name (`mylib::scale`)
+    backward: cst.FunctionDef
+    setup_context: cst.FunctionDef | None
+    call: cst.Call  # the register_autograd call
+    schema: cst.FunctionDef | None = None  # the op's own Python definition, when in this file
+    qualified: str = ""  # `ns::op`, when the file says it
+
+
 @dataclass
 class FileFacts:
     """Everything the checks share about one parsed file, computed by one statement walk."""
@@ -65,6 +78,7 @@ class FileFacts:
     # Module-level functions, by name (those a Function calls are kept in the slice).
     functions: dict[str, cst.FunctionDef] = field(default_factory=dict)
     parsed: str = ""  # the text libcst parsed: the slice, or the full text
+    custom_ops: list[CustomOpAutograd] = field(default_factory=list)
 
     @property
     def function_classes(self) -> list[ClassInfo]:
@@ -96,7 +110,10 @@ def collect_facts(
     assigns: list[cst.Assign] = []
     triton: set[str] = set()
     function_defs: list[cst.FunctionDef] = []
+    calls: list[cst.Call] = []  # module-level expression statements that are calls
     for stmt in iter_statements(module):
+        if isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
+            calls.append(stmt.value)
         if isinstance(stmt, (cst.Import, cst.ImportFrom)):
             if collect_imports:
                 imports.add(stmt)
@@ -128,9 +145,10 @@ def collect_facts(
                     compiled.add(name)
 
     classes = _classify(class_defs, imports, project)
+    functions = {stmt.name.value: stmt for stmt in module.body if isinstance(stmt, cst.FunctionDef)}
+    registrations = _custom_op_autograd(module, imports, functions, calls)
     custom_ops = {f"{ns}.{op}" for ns, op in _CUSTOM_OP_RE.findall(source)}
     class_nodes = {node.name.value: node for node in class_defs}
-    functions = {stmt.name.value: stmt for stmt in module.body if isinstance(stmt, cst.FunctionDef)}
     return FileFacts(
         module,
         imports,
@@ -142,7 +160,67 @@ def collect_facts(
         source,
         project,
         functions,
+        custom_ops=registrations,
     )
+
+
+_REGISTER = frozenset({"torch.library.register_autograd", "torch._library.register_autograd"})
+_OP_DECORATORS = frozenset({"torch.library.custom_op", "torch.library.triton_op"})
+
+
+def _custom_op_autograd(
+    module: cst.Module,
+    imports: ImportTable,
+    functions: dict[str, cst.FunctionDef],
+    calls: list[cst.Call],
+) -> list[CustomOpAutograd]:
+    """`op.register_autograd(backward, setup_context=...)` on an op this file defines, and
+    `torch.library.register_autograd("ns::op", backward, ...)`, with module-level functions."""
+    ops: dict[str, cst.FunctionDef] = {}
+    qualified_of: dict[str, str] = {}  # python name -> ns::op
+    for name, function in functions.items():
+        for decorator in function.decorators:
+            expr = decorator.decorator
+            target = imports.resolve(expr.func if isinstance(expr, cst.Call) else expr) or ""
+            if target in _OP_DECORATORS:
+                ops[name] = function
+                first = expr.args[0].value if isinstance(expr, cst.Call) and expr.args else None
+                qualified = first.evaluated_value if isinstance(first, cst.SimpleString) else None
+                if isinstance(qualified, str):
+                    ops[qualified] = function  # `register_autograd("ns::op", ...)` names it so
+                    qualified_of[name] = qualified
+    found: list[CustomOpAutograd] = []
+    for call in calls:
+        func = call.func
+        args = [arg for arg in call.args if arg.keyword is None]
+        kwargs = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
+        resolved = imports.resolve(func) or ""
+        if resolved in _REGISTER and len(args) >= 2:
+            op_expr, backward = args[0].value, args[1].value
+            text = op_expr.evaluated_value if isinstance(op_expr, cst.SimpleString) else None
+            op = text if isinstance(text, str) else (dotted(op_expr) or "")
+        elif isinstance(func, cst.Attribute) and func.attr.value == "register_autograd" and args:
+            op, backward = dotted(func.value) or "", args[0].value
+        else:
+            continue
+        backward = kwargs.get("backward", backward)
+        setup = kwargs.get("setup_context")
+        if not isinstance(backward, cst.Name) or backward.value not in functions:
+            continue
+        setup_node = functions.get(setup.value) if isinstance(setup, cst.Name) else None
+        schema = ops.get(op) or ops.get(op.rsplit(".", 1)[-1])
+        shown = schema.name.value if schema is not None else op
+        found.append(
+            CustomOpAutograd(
+                shown,
+                functions[backward.value],
+                setup_node,
+                call,
+                schema,
+                qualified_of.get(shown, op if "::" in op else ""),
+            )
+        )
+    return found
 
 
 def _classify(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
-from ..analysis.facts import ClassInfo, FileFacts
+from ..analysis.facts import FileFacts
 from ..analysis.walk import FastVisitor
 from ..fix.edits import Edits, Fix
 
@@ -43,12 +45,24 @@ def source_of(module: cst.Module, node: cst.CSTNode, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def backward_methods(facts: FileFacts) -> list[tuple[ClassInfo, cst.FunctionDef]]:
-    return [
-        (info, info.methods["backward"])
+@dataclass(frozen=True)
+class BackwardOf:
+    """Whose backward a function is: a Function class's, or a `torch.library` custom op's
+    (registered with `register_autograd`; it receives gradients the same way)."""
+
+    name: str  # the class, or the op as the file names it
+    node: cst.ClassDef | None  # the class (None for a custom op)
+
+
+def backward_methods(facts: FileFacts) -> list[tuple[BackwardOf, cst.FunctionDef]]:
+    """Every backward of the file: Function classes' and custom ops' alike."""
+    found: list[tuple[BackwardOf, cst.FunctionDef]] = [
+        (BackwardOf(info.name, info.node), info.methods["backward"])
         for info in facts.function_classes
         if "backward" in info.methods
     ]
+    found += [(BackwardOf(op.op, None), op.backward) for op in facts.custom_ops]
+    return found
 
 
 def _contains(node: cst.CSTNode, target: cst.CSTNode) -> bool:

@@ -254,6 +254,7 @@ class CompiledGradients(Check):
     ) -> None:
         kind, name = callee
         call = site.node
+        written = (dotted(call.func) if kind == "extension" else None) or name.lstrip(".")
         guessed = kind == "extension" and self._writes(name, site, flow, grads)
         stride_safe = any(fnmatchcase(name, p) for p in self.ctx.settings.stride_safe)
         stride_names = self._stride_arguments(call) if kind == "triton" else set()
@@ -265,9 +266,9 @@ class CompiledGradients(Check):
             found = read_evidence(
                 self.ctx.native, self.ctx.facts, kind, name, call, position, self.loaded
             )
-            # What the C++ shows wins over what the Python call looks like; the user's
-            # `writing-extensions` wins over both.
-            writes = found.writes if found.known and not self._listed_writer(name) else guessed
+            # A write the C++ shows, or what the Python call looks like (a token-level read
+            # cannot prove that a kernel never writes through a pointer it was handed).
+            writes = found.writes or guessed
             if writes and not state.write_safe:
                 fix = copy_gradient_first(
                     self.method,
@@ -281,23 +282,37 @@ class CompiledGradients(Check):
                     arg.value,
                     fix=fix,
                     grad=shown,
-                    callee=name.lstrip("."),
+                    callee=written,
                     cls=cls,
                     evidence=found.write_text,
                 )
             elif not state.read_safe and not stride_safe and state.name not in stride_names:
                 if found.safe:
                     continue  # the C++ makes it contiguous or reads it through its strides
+                text = found.text
                 fix = self._contiguous_fix(arg.value)
+                if kind == "triton" and stride_names:
+                    # `.contiguous()` is no safe fix here: where the other tensor is not
+                    # contiguous and the gradient happened to match it, it would break a
+                    # launch that was right. The fix is the gradient's own strides.
+                    fix = None
+                    others = ", ".join(f"`{n}.stride(...)`" for n in sorted(stride_names))
+                    text = (
+                        f"The launch is given {others}, not `{state.name}`'s own: a gradient "
+                        "laid out differently (the narrow view `torch.cat`'s backward hands "
+                        "each input) is read at the wrong places, and gradcheck/opcheck, which "
+                        f"feed contiguous gradients, cannot see it. Pass `{state.name}.stride(...)` "
+                        "for it."
+                    )
                 self.report(
                     "AGL201",
                     arg.value,
                     fix=fix,
                     severity=found.severity,
                     grad=shown,
-                    callee=name.lstrip("."),
+                    callee=written,
                     cls=cls,
-                    evidence=found.text,
+                    evidence=text,
                 )
 
     # --- fixes (FIX-B1; FIX-B2 is gradient_copy.copy_gradient_first) ------------------------

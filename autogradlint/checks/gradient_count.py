@@ -21,6 +21,36 @@ class GradientCount(Check):
             if backward is not None and forward is not None:
                 self.ctx.enter(info.node)
                 self._class(info, forward, backward)
+        for op in self.ctx.facts.custom_ops:
+            if op.schema is not None:
+                self.ctx.enter(None)
+                self._custom_op(op.op, op.qualified, op.schema, op.backward)
+
+    def _custom_op(
+        self, name: str, qualified: str, schema: cst.FunctionDef, backward: cst.FunctionDef
+    ) -> None:
+        """A custom op's backward returns a gradient (or None) for every input of the op,
+        defaults included: fewer raises at the first backward (D11.1)."""
+        signature = schema.params
+        if isinstance(signature.star_arg, cst.Param) or signature.kwonly_params:
+            return
+        inputs = params(schema)
+        total = len(inputs)
+        # PyTorch's name for the node, and its counts, which include one hidden input (D11.1)
+        generated = qualified.replace("::", "_").replace(".", "_") if qualified else "<ns>_<op>"
+        for ret, _order in self.ctx.flow(backward).returns:
+            count, _extras = gradient_count(ret.value, total)
+            if count is not None and count < total:
+                self.report(
+                    "AGL401",
+                    ret,
+                    cls=name,
+                    expected=str(total),
+                    actual=count,
+                    error=f"function GeneratedBackwardFor_{generated}_defaultBackward returned "
+                    f"an incorrect number of gradients (expected {total + 1}, got {count + 1})",
+                    slots=slots([p.name.value for p in inputs], ret.value),
+                )
 
     def _class(self, info: ClassInfo, forward: cst.FunctionDef, backward: cst.FunctionDef) -> None:
         signature = forward.params
@@ -37,13 +67,15 @@ class GradientCount(Check):
                 continue
             if count < required or (count > total and not extras_none):
                 expected = str(total) if required == total else f"{required} to {total}"
+                shown = expected.split(" ")[-1]
                 self.report(
                     "AGL401",
                     ret,
                     cls=info.name,
                     expected=expected,
                     actual=count,
-                    shown=expected.split(" ")[-1],
+                    error=f"function {info.name}Backward returned an incorrect number of "
+                    f"gradients (expected {shown}, got {count})",
                     slots=slots([p.name.value for p in inputs], ret.value),
                 )
 

@@ -217,9 +217,23 @@ def native_files(root: str, extra: Iterable[str] = ()) -> list[str]:
         for directory, dirs, files in os.walk(top):
             dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS]
             found.extend(os.path.join(directory, f) for f in files if f.endswith(SUFFIXES))
+            found.extend(
+                path
+                for f in files
+                if f.endswith(".py") and _loads_inline(path := os.path.join(directory, f))
+            )
             if len(found) > _MAX_FILES:
                 return found[:_MAX_FILES]
     return found
+
+
+def _loads_inline(path: str) -> bool:
+    """A Python file that compiles C++ from strings (`load_inline`): its sources count."""
+    try:
+        with open(path, "rb") as handle:
+            return b"load_inline" in handle.read(native.MAX_BYTES)
+    except OSError:
+        return False
 
 
 def stamp(paths: Iterable[str]) -> str:

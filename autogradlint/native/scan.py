@@ -90,7 +90,10 @@ class Source:
     def raw(self) -> str:
         """The text as read (read on first use; unreadable or oversized: empty)."""
         if self._raw is None:
-            self._raw = _read(self.path)
+            text = _read(self.path)
+            if self.path.endswith(".py"):
+                text = inline_sources(text) if "load_inline" in text else ""
+            self._raw = text
         return self._raw
 
     @property
@@ -229,6 +232,66 @@ class Source:
         )
 
 
+def inline_sources(text: str) -> str:
+    """The C++ a Python file hands `load_inline` (`cpp_sources` / `cuda_sources` strings, at
+    their own line numbers, every other line blank) and a pybind11 block for its `functions`:
+    load_inline binds each under its own name, in a module Python binds to any name."""
+    import ast
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return ""
+    constants = {
+        target.id: node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    lines = [""] * (text.count("\n") + 2)
+    bound: list[str] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and _called(node.func).endswith("load_inline")):
+            continue
+        for keyword in node.keywords:
+            values = (
+                keyword.value.elts
+                if isinstance(keyword.value, (ast.List, ast.Tuple))
+                else [keyword.value]
+            )
+            values = [constants.get(v.id, v) if isinstance(v, ast.Name) else v for v in values]
+            if keyword.arg in ("cpp_sources", "cuda_sources"):
+                for value in values:
+                    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                        for offset, line in enumerate(value.value.split("\n")):
+                            if value.lineno + offset - 1 < len(lines):
+                                lines[value.lineno + offset - 1] = line
+            elif keyword.arg == "functions":
+                if isinstance(keyword.value, ast.Dict):
+                    values = list(keyword.value.keys)  # type: ignore[arg-type]
+                bound += [
+                    v.value
+                    for v in values
+                    if isinstance(v, ast.Constant) and isinstance(v.value, str)
+                ]
+    if not bound:
+        return "\n".join(lines)
+    defs = " ".join(f'm.def("{name}", &{name});' for name in bound if name.isidentifier())
+    return "\n".join(lines) + f"\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{ {defs} }}\n"
+
+
+def _called(func: object) -> str:
+    import ast
+
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
+
+
 def _read(path: str) -> str:
     import os
 
@@ -313,6 +376,16 @@ def _written(name: str, body: str) -> int | None:
     aliases = [name] + re.findall(
         rf"{_DECLARED_AS}{word}\s*(?:(?:\.|->)\s*contiguous\s*\(\s*\))?\s*;", body
     )
+    # `float* p = g.data_ptr<float>();` then `p[i] *= s` / `*p = v`: a write through the pointer
+    for pointer in re.finditer(
+        rf"(?<!const )\b\w+\s*\*\s*(\w+)\s*=\s*(?:\w+_cast<[^>]*>\s*\()?\s*{word}{_RAW_READ}", body
+    ):
+        ptr = re.escape(pointer.group(1))
+        store = re.search(
+            rf"(?:\b{ptr}\s*\[[^\]]*\]|\*\s*\(?\s*{ptr}\b[^=;]*?)\s*[-+*/]?=(?!=)", body
+        )
+        if store is not None:
+            return store.start()
     for alias in aliases:
         escaped = re.escape(alias)
         if re.search(rf"\b{escaped}{_RAW_READ}", body) is None:

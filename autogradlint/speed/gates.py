@@ -24,12 +24,20 @@ class Gate:
     # Checks that start from autograd.Function classes: a file subclassing a Function defined
     # elsewhere in the project (the cross-file index) must reach them.
     starts_from_functions: bool = False
+    # Tokens that admit a file on their own: `register_autograd` gives a torch.library custom
+    # op a backward that the Function checks read too, with no Function class in sight.
+    also: tuple[bytes, ...] = ()
 
     def admits(self, raw: bytes, memo: dict[object, bool] | None = None) -> bool:
         """Substring tests first (memory speed, they reject almost every file), then patterns.
 
         Gates share tokens and patterns: `memo` keeps each test's answer for one file."""
         memo = {} if memo is None else memo
+        for token in self.also:
+            if token not in memo:
+                memo[token] = token in raw
+            if memo[token]:
+                return True
         for token in self.requires:
             if token not in memo:
                 memo[token] = token in raw
@@ -51,14 +59,20 @@ _FUNCTION_CLASS = (
     re.compile(rb"class\s+\w+\s*\([^)]*Function\b"),
     re.compile(rb"Function\s+as\s+\w+"),
 )
+CUSTOM_OP_AUTOGRAD = b"register_autograd"
 REENTRANT = Gate(
     ("AGL101", "AGL102", "AGL103", "AGL104", "AGL105"),
     _FUNCTION_CLASS,
     (b"Function", b"def backward", b"autograd"),
     True,
+    (CUSTOM_OP_AUTOGRAD,),
 )
 COMPILED_GRADS = Gate(
-    ("AGL201", "AGL202"), _FUNCTION_CLASS, (b"Function", b"def backward", b"autograd"), True
+    ("AGL201", "AGL202"),
+    _FUNCTION_CLASS,
+    (b"Function", b"def backward", b"autograd"),
+    True,
+    (CUSTOM_OP_AUTOGRAD,),
 )
 TORCH_FUNCTION = Gate(
     ("AGL301", "AGL302"), (re.compile(rb"def\s+__torch_(function|dispatch)__"),), (b"__torch_",)
@@ -80,12 +94,14 @@ OVERRIDES = Gate(
 )
 
 
-def _contract(*ids: str) -> Gate:
-    """The gate of a Function-contract check (every Function class can break the contract)."""
-    return Gate(ids, _FUNCTION_CLASS, (b"Function", b"autograd"), True)
+def _contract(*ids: str, custom_ops: bool = False) -> Gate:
+    """The gate of a Function-contract check (every Function class can break the contract);
+    `custom_ops`: the check also reads torch.library custom ops' backwards."""
+    also = (CUSTOM_OP_AUTOGRAD,) if custom_ops else ()
+    return Gate(ids, _FUNCTION_CLASS, (b"Function", b"autograd"), True, also)
 
 
-GRADIENT_COUNT = _contract("AGL401")
+GRADIENT_COUNT = _contract("AGL401", custom_ops=True)
 STATIC_METHODS = _contract("AGL402")
 SAVED_STATE = _contract("AGL403", "AGL404")
 INPUT_MUTATION = _contract("AGL405")
@@ -132,6 +148,7 @@ def _admitting_gates(enabled: frozenset[str]) -> tuple[Gate, ...]:
             other is not gate
             and other.patterns == gate.patterns
             and set(other.requires) < set(gate.requires)
+            and set(gate.also) <= set(other.also)
             for other in gates
         )
     )

@@ -341,3 +341,23 @@ def test_grad_written_by_a_nested_backward_survives_a_failed_backward() -> None:
     with pytest.raises(ValueError, match="Simulate error on backward pass"):
         torch.autograd.backward([failing.sum(), (nested * nested).sum()])
     assert t2.grad is not None and t3.grad is not None  # not rolled back
+
+
+@rows("A1.4")
+def test_grad_mode_is_off_in_a_custom_op_backward() -> None:
+    from torch.library import custom_op
+
+    seen: list[bool] = []
+
+    @custom_op("agl_sem::a14", mutates_args=())
+    def double(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    def backward(ctx, g):  # type: ignore[no-untyped-def]
+        seen.append(torch.is_grad_enabled())
+        return g * 2
+
+    double.register_autograd(backward)
+    x = torch.randn(3, requires_grad=True)
+    double(x).sum().backward()
+    assert seen == [False]

@@ -165,3 +165,25 @@ def test_contiguous_is_no_write_guard_but_a_copy_is() -> None:
     for copy in (torch.Tensor.clone, lambda g: g.clone(memory_format=torch.contiguous_format)):
         _, b_grad, gy, _, _ = consumers(lambda g, c=copy: raw_double(c(g)), writer_first=True)
         assert b_grad.tolist() == [1.0] * 3 and gy.tolist() == [1.0] * 3
+
+
+@rows("B1.6")
+def test_a_custom_op_backward_gets_the_same_layouts() -> None:
+    from torch.library import custom_op
+
+    seen: list[torch.Tensor] = []
+
+    @custom_op("agl_sem::b16", mutates_args=())
+    def ident(x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
+
+    def backward(ctx, g):  # type: ignore[no-untyped-def]
+        seen.append(g)
+        return g
+
+    ident.register_autograd(backward)
+    a = torch.randn(4, 3, requires_grad=True)
+    torch.cat([ident(a), torch.randn(4, 5)], dim=1).backward(torch.randn(4, 8))
+    assert seen[-1].stride() == (8, 1) and not seen[-1].is_contiguous()
+    ident(a).sum().backward()
+    assert seen[-1].stride() == (0, 0)

@@ -369,3 +369,33 @@ def test_apply_checks_forwards_arity_at_the_first_call() -> None:
         "Two.forward() takes from 3 to 4 positional arguments but 5 were given"
     )
     Two.apply(three(), three())  # a default need not be passed
+
+
+@rows("D11.1")
+def test_a_custom_op_backward_returns_one_gradient_per_input() -> None:
+    from torch.library import custom_op
+
+    def setup_context(ctx, inputs, output):  # type: ignore[no-untyped-def]
+        ctx.s = inputs[1]
+
+    @custom_op("agl_sem::d11_short", mutates_args=())
+    def short(x: torch.Tensor, s: float) -> torch.Tensor:
+        return x * s
+
+    short.register_autograd(lambda ctx, g: g * ctx.s, setup_context=setup_context)
+    x = torch.randn(3, requires_grad=True)
+    with pytest.raises(RuntimeError) as raised:
+        short(x, 2.0).sum().backward()
+    assert first_line(raised.value) == (
+        "function GeneratedBackwardFor_agl_sem_d11_short_defaultBackward returned an incorrect "
+        "number of gradients (expected 3, got 2)"
+    )
+
+    @custom_op("agl_sem::d11_long", mutates_args=())
+    def long(x: torch.Tensor, s: float) -> torch.Tensor:
+        return x * s
+
+    long.register_autograd(lambda ctx, g: (g * ctx.s, None, None), setup_context=setup_context)
+    x = torch.randn(3, requires_grad=True)
+    long(x, 2.0).sum().backward()
+    assert torch.equal(x.grad, torch.full((3,), 2.0))

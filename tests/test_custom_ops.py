@@ -1,0 +1,150 @@
+"""`torch.library` custom ops are custom autograd code too: their backward (registered with
+`register_autograd`) gets every gradient layout a `Function.backward` gets (semantics B1.6),
+runs with grad mode off (A1.4), and must return a gradient per op input (D11.1)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from autogradlint.engine import lint_source
+from autogradlint.lint import lint_file
+
+
+def _found(source: str) -> list[tuple[str, int]]:
+    result = lint_source(textwrap.dedent(source), "ops.py")
+    assert result.error is None, result.error
+    return [(f.rule_id, f.line) for f in result.findings]
+
+
+def test_graph_building_in_a_custom_op_backward() -> None:
+    assert _found(
+        """
+        import torch
+
+        @torch.library.custom_op("mylib::square", mutates_args=())
+        def square(x: torch.Tensor) -> torch.Tensor:
+            return x * x
+
+        def _backward(ctx, grad):
+            x, = ctx.saved_tensors
+            y = x * x
+            return torch.autograd.grad(y, x, grad)[0]
+
+        def _setup(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        torch.library.register_autograd("mylib::square", _backward, setup_context=_setup)
+        """
+    ) == [("AGL101", 11)]
+
+
+TRITON_OP = """
+import torch
+import triton
+from torch.library import triton_op, wrap_triton
+
+@triton.jit
+def _kernel(src, dst, row_stride, n):
+    pass
+
+@triton_op("mylib::double", mutates_args=())
+def double(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+def _setup(ctx, inputs, output):
+    (ctx.x,) = inputs
+
+def _backward(ctx, grad_y):
+    x = ctx.x
+    grad_x = torch.empty_like(x)
+    wrap_triton(_kernel)[(x.shape[0],)](grad_y, grad_x, {stride}, x.shape[1])
+    return grad_x
+
+double.register_autograd(_backward, setup_context=_setup)
+"""
+
+
+def test_a_triton_op_backward_indexing_the_gradient_with_the_input_strides() -> None:
+    """pytorch/pytorch#194719: the launch is given `x.stride(0)` for `grad_y`."""
+    result = lint_source(TRITON_OP.format(stride="x.stride(0)"), "ops.py")
+    assert [(f.rule_id, f.line) for f in result.findings] == [("AGL201", 20)]
+    finding = result.findings[0]
+    assert finding.fixable is None  # `.contiguous()` could break a launch that was right
+    assert "`x.stride(...)`, not `grad_y`'s own" in finding.help
+    assert "Pass `grad_y.stride(...)`" in finding.help
+
+
+def test_a_triton_op_backward_given_the_gradient_strides_is_fine() -> None:
+    assert lint_source(TRITON_OP.format(stride="grad_y.stride(0)"), "ops.py").findings == []
+
+
+def test_the_gradient_count_against_the_op_signature() -> None:
+    source = """
+        import torch
+
+        @torch.library.custom_op("mylib::mul", mutates_args=())
+        def mul(x: torch.Tensor, s: float) -> torch.Tensor:
+            return x * s
+
+        def _setup(ctx, inputs, output):
+            ctx.s = inputs[1]
+
+        def _backward(ctx, grad):
+            if ctx.s == 0:
+                return None, None
+            return grad * ctx.s
+
+        mul.register_autograd(_backward, setup_context=_setup)
+        """
+    result = lint_source(textwrap.dedent(source), "ops.py")
+    assert [(f.rule_id, f.line) for f in result.findings] == [("AGL401", 14)]
+    assert "GeneratedBackwardFor_mylib_mul_defaultBackward" in result.findings[0].help
+    assert "(expected 3, got 2)" in result.findings[0].help
+
+
+def test_extra_trailing_nones_and_unknown_signatures_are_accepted() -> None:
+    assert (
+        _found(
+            """
+        import torch
+
+        @torch.library.custom_op("mylib::mul", mutates_args=())
+        def mul(x: torch.Tensor, s: float) -> torch.Tensor:
+            return x * s
+
+        def _backward(ctx, grad):
+            return grad * 2, None, None
+
+        mul.register_autograd(_backward)
+
+        def _other_backward(ctx, grad):
+            return grad
+
+        torch.library.register_autograd("elsewhere::op", _other_backward)
+        """
+        )
+        == []
+    )
+
+
+def test_the_fix_applies_to_a_custom_op_backward() -> None:
+    source = textwrap.dedent(
+        """
+        import torch
+        import my_ext_cuda
+
+        @torch.library.custom_op("mylib::double", mutates_args=())
+        def double(x: torch.Tensor) -> torch.Tensor:
+            return my_ext_cuda.fwd(x)
+
+        def _backward(ctx, grad):
+            return my_ext_cuda.bwd(grad)
+
+        double.register_autograd(_backward)
+        """
+    )
+    result = lint_file(source, "ops.py", fixes=True)
+    assert [(f.rule_id, f.line) for f in result.findings] == [("AGL201", 10)]
+    assert result.fixes and "grad.contiguous()" in "".join(
+        line for fix in result.fixes for edit in fix.edits for line in edit.lines
+    )
