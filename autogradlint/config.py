@@ -32,6 +32,7 @@ KNOWN_KEYS = {
     "writing-extensions",
     "guard-decorators",
     "extension-loaders",
+    "native-sources",
     "confirm",
 }
 DEFAULT_EXCLUDE = (
@@ -244,6 +245,13 @@ def from_mapping(data: Any, origin: str, root: Path) -> Config:
         )
     if "guard-decorators" in lists:
         settings = replace(settings, guard_decorators=lists["guard-decorators"])
+    if "native-sources" in lists:
+        # C/C++/CUDA outside the project tree: paths relative to the configuration file
+        base = Path(origin).parent
+        settings = replace(
+            settings,
+            native_sources=tuple(str((base / p).resolve()) for p in lists["native-sources"]),
+        )
     if "extension-loaders" in lists:
         settings = replace(settings, loaders=settings.loaders + lists["extension-loaders"])
     return replace(

@@ -345,3 +345,49 @@ def test_a_function_picked_from_a_compiled_module_by_name(tmp_path: Path) -> Non
     assert (
         "a function of compiled `._kernels`" in found[0][4] or "compiled `_kernels`" in found[0][4]
     )
+
+
+def test_native_sources_outside_the_tree_come_from_the_configuration(tmp_path: Path) -> None:
+    """The C++ lives beside the checked package, not under it: `native-sources` points there."""
+    from autogradlint.config import load_file
+
+    root = _project(tmp_path, _function("Raw", "bwd_raw"))
+    outside = tmp_path / "kernels"
+    (root / "csrc").rename(outside)
+    (root / "pyproject.toml").write_text('[tool.autogradlint]\nnative-sources = ["../kernels"]\n')
+    config = load_file(root / "pyproject.toml")
+    assert config is not None and config.settings.native_sources == (str(outside),)
+    found = discover([str(root)], config, respect_gitignore=False)
+    results = lint_paths(found.files, config, root=root)
+    helps = [f.help for r in results for f in r.findings]
+    assert len(helps) == 1 and "reads it through `data_ptr()`" in helps[0]
+    assert "kernels/ops.cpp:9" in helps[0]
+
+
+def test_write_evidence_in_cpp() -> None:
+    text = """
+    void through_pointer(torch::Tensor g, double s) {
+      float* p = g.data_ptr<float>();
+      for (int64_t i = 0; i < g.numel(); ++i) p[i] *= s;
+    }
+    torch::Tensor returned_in_place(torch::Tensor const& g_) {
+      auto g = g_.contiguous();
+      launch(static_cast<float*>(g.data_ptr()));
+      return g;  // "backward pass is completely in-place"
+    }
+    void inplace_method(torch::Tensor g) { g.mul_(2); }
+    torch::Tensor reads_only(torch::Tensor g) {
+      const float* p = g.data_ptr<float>();
+      float* out = nullptr;
+      out[0] = p[0];
+      return g.new_empty({1});
+    }
+    """
+    source = Source("x.cpp", text)
+
+    def writes(name: str) -> bool:
+        (function,) = source.functions(name)
+        return bool(function.writes[0])
+
+    assert writes("through_pointer") and writes("returned_in_place") and writes("inplace_method")
+    assert not writes("reads_only")

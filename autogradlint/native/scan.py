@@ -381,9 +381,10 @@ def _written(name: str, body: str) -> int | None:
         rf"(?<!const )\b\w+\s*\*\s*(\w+)\s*=\s*(?:\w+_cast<[^>]*>\s*\()?\s*{word}{_RAW_READ}", body
     ):
         ptr = re.escape(pointer.group(1))
-        store = re.search(
-            rf"(?:\b{ptr}\s*\[[^\]]*\]|\*\s*\(?\s*{ptr}\b[^=;]*?)\s*[-+*/]?=(?!=)", body
-        )
+        # after the declaration: `p[i] = v`, `p[i] *= s`, `*p = v` (not `float* p = ...`)
+        store = re.compile(
+            rf"(?:\b{ptr}\s*\[[^\]]*\]|(?<![\w)\]])\*\s*\(?\s*{ptr}\b[^=;]*?)\s*[-+*/]?=(?!=)"
+        ).search(body, pointer.end())
         if store is not None:
             return store.start()
     for alias in aliases:
