@@ -142,7 +142,7 @@ def evidence_for(
     """How the C++ bound as `name` reads its argument `slot` (or `keyword`). `loaded`: the
     module is an object a loader returned, so its name says nothing of the bindings'."""
     parts = name.split(".")
-    index = native.index()
+    index = native.index_for_callee(name)
     if parts[:2] == ["torch", "ops"] and len(parts) >= 4:
         found = index.op_evidence(parts[2], parts[3], slot)
     else:

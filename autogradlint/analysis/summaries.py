@@ -12,7 +12,7 @@ import warnings
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 
-from ..native.modules import ProjectNative
+from ..native.modules import ProjectNative, module_file
 from ..settings import HELPER_DEPTH, Settings
 from ..speed.slicing import import_bindings
 from .bindings import Bindings
@@ -85,24 +85,6 @@ class PythonFiles:
             self._bindings[path] = Bindings(import_bindings(tree) if tree is not None else ())
         return self._bindings[path]
 
-    def module_file(self, importer: str, module: str, root: str) -> str | None:
-        """The file a module name stands for, seen from `importer`: relative imports from its
-        package, absolute ones from the project root, `src/`, or the importer's directory."""
-        parts = module.lstrip(".").split(".")
-        if module.startswith("."):
-            base = os.path.dirname(importer)
-            for _ in range(len(module) - len(module.lstrip(".")) - 1):
-                base = os.path.dirname(base)
-            bases = [base]
-        else:
-            bases = [root, os.path.join(root, "src"), os.path.dirname(importer)]
-        for base in bases:
-            stem = os.path.join(base, *parts)
-            for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
-                if os.path.isfile(candidate):
-                    return candidate
-        return None
-
 
 class Summaries:
     """Summaries of the project's functions, memoised (one per linted file)."""
@@ -147,7 +129,7 @@ class Summaries:
         module, _, name = target.rpartition(".")
         if not module:
             return None
-        found = self.files.module_file(path, module, self.native_for(path).root)
+        found = module_file(path, module, self.native_for(path).root)
         if found is None or not os.path.isfile(found):
             return None
         other = self.files.tree(found)

@@ -53,7 +53,9 @@ class CheckContext:
         files: set[str] = set()
         if self._summaries is not None:
             natives += list(self._summaries.natives())
-            files = self._summaries.consulted
+            files |= self._summaries.consulted
+        for native in natives:
+            files |= native.python_files
         stamps = {n.root: n.stamp for n in natives if n.stamp}
         return encode(stamps, files)
 

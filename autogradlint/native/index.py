@@ -15,7 +15,21 @@ from .scan import RANK, UNKNOWN, Binding, Function, Source
 
 SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inl")
 # Directories that hold no source of the project itself.
-_SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "dist-packages"})
+_SKIP_DIRS = frozenset(
+    {
+        "__pycache__",
+        "node_modules",
+        "site-packages",
+        "dist-packages",
+        "venv",
+        "build",
+        "dist",
+        "_build",
+        "buck-out",
+        "__pypackages__",
+    }
+)
+_MAX_ENTRIES = 200_000  # directory entries walked before the walk stops (a loose file in /tmp)
 _FOLLOW = 4  # C++ calls followed from a bound function to the code that reads the tensor
 _MAX_FILES = 20_000  # a tree with more native files than this is not the project's own code
 
@@ -40,12 +54,19 @@ class NativeIndex:
         self._bindings: dict[str, list[tuple[Binding, str]]] | None = None
         self._functions: dict[str, list[tuple[Function, str]]] = {}
         self._macros: dict[str, str] | None = None
+        self._python: dict[str, bool] = {}  # Python files asked about: whether they load_inline
 
     @property
     def bindings(self) -> dict[str, list[tuple[Binding, str]]]:
         if self._bindings is None:
             self._bindings = {}
-            for source in self.sources:
+            units = [s for s in self.sources if not s.header]
+            # A header binds only through a function handed the module by the PYBIND11_MODULE
+            # block beside it (MinkowskiEngine's pybind/extern.hpp): only those are read, so
+            # 60 MB of ATen headers stay unread.
+            beside = {os.path.dirname(s.path) for s in units if "PYBIND11_MODULE" in s.raw}
+            headers = [s for s in self.sources if s.header and os.path.dirname(s.path) in beside]
+            for source in units + headers:
                 for binding in source.bindings():
                     self._bindings.setdefault(binding.name, []).append((binding, source.path))
         return self._bindings
@@ -72,6 +93,19 @@ class NativeIndex:
     def namespaces(self) -> set[str]:
         """`TORCH_LIBRARY` namespaces (the `ns` of `torch.ops.ns.op`)."""
         return {b.module for found in self.bindings.values() for b, _ in found if b.kind == "op"}
+
+    def add_python(self, path: str) -> bool:
+        """Add the C++ a Python file hands `load_inline`; whether it had any."""
+        if path in self._python:
+            return self._python[path]
+        source = Source(path)
+        self._python[path] = bool(source.raw.strip())
+        if self._python[path]:
+            self.sources.append(source)
+            self._bindings = None
+            self._functions.clear()
+            self._macros = None
+        return self._python[path]
 
     def functions(self, name: str) -> list[tuple[Function, str]]:
         if name not in self._functions:
@@ -210,30 +244,18 @@ def native_files(root: str, extra: Iterable[str] = ()) -> list[str]:
     """The C/C++/CUDA sources under `root` (hidden and vendored directories skipped), and the
     files or directories of `native-sources`."""
     found: list[str] = []
+    visited = 0
     for top in (root, *extra):
         if os.path.isfile(top):
             found.append(top)
             continue
         for directory, dirs, files in os.walk(top):
-            dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS]
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
+            visited += len(files) + len(dirs)
             found.extend(os.path.join(directory, f) for f in files if f.endswith(SUFFIXES))
-            found.extend(
-                path
-                for f in files
-                if f.endswith(".py") and _loads_inline(path := os.path.join(directory, f))
-            )
-            if len(found) > _MAX_FILES:
-                return found[:_MAX_FILES]
+            if len(found) > _MAX_FILES or visited > _MAX_ENTRIES:
+                return found[:_MAX_FILES]  # not one project's own tree: what was seen is enough
     return found
-
-
-def _loads_inline(path: str) -> bool:
-    """A Python file that compiles C++ from strings (`load_inline`): its sources count."""
-    try:
-        with open(path, "rb") as handle:
-            return b"load_inline" in handle.read(native.MAX_BYTES)
-    except OSError:
-        return False
 
 
 def stamp(paths: Iterable[str]) -> str:
@@ -253,14 +275,16 @@ def stamp(paths: Iterable[str]) -> str:
 
 def native_root(path: str) -> str:
     """Whose native sources a Python file sees: its project's (the nearest directory with a
-    config file, VCS or packaging marker), else the directory holding its top package."""
+    config file, VCS or packaging marker), else its top package (an installed wheel keeps its
+    sources inside the package), else its own directory. Never a shared parent such as /tmp or
+    site-packages."""
     from ..project import project_root
 
     found = project_root(Path(path))
     if found is not None:
         return str(found)
     directory = os.path.dirname(os.path.abspath(path))
-    while os.path.exists(os.path.join(directory, "__init__.py")):
+    while os.path.exists(os.path.join(os.path.dirname(directory), "__init__.py")):
         parent = os.path.dirname(directory)
         if parent == directory:
             break

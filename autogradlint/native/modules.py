@@ -18,6 +18,7 @@ class ProjectNative:
         self.extra = extra
         self._root: str | None = None
         self.stamp = ""  # set once the C++ index was consulted: cached results depend on it
+        self.python_files: set[str] = set()  # other Python files whose load_inline C++ was read
         self._modules: dict[str, bool] = {}
 
     @property
@@ -29,6 +30,19 @@ class ProjectNative:
     def index(self) -> NativeIndex:
         index, stamp = index_for(self.root, self.extra)
         self.stamp = stamp
+        if self.path.endswith(".py"):
+            index.add_python(self.path)  # `ext = load_inline(...)` in the file itself
+        return index
+
+    def index_for_callee(self, name: str) -> NativeIndex:
+        """The index, with the `load_inline` C++ of the Python modules `name` runs through
+        (`scale_ext.scale_ext.raw_scale`: scale_ext.py binds `scale_ext = load_inline(...)`)."""
+        index = self.index()
+        parts = name.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            found = module_file(self.path, ".".join(parts[:cut]), self.root)
+            if found is not None and found != self.path and index.add_python(found):
+                self.python_files.add(found)
         return index
 
     def is_compiled(self, module: str) -> bool:
@@ -62,6 +76,8 @@ class ProjectNative:
         declared = declared_extensions(self.root)
         if module.lstrip(".") in declared or last in {d.rsplit(".", 1)[-1] for d in declared}:
             return True
+        if located is None and not module.startswith(".") and _python_elsewhere(module):
+            return False  # the standard library, or a package installed as Python source
         index = self.index()
         return last in index.modules
 
@@ -83,6 +99,49 @@ class ProjectNative:
             if len(parts) > 1 and os.path.isfile(os.path.join(directory, "__init__.py")):
                 return directory, parts[-1]
         return None
+
+
+def module_file(importer: str, module: str, root: str) -> str | None:
+    """The Python file a module name stands for, seen from `importer`: relative imports from
+    its package, absolute ones from the project root, `src/`, or the importer's directory."""
+    if not module.lstrip("."):
+        return None
+    parts = module.lstrip(".").split(".")
+    if module.startswith("."):
+        if not importer:
+            return None
+        base = os.path.dirname(importer)
+        for _ in range(len(module) - len(module.lstrip(".")) - 1):
+            base = os.path.dirname(base)
+        bases = [base]
+    else:
+        bases = [root, os.path.join(root, "src")]
+        if importer:
+            bases.append(os.path.dirname(importer))
+    for base in bases:
+        stem = os.path.join(base, *parts)
+        for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
+            if os.path.isfile(candidate):
+                return candidate
+    return None
+
+
+def _python_elsewhere(module: str) -> bool:
+    """A top-level name the project does not hold that is the standard library's, or a
+    package installed as Python source: not the project's compiled code, and no reason to read
+    its C++. (Only ever a shortcut to "not compiled": a binary found here proves nothing.)"""
+    import importlib.util
+    import sys
+
+    top = module.split(".", 1)[0]
+    if top in sys.stdlib_module_names or top in sys.builtin_module_names:
+        return True
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError, AttributeError):
+        return False
+    origin = getattr(spec, "origin", None) if spec is not None else None
+    return isinstance(origin, str) and origin.endswith(".py")
 
 
 def _listing(directory: str) -> frozenset[str]:
