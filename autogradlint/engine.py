@@ -84,10 +84,6 @@ def analyse(
         return Analysis(path, text=text, error=FileError(path, "source contains a NUL byte", line))
     imports: ImportTable | None = None
     try:
-        if "register_autograd" in text:
-            # A torch.library custom op's backward is a plain function registered by a call:
-            # the slicer keeps classes, so such a (rare) file is read whole.
-            raise _ReadWhole
         sliced = slice_source(
             text,
             project.seeds if mentions_index else frozenset(),
@@ -104,7 +100,7 @@ def analyse(
             )
         sliced = None  # newer syntax than this Python's ast? libcst may still cope
         ast_error = exc
-    except (_ReadWhole, ValueError, RecursionError, MemoryError):
+    except (ValueError, RecursionError, MemoryError):
         sliced = None
     else:
         if sliced is None:
@@ -173,10 +169,6 @@ def analyse(
         facts=facts,
         depends=ctx.depends(),
     )
-
-
-class _ReadWhole(Exception):
-    """The file is parsed whole by libcst, not sliced."""
 
 
 _LONE_CR = re.compile(r"\r(?!\n)")

@@ -290,3 +290,26 @@ def test_positions_of_every_node_match_a_whole_module_pass(source: Path | str, f
     whole = _whole_module(result.module, {id(n): n for n in nodes}, result.layout.line_map)
     assert len(nodes) > 20
     assert {k: fast[k] for k in whole} == whole
+
+
+def test_a_custom_op_registration_keeps_its_functions_and_nothing_else() -> None:
+    """`register_autograd(...)` at module level keeps the functions it names and the op's own
+    def (by receiver or `"ns::op"` string); unrelated code is left out, and the text scan keeps
+    what `ast` keeps."""
+    from autogradlint.speed.slicing import slice_source
+
+    text = (
+        "import torch\n\n"
+        "def unrelated(x):\n    return x + 1\n\n"
+        '@torch.library.custom_op("mylib::mul", mutates_args=())\n'
+        "def mul(x: torch.Tensor, s: float) -> torch.Tensor:\n    return x * s\n\n"
+        "def _backward(ctx, grad):\n    return grad * ctx.s\n\n"
+        "def _setup(ctx, inputs, output):\n    ctx.s = inputs[1]\n\n"
+        'torch.library.register_autograd("mylib::mul", _backward, setup_context=_setup)\n'
+    )
+    sliced = slice_source(text)
+    whole = slice_source(text, whole=True)
+    assert sliced is not None and whole is not None and sliced.source == whole.source
+    assert "def unrelated" not in sliced.source
+    for kept in ("def mul", "def _backward", "def _setup", "register_autograd("):
+        assert kept in sliced.source

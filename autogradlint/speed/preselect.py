@@ -150,7 +150,8 @@ def kept_ranges(
     # keeps only the defs a decorator registers; a mark elsewhere only keeps more for it to see.
     hook_offsets += [m.start() for m in _HANDLER.finditer(text)]
     calls = direct_call_offsets(text, names)  # on Functions of this file or imported ones
-    if not function_offsets and not hook_offsets and not calls:
+    custom_ops = _custom_op_chunks(text, starts) if "register_autograd" in text else set()
+    if not function_offsets and not hook_offsets and not calls and not custom_ops:
         return None
     marks = _Marks(
         function_offsets,
@@ -167,6 +168,7 @@ def kept_ranges(
             if used in top_classes:
                 whole |= chunk_of(starts, [top_classes[used]])
     whole |= _helper_chunks(text, starts, bounds, callers)
+    whole |= custom_ops
     keep |= whole
     for index in chunk_of(starts, marks.imports):
         if not _NOT_MODULE_SCOPE.match(text, starts[index]):
@@ -179,6 +181,40 @@ def kept_ranges(
         else:
             ranges.extend(_refine(text, start, end, marks, 0))
     return ranges
+
+
+_REGISTER = re.compile(r"register_autograd[ \t]*\(")
+_WORD = re.compile(r"[A-Za-z_]\w*|::")
+_OP_NAME = re.compile(r"""["']([\w.]+::[\w.]+)["']""")
+
+
+def _custom_op_chunks(text: str, starts: list[int]) -> set[int]:
+    """Module-level `register_autograd(...)` statements, the defs they name, and the op's own
+    def (named by the receiver, or by its `"ns::op"` string): slicing's `custom_op_spans` is
+    the `ast` twin (this may keep more, never less)."""
+    bounds = [*starts, len(text)]
+    calls = chunk_of(starts, [m.start() for m in _REGISTER.finditer(text)])
+    calls = {i for i in calls if not _NOT_MODULE_SCOPE.match(text, bounds[i])}
+    if not calls:
+        return set()
+    words: set[str] = set()
+    literals: set[str] = set()
+    for index in calls:
+        chunk = text[bounds[index] : bounds[index + 1]]
+        words.update(_WORD.findall(chunk))
+        literals.update(_OP_NAME.findall(chunk))
+    named = [m.start() + 1 for m in _DEF_NAME.finditer(text) if m.group(1) in words]
+    named += [at for literal in literals for at in _offsets_of(text, literal)]
+    return calls | {i for i in chunk_of(starts, named) if _NOT_MODULE_SCOPE.match(text, bounds[i])}
+
+
+def _offsets_of(text: str, needle: str) -> list[int]:
+    out: list[int] = []
+    at = text.find(needle)
+    while at != -1:
+        out.append(at)
+        at = text.find(needle, at + 1)
+    return out
 
 
 def _helper_chunks(text: str, starts: list[int], bounds: list[int], callers: set[int]) -> set[int]:

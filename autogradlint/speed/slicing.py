@@ -230,6 +230,42 @@ def _blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
+def custom_op_spans(statements: list[ast.stmt]) -> list[tuple[int, int]]:
+    """A torch.library custom op's autograd, at module level: each `register_autograd(...)`
+    call, the functions it names (backward, setup_context) and the op's own definition
+    (named by the call's receiver, or by its `"ns::op"` string). preselect's
+    `_custom_op_chunks` is the text twin."""
+    calls = [
+        stmt
+        for stmt in statements
+        if isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Call)
+        and _callee_text(stmt.value.func).rsplit(".", 1)[-1] == "register_autograd"
+    ]
+    if not calls:
+        return []
+    names: set[str] = set()
+    for call in calls:
+        for sub in ast.walk(call):
+            if isinstance(sub, ast.Name):
+                names.add(sub.id)
+            elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+                names.add(sub.value)
+    spans = [_span(call) for call in calls]
+    for stmt in statements:
+        if not isinstance(stmt, _DEFS):
+            continue
+        literals = {
+            sub.value
+            for decorator in stmt.decorator_list
+            for sub in ast.walk(decorator)
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str)
+        }
+        if stmt.name in names or literals & names:
+            spans.append(_span(stmt))
+    return spans
+
+
 def registers_handler(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """`@implements(aten.empty_like.default)` and the like: a decorator naming an `aten` op
     whose caller chooses dtype, device or size (preselect's `_HANDLER` is the text twin)."""
@@ -460,10 +496,15 @@ def slice_source(
     statements = _statements(tree)
     function_like = _function_like_names(tree, known_functions, statements)
     call_lines = _direct_call_lines(text, function_like, statements)
-    if not call_lines and not any(
-        (isinstance(n, ast.ClassDef) and _class_of_interest(n, function_like))
-        or (isinstance(n, _DEFS) and registers_handler(n))
-        for n in statements
+    custom_ops = custom_op_spans(tree.body)
+    if (
+        not call_lines
+        and not custom_ops
+        and not any(
+            (isinstance(n, ast.ClassDef) and _class_of_interest(n, function_like))
+            or (isinstance(n, _DEFS) and registers_handler(n))
+            for n in statements
+        )
     ):
         return None
     # Lines as Python counts them; without \r, a plain split is the same and far cheaper.
@@ -485,6 +526,8 @@ def slice_source(
         selector.select(stmt, ranges)
         for start, end in ranges:
             keep[start : end + 1] = [True] * (end + 1 - start)
+    for start, end in custom_ops:
+        keep[start : end + 1] = [True] * (end + 1 - start)
     # A line `ast` did not see is never kept, even inside a kept range: the gap between a
     # class header and its first kept statement was, in the whole file, other statements.
     for first, after in zip(blanked[::2], blanked[1::2], strict=True):
