@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import warnings
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 
 from ..native.modules import ProjectNative, module_file
+from ..outline import module_imports
 from ..settings import HELPER_DEPTH, Settings
 from ..speed.slicing import import_bindings
+from ..speed.statements import chunk_starts
 from .bindings import Bindings
 
 _MAX_BYTES = 2_000_000  # a helper file larger than this is not read (its calls stay unknown)
@@ -62,28 +65,99 @@ class _State:
 
 
 @dataclass
+class _Parsed:
+    """One other file: its text, `ast`, imports, and its top-level statements by the name
+    they define."""
+
+    text: str
+    tree: ast.Module | None
+    bindings: Bindings
+    defines: dict[str, list[ast.stmt]] = field(default_factory=dict)
+
+
+# Other files' `ast`, shared by every file a worker lints (keyed by path, size and mtime): a
+# helper module imported by many files is parsed once.
+_SHARED: dict[tuple[str, int, int], _Parsed] = {}
+
+
+def _parsed(text: str) -> _Parsed:
+    tree = _parse(text)
+    found = _Parsed(text, tree, Bindings(import_bindings(tree) if tree is not None else ()))
+    for stmt in tree.body if tree is not None else ():
+        for name in _defined(stmt):
+            found.defines.setdefault(name, []).append(stmt)
+    return found
+
+
+class _OwnFile:
+    """The linted file, from its own text (an editor's buffer may differ from the disk), read
+    a statement at a time: only the definitions a summary asks for are parsed."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.bindings = Bindings(module_imports(text.encode("utf-8", "surrogatepass")))
+        self._starts: list[int] | None = None
+        self._defines: dict[str, list[ast.stmt]] = {}
+
+    def top(self, name: str) -> list[ast.stmt]:
+        if name not in self._defines:
+            if self._starts is None:
+                self._starts = chunk_starts(self.text)
+            bounds = [*self._starts, len(self.text)]
+            pattern = re.compile(
+                rf"(?:@[^\n]*\n\s*)*(?:(?:async\s+)?def|class)\s+{re.escape(name)}\b"
+                rf"|{re.escape(name)}\s*(?::[^=\n]*)?=[^=]"
+            )
+            found: list[ast.stmt] = []
+            for index, start in enumerate(self._starts):
+                if pattern.match(self.text, start):
+                    chunk = _parse(self.text[start : bounds[index + 1]])
+                    if chunk is not None:
+                        found += [s for s in chunk.body if name in _defined(s)]
+            self._defines[name] = found
+        return self._defines[name]
+
+
 class PythonFiles:
     """The project's Python files as `ast`, read when a summary first needs one."""
 
-    overrides: dict[str, str] = field(default_factory=dict)  # path -> text (the file linted)
-    _trees: dict[str, ast.Module | None] = field(default_factory=dict)
-    _bindings: dict[str, Bindings] = field(default_factory=dict)
+    def __init__(self, own: str, text: str) -> None:
+        self.own_path = own
+        self.own = _OwnFile(text)
+
+    def _get(self, path: str) -> _Parsed:
+        try:
+            info = os.stat(path)
+        except OSError:
+            return _Parsed("", None, Bindings())
+        key = (path, info.st_size, info.st_mtime_ns)
+        if key not in _SHARED:
+            if len(_SHARED) > 512:
+                _SHARED.clear()
+            _SHARED[key] = _parsed(_read(path))
+        return _SHARED[key]
 
     def text(self, path: str) -> str:
-        if path not in self.overrides:
-            self.overrides[path] = _read(path)
-        return self.overrides[path]
+        return self.own.text if path == self.own_path else self._get(path).text
 
-    def tree(self, path: str) -> ast.Module | None:
-        if path not in self._trees:
-            self._trees[path] = _parse(self.text(path))
-        return self._trees[path]
+    def top(self, path: str, name: str) -> list[ast.stmt]:
+        """The top-level statements of a file that define `name` (def, class, assignment)."""
+        if path == self.own_path:
+            return self.own.top(name)
+        return self._get(path).defines.get(name, [])
 
     def bindings(self, path: str) -> Bindings:
-        if path not in self._bindings:
-            tree = self.tree(path)
-            self._bindings[path] = Bindings(import_bindings(tree) if tree is not None else ())
-        return self._bindings[path]
+        return self.own.bindings if path == self.own_path else self._get(path).bindings
+
+
+def _defined(stmt: ast.stmt) -> list[str]:
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [stmt.name]
+    if isinstance(stmt, ast.Assign):
+        return [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+        return [stmt.target.id]
+    return []
 
 
 class Summaries:
@@ -93,7 +167,7 @@ class Summaries:
         self.path = os.path.abspath(path) if path and not path.startswith("<") else path
         self.settings = settings
         self.native = native
-        self.files = PythonFiles({self.path: text})
+        self.files = PythonFiles(self.path, text)
         self._memo: dict[tuple[str, int], Summary | None] = {}
         self._natives: dict[str, ProjectNative] = {self.path: native}
         self.consulted: set[str] = set()  # other files a summary was read from
@@ -103,18 +177,14 @@ class Summaries:
         """The project function `written` (a call's callee text in file `path`) names: a
         module-level function of that file or one it imports, or a static method."""
         path = path or self.path
-        tree = self.files.tree(path)
-        if tree is None:
-            return None
         head, _, rest = written.partition(".")
+        defined = self.files.top(path, head)
         if not rest:
-            own = _module_function(tree, head)
+            own = _last_function(defined, head)
             if own is not None:
                 return path, own
         elif "." not in rest:
-            owner = next(
-                (s for s in tree.body if isinstance(s, ast.ClassDef) and s.name == head), None
-            )
+            owner = next((s for s in defined if isinstance(s, ast.ClassDef)), None)
             if owner is not None:
                 method = _module_function(owner, rest)
                 if method is not None and any(
@@ -132,8 +202,7 @@ class Summaries:
         found = module_file(path, module, self.native_for(path).root)
         if found is None or not os.path.isfile(found):
             return None
-        other = self.files.tree(found)
-        function = _module_function(other, name) if other is not None else None
+        function = _last_function(self.files.top(found, name), name)
         if function is None:
             return None
         if found != self.path:
@@ -254,8 +323,7 @@ class Summaries:
             return name
         module = name.rsplit(".", 1)[0]
         if not bindings.is_imported(head):
-            tree = self.files.tree(path)
-            bound = _module_value(tree, head) if tree is not None else None
+            bound = _last_value(self.files.top(path, head))
             return name if bound is not None and self._loads_module(path, bound) else None
         native = self.native_for(path)
         if native.is_python(module):
@@ -270,8 +338,7 @@ class Summaries:
 
     def loads_module(self, name: str) -> bool:
         """Whether a module-level name of the linted file is bound to a loaded extension."""
-        tree = self.files.tree(self.path)
-        value = _module_value(tree, name) if tree is not None else None
+        value = _last_value(self.files.top(self.path, name))
         return value is not None and self._loads_module(self.path, value)
 
     def _loads_module(self, path: str, value: ast.expr) -> bool:
@@ -392,15 +459,18 @@ def _module_function(scope: ast.Module | ast.ClassDef, name: str) -> ast.Functio
     return found
 
 
-def _module_value(tree: ast.Module, name: str) -> ast.expr | None:
+def _last_function(statements: list[ast.stmt], name: str) -> ast.FunctionDef | None:
     found = None
-    for stmt in tree.body:
-        if (
-            isinstance(stmt, ast.Assign)
-            and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name)
-            and stmt.targets[0].id == name
-        ):
+    for stmt in statements:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == name:
+            found = stmt  # the last definition wins, as at run time
+    return found
+
+
+def _last_value(statements: list[ast.stmt]) -> ast.expr | None:
+    found = None
+    for stmt in statements:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
             found = stmt.value
     return found
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
@@ -84,10 +85,21 @@ class CompiledGradients(Check):
         written = dotted(call.func)
         if written is None:
             return
-        summaries = self.ctx.summaries
-        if written.split(".", 1)[0] in flow.defs:
+        head = written.split(".", 1)[0]
+        if head in flow.defs:
             self._through_member(site, flow, grads, cls, written)
             return
+        facts = self.ctx.facts
+        if facts.imports.resolve_dotted(written).split(".", 1)[0] == "torch":
+            return  # torch's own functions go through ATen, which honours strides
+        if not (
+            head in facts.functions
+            or head in facts.class_nodes
+            or facts.imports.is_imported(head)
+            or re.search(rf"^(?:def|class)[ \t]+{re.escape(head)}\b", facts.source, re.M)
+        ):
+            return  # a builtin or a name this file does not define: nothing to follow
+        summaries = self.ctx.summaries
         found = summaries.function(written)
         if found is None:
             return
