@@ -10,13 +10,12 @@ import ast
 import os
 import re
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 
 from ..native.modules import ProjectNative, module_file
 from ..outline import module_imports
 from ..settings import HELPER_DEPTH, Settings
-from ..speed.slicing import import_bindings
 from ..speed.statements import chunk_starts
 from .bindings import Bindings
 
@@ -64,90 +63,86 @@ class _State:
     direct: bool
 
 
-@dataclass
-class _Parsed:
-    """One other file: its text, `ast`, imports, and its top-level statements by the name
-    they define."""
-
-    text: str
-    tree: ast.Module | None
-    bindings: Bindings
-    defines: dict[str, list[ast.stmt]] = field(default_factory=dict)
+# What a top-level statement defines, from its first line(s): `def f`, `class C`, `x = ...`.
+_DEFINES = re.compile(
+    r"(?:@[^\n]*\n\s*)*(?:(?:async\s+)?def|class)\s+(\w+)|(\w+)\s*(?::[^=\n]*)?=(?!=)"
+)
 
 
-# Other files' `ast`, shared by every file a worker lints (keyed by path, size and mtime): a
-# helper module imported by many files is parsed once.
-_SHARED: dict[tuple[str, int, int], _Parsed] = {}
-
-
-def _parsed(text: str) -> _Parsed:
-    tree = _parse(text)
-    found = _Parsed(text, tree, Bindings(import_bindings(tree) if tree is not None else ()))
-    for stmt in tree.body if tree is not None else ():
-        for name in _defined(stmt):
-            found.defines.setdefault(name, []).append(stmt)
-    return found
-
-
-class _OwnFile:
-    """The linted file, from its own text (an editor's buffer may differ from the disk), read
-    a statement at a time: only the definitions a summary asks for are parsed."""
+class _File:
+    """One Python file, read a statement at a time: its imports from bytes, and only the
+    top-level definitions a summary asks for parsed."""
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.bindings = Bindings(module_imports(text.encode("utf-8", "surrogatepass")))
-        self._starts: list[int] | None = None
+        self._chunks: dict[str, list[tuple[int, int]]] | None = None  # name -> its statements
         self._defines: dict[str, list[ast.stmt]] = {}
 
+    def defines(self, name: str) -> bool:
+        """Whether a top-level statement defines `name` (a text scan: nothing parsed)."""
+        return name in self._index()
+
+    def _index(self) -> dict[str, list[tuple[int, int]]]:
+        if self._chunks is None:
+            self._chunks = {}
+            starts = chunk_starts(self.text)
+            bounds = [*starts, len(self.text)]
+            for index, start in enumerate(starts):
+                match = _DEFINES.match(self.text, start)
+                if match is not None:
+                    name = match.group(1) or match.group(2)
+                    self._chunks.setdefault(name, []).append((start, bounds[index + 1]))
+        return self._chunks
+
     def top(self, name: str) -> list[ast.stmt]:
+        """The top-level statements that define `name` (def, class, assignment)."""
         if name not in self._defines:
-            if self._starts is None:
-                self._starts = chunk_starts(self.text)
-            bounds = [*self._starts, len(self.text)]
-            pattern = re.compile(
-                rf"(?:@[^\n]*\n\s*)*(?:(?:async\s+)?def|class)\s+{re.escape(name)}\b"
-                rf"|{re.escape(name)}\s*(?::[^=\n]*)?=[^=]"
-            )
             found: list[ast.stmt] = []
-            for index, start in enumerate(self._starts):
-                if pattern.match(self.text, start):
-                    chunk = _parse(self.text[start : bounds[index + 1]])
-                    if chunk is not None:
-                        found += [s for s in chunk.body if name in _defined(s)]
+            for start, end in self._index().get(name, ()):
+                chunk = _parse(self.text[start:end])
+                if chunk is not None:
+                    found += [s for s in chunk.body if name in _defined(s)]
             self._defines[name] = found
         return self._defines[name]
 
 
+# Other files, shared by every file a worker lints (keyed by path, size and mtime): a helper
+# module imported by many files is read once.
+_SHARED: dict[tuple[str, int, int], _File] = {}
+_NOTHING = _File("")
+
+
 class PythonFiles:
-    """The project's Python files as `ast`, read when a summary first needs one."""
+    """The project's Python files, read when a summary first needs one; the linted file from
+    its own text (an editor's buffer may differ from the disk)."""
 
     def __init__(self, own: str, text: str) -> None:
         self.own_path = own
-        self.own = _OwnFile(text)
+        self.own = _File(text)
 
-    def _get(self, path: str) -> _Parsed:
+    def get(self, path: str) -> _File:
+        if path == self.own_path:
+            return self.own
         try:
             info = os.stat(path)
         except OSError:
-            return _Parsed("", None, Bindings())
+            return _NOTHING
         key = (path, info.st_size, info.st_mtime_ns)
         if key not in _SHARED:
             if len(_SHARED) > 512:
                 _SHARED.clear()
-            _SHARED[key] = _parsed(_read(path))
+            _SHARED[key] = _File(_read(path))
         return _SHARED[key]
 
     def text(self, path: str) -> str:
-        return self.own.text if path == self.own_path else self._get(path).text
+        return self.get(path).text
 
     def top(self, path: str, name: str) -> list[ast.stmt]:
-        """The top-level statements of a file that define `name` (def, class, assignment)."""
-        if path == self.own_path:
-            return self.own.top(name)
-        return self._get(path).defines.get(name, [])
+        return self.get(path).top(name)
 
     def bindings(self, path: str) -> Bindings:
-        return self.own.bindings if path == self.own_path else self._get(path).bindings
+        return self.get(path).bindings
 
 
 def _defined(stmt: ast.stmt) -> list[str]:

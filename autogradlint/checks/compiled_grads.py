@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
@@ -48,6 +47,7 @@ class CompiledGradients(Check):
                 continue
             flow = self.ctx.flow(method)
             self.loaded: set[str] = set()  # names bound to loaded modules (by evidence)
+            self._states: dict[int, dict[tuple[int, int], GradState | None]] = {}
             grads = set(flow.params[1:])
             if flow.vararg:
                 grads.add(flow.vararg)
@@ -56,7 +56,11 @@ class CompiledGradients(Check):
             self.method = method
             for site in flow.calls:
                 callee = compiled_callee(site.node, facts, self.ctx.settings, self.ctx.native)
-                if callee is None and self._takes_gradient(site, flow, grads):
+                if (
+                    callee is None
+                    and self._may_lead_somewhere(site.node, flow)
+                    and self._takes_gradient(site, flow, grads)
+                ):
                     callee = compiled_by_evidence(site.node, facts, self.ctx.native)
                     callee = callee or self._loaded_module_call(site, flow)
                     if callee is None:
@@ -96,7 +100,7 @@ class CompiledGradients(Check):
             head in facts.functions
             or head in facts.class_nodes
             or facts.imports.is_imported(head)
-            or re.search(rf"^(?:def|class)[ \t]+{re.escape(head)}\b", facts.source, re.M)
+            or self.ctx.summaries.files.own.defines(head)
         ):
             return  # a builtin or a name this file does not define: nothing to follow
         summaries = self.ctx.summaries
@@ -199,6 +203,22 @@ class CompiledGradients(Check):
                 f"`{module.lstrip('.')}`: {evidence.text}",
             )
 
+    def _may_lead_somewhere(self, call: cst.Call, flow: MethodFlow) -> bool:
+        """A call whose callee is a name the file imports, defines or binds (cheap, before
+        any argument is traced): a method of a tensor (`g.view(...)`) leads nowhere."""
+        written = dotted(call.func)
+        if written is None:
+            return False
+        head = written.split(".", 1)[0]
+        facts = self.ctx.facts
+        return (
+            head in flow.defs
+            or facts.imports.is_imported(head)
+            or head in facts.functions
+            or head in facts.class_nodes
+            or self.ctx.summaries.files.own.defines(head)
+        )
+
     def _takes_gradient(self, site: CallSite, flow: MethodFlow, grads: set[str]) -> bool:
         return any(
             self._state(arg.value, flow, grads, site.order) is not None for arg in site.node.args
@@ -206,6 +226,22 @@ class CompiledGradients(Check):
 
     # --- gradient aliases ----------------------------------------------------------------
     def _state(
+        self,
+        expr: cst.BaseExpression,
+        flow: MethodFlow,
+        grads: set[str],
+        order: int,
+        depth: int = 0,
+    ) -> GradState | None:
+        """What gradient `expr` is derived from at `order`, memoised per method: a chain of
+        reassignments is walked once, not once per argument that reaches it."""
+        key = (id(expr), order)
+        memo = self._states.setdefault(id(flow), {})
+        if key not in memo:
+            memo[key] = self._trace(expr, flow, grads, order, depth)
+        return memo[key]
+
+    def _trace(
         self,
         expr: cst.BaseExpression,
         flow: MethodFlow,
