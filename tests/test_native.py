@@ -391,3 +391,41 @@ def test_write_evidence_in_cpp() -> None:
 
     assert writes("through_pointer") and writes("returned_in_place") and writes("inplace_method")
     assert not writes("reads_only")
+
+
+def test_a_helper_that_launches_a_triton_kernel(tmp_path: Path) -> None:
+    """The launch is the compiled code: given the input's strides for the gradient, it reads
+    the wrong places; given the gradient's own, it is stride-aware."""
+    source = """import torch
+import triton
+
+
+@triton.jit
+def _kernel(g, out, stride_row, n):
+    pass
+
+
+def _launch(g, x):
+    out = torch.empty_like(x)
+    _kernel[(x.shape[0],)](g, out, {stride}, x.shape[1])
+    return out
+
+
+class Op(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return _launch(grad, x)
+"""
+    from autogradlint.engine import lint_source
+
+    found = lint_source(source.format(stride="x.stride(0)"), str(tmp_path / "ops.py")).findings
+    assert [(f.rule_id, f.line) for f in found] == [("AGL201", 25)]
+    assert "is given `x.stride(...)`, not the gradient's own" in found[0].help
+    assert found[0].fixable is None
+    assert lint_source(source.format(stride="g.stride(0)"), str(tmp_path / "ops.py")).findings == []

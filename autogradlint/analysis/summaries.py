@@ -44,6 +44,8 @@ class Reach:
     path: str  # the file of the call into compiled code
     via: tuple[str, ...]  # the project functions on the way, outermost first
     loaded: bool = False  # the module is an object a loader returned (its name says nothing)
+    kind: str = "extension"  # or "triton": a kernel launch
+    strides: tuple[str, ...] = ()  # a launch: the tensors whose `.stride(...)` it is given
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,8 @@ class _File:
             for start, end in self._index().get(name, ()):
                 chunk = _parse(self.text[start:end])
                 if chunk is not None:
+                    # line numbers of the file, not of the chunk: summaries are keyed by them
+                    ast.increment_lineno(chunk, self.text.count("\n", 0, start))
                     found += [s for s in chunk.body if name in _defined(s)]
             self._defines[name] = found
         return self._defines[name]
@@ -265,6 +269,30 @@ class Summaries:
                 passed.append((state, None, keyword.arg))
         if not passed:
             return []
+        kernel = self._triton_launch(path, call)
+        if kernel is not None:
+            own_strides = _stride_owners(call)
+            out = []
+            for index, arg in enumerate(call.args):
+                state = _state_of(arg, states)
+                if state is None:
+                    continue
+                strided = _dotted(arg) in own_strides  # given its own strides: stride-aware
+                out.append(
+                    Reach(
+                        state.param,
+                        kernel,
+                        index,
+                        None,
+                        state.guarded or strided,
+                        state.direct,
+                        path,
+                        (f"{name}()",),
+                        kind="triton",
+                        strides=tuple(sorted(own_strides)),
+                    )
+                )
+            return out
         callee = self.compiled(path, call, values)
         if callee is not None:
             head = (_dotted(call.func) or "").split(".", 1)[0]
@@ -336,6 +364,30 @@ class Summaries:
         value = _last_value(self.files.top(self.path, name))
         return value is not None and self._loads_module(self.path, value)
 
+    def _triton_launch(self, path: str, call: ast.Call) -> str | None:
+        """`kernel[grid](...)` on a `@triton.jit` function of that file (or one it imports),
+        or `wrap_triton(kernel)[grid](...)`: the kernel's name."""
+        func = call.func
+        if not isinstance(func, ast.Subscript):
+            return None
+        value = func.value
+        if isinstance(value, ast.Call) and value.args:
+            wrapper = self.files.bindings(path).resolve_dotted(_dotted(value.func) or "")
+            if wrapper.rsplit(".", 1)[-1] in ("wrap_triton", "capture_triton"):
+                return _dotted(value.args[0]) or "kernel"
+            return None
+        written = _dotted(value)
+        if written is None:
+            return None
+        found = self.function(written, path)
+        if found is None:
+            return None
+        decorators = [
+            _dotted(d.func if isinstance(d, ast.Call) else d) or "" for d in found[1].decorator_list
+        ]
+        resolved = [self.files.bindings(found[0]).resolve_dotted(d) for d in decorators]
+        return written if any(d.startswith("triton.") for d in resolved) else None
+
     def _loads_module(self, path: str, value: ast.expr) -> bool:
         """`load(...)`, `load_inline(...)`, `importlib.import_module(...)`, a builder's
         `.load()`, or a project function that returns one of these."""
@@ -401,6 +453,18 @@ class Summaries:
 
 
 # --- small ast helpers -----------------------------------------------------------------------
+def _stride_owners(call: ast.Call) -> set[str]:
+    """Names whose `.stride(...)` / `.stride()` a launch is given."""
+    owners: set[str] = set()
+    for node in ast.walk(call):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "stride":
+                owner = _dotted(node.func.value)
+                if owner is not None:
+                    owners.add(owner)
+    return owners
+
+
 def _state_of(expr: ast.expr, states: dict[str, _State]) -> _State | None:
     if isinstance(expr, ast.Name):
         return states.get(expr.id)

@@ -9,6 +9,7 @@ import libcst as cst
 
 from ..analysis.aliasing import ALIASING_METHODS
 from ..analysis.compiled import (
+    ReadEvidence,
     compiled_by_evidence,
     compiled_callee,
     evidence_for,
@@ -17,6 +18,7 @@ from ..analysis.compiled import (
 )
 from ..analysis.flow import CallSite, MethodFlow
 from ..analysis.names import dotted
+from ..analysis.summaries import Reach
 from ..analysis.walk import FastVisitor
 from ..fix.edits import Edits, Fix
 from .base import Check
@@ -24,6 +26,22 @@ from .common import backward_methods, keyword, positional, source_of
 from .gradient_copy import copy_gradient_first
 
 ALIASING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data"})
+
+
+def _launch_evidence(reach: Reach) -> ReadEvidence:
+    """What a Triton launch in a helper says: it is given other tensors' strides, or none."""
+    if not reach.strides:
+        return ReadEvidence(
+            False, None, f"The launch of `{reach.callee}` is given no strides for it."
+        )
+    others = ", ".join(f"`{n}.stride(...)`" for n in reach.strides)
+    return ReadEvidence(
+        False,
+        None,
+        f"The launch of `{reach.callee}` is given {others}, not the gradient's own: a gradient "
+        "laid out differently (the narrow view `torch.cat`'s backward hands each input) is read "
+        "at the wrong places.",
+    )
 
 
 @dataclass(frozen=True)
@@ -120,16 +138,21 @@ class CompiledGradients(Check):
             for reach in summary.reaches:
                 if reach.param != index or reach.guarded:
                     continue
-                native = summaries.native_for(reach.path)
-                loaded = not reach.callee.split(".")[0].lstrip(".") or reach.loaded
-                found_evidence = evidence_for(
-                    native, reach.callee, reach.slot, reach.keyword, loaded
-                )
-                if found_evidence.safe:
-                    continue
                 via = " -> ".join(f"`{step}`" for step in reach.via)
                 shown = source_of(self.ctx.facts.module, arg.value)
                 fix = self._contiguous_fix(arg.value) if reach.direct else None
+                if reach.kind == "triton":
+                    found_evidence = _launch_evidence(reach)
+                    if reach.strides:
+                        fix = None  # see _check_call: `.contiguous()` is no safe fix there
+                else:
+                    native = summaries.native_for(reach.path)
+                    loaded = not reach.callee.split(".")[0].lstrip(".") or reach.loaded
+                    found_evidence = evidence_for(
+                        native, reach.callee, reach.slot, reach.keyword, loaded
+                    )
+                    if found_evidence.safe:
+                        continue
                 self.report(
                     "AGL201",
                     arg.value,
