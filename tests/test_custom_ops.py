@@ -148,3 +148,22 @@ def test_the_fix_applies_to_a_custom_op_backward() -> None:
     assert result.fixes and "grad.contiguous()" in "".join(
         line for fix in result.fixes for edit in fix.edits for line in edit.lines
     )
+
+
+def test_an_in_place_change_of_the_incoming_gradient() -> None:
+    """The buffer is shared with other consumers and the caller, as for Function.backward."""
+    assert _found(
+        """
+        import torch
+
+        @torch.library.custom_op("mylib::half", mutates_args=())
+        def half(x: torch.Tensor) -> torch.Tensor:
+            return x / 2
+
+        def _backward(ctx, grad):
+            grad.mul_(0.5)
+            return grad
+
+        half.register_autograd(_backward)
+        """
+    ) == [("AGL406", 9)]

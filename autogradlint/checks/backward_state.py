@@ -24,11 +24,15 @@ class BackwardState(Check):
             if backward is None:
                 continue
             self.ctx.enter(info.node)
-            self._backward_inplace(info, backward)
+            self._backward_inplace(info.name, backward)
             self._backward_ctx_state(info, backward)
             self._backward_saved_inplace(info, backward)
+        for op in self.ctx.facts.custom_ops:
+            # a custom op's backward gets the same shared gradient buffers (B2.1, B1.6)
+            self.ctx.enter(None)
+            self._backward_inplace(op.op, op.backward)
 
-    def _backward_inplace(self, info: ClassInfo, backward: cst.FunctionDef) -> None:
+    def _backward_inplace(self, name: str, backward: cst.FunctionDef) -> None:
         flow = self.ctx.flow(backward)
         contract = self.ctx.contract()
         grads = set(flow.params[1:]) | ({flow.vararg} if flow.vararg else set())
@@ -43,7 +47,7 @@ class BackwardState(Check):
                 fix = copy_gradient_first(
                     backward, flow, origin, dense=False, title=f"copy `{origin}` before changing it"
                 )
-                self.report("AGL406", found[1], fix=fix, cls=info.name, name=origin)
+                self.report("AGL406", found[1], fix=fix, cls=name, name=origin)
 
     def _backward_saved_inplace(self, info: ClassInfo, backward: cst.FunctionDef) -> None:
         """A saved tensor changed in place in backward, when forward saved one of its inputs
