@@ -359,6 +359,14 @@ class Summaries:
             return name
         return name if native.is_compiled(module) else None
 
+    def loads(self, expression: str) -> bool:
+        """Whether an expression of the linted file (its source text) loads an extension."""
+        try:
+            value = ast.parse(expression.strip(), mode="eval").body
+        except (SyntaxError, ValueError, RecursionError):
+            return False
+        return self._loads_module(self.path, value)
+
     def loads_module(self, name: str) -> bool:
         """Whether a module-level name of the linted file is bound to a loaded extension."""
         value = _last_value(self.files.top(self.path, name))

@@ -166,8 +166,9 @@ class CompiledGradients(Check):
                 break
 
     def _loaded_module_call(self, site: CallSite, flow: MethodFlow) -> tuple[str, str] | None:
-        """`ext.fn(...)` where `ext` came from a project function that loads an extension
-        (`ext = get_ext()`, here or at module level), whatever the function is called."""
+        """`ext.fn(...)` where `ext` was bound to a loaded extension, here or at module level:
+        `load(...)`, a builder's `SomeOpBuilder().load()`, or a project function that returns
+        one (`ext = get_ext()`), whatever it is called."""
         written = dotted(site.node.func)
         if written is None or "." not in written:
             return None
@@ -176,10 +177,9 @@ class CompiledGradients(Check):
         definition = flow.definition_before(head, site.order)
         if definition is not None:
             value = definition.value
-            loader = dotted(value.func) if isinstance(value, cst.Call) else None
-            found = summaries.function(loader) if loader is not None else None
-            summary = summaries.summary(*found) if found is not None else None
-            loaded = summary is not None and summary.returns_module
+            loaded = isinstance(value, cst.Call) and summaries.loads(
+                self.ctx.facts.module.code_for_node(value)
+            )
         else:
             loaded = head not in flow.defs and summaries.loads_module(head)
         if not loaded:
@@ -329,17 +329,25 @@ class CompiledGradients(Check):
         guessed = kind == "extension" and self._writes(name, site, flow, grads)
         stride_safe = any(fnmatchcase(name, p) for p in self.ctx.settings.stride_safe)
         stride_names = self._stride_arguments(call) if kind == "triton" else set()
+        evidence = {
+            position: read_evidence(
+                self.ctx.native, self.ctx.facts, kind, name, call, position, self.loaded
+            )
+            for position, arg in enumerate(call.args)
+            if self._state(arg.value, flow, grads, site.order) is not None
+        }
+        # The C++ names the argument it writes (`token_scatter_(all, layer, ...)` writes `all`):
+        # then the Python-side guess (an `_` name, a discarded result) is explained by it.
+        proven = any(found.writes for found in evidence.values())
         for position, arg in enumerate(call.args):
             state = self._state(arg.value, flow, grads, site.order)
             if state is None:
                 continue
             shown = source_of(self.ctx.facts.module, arg.value)
-            found = read_evidence(
-                self.ctx.native, self.ctx.facts, kind, name, call, position, self.loaded
-            )
+            found = evidence[position]
             # A write the C++ shows, or what the Python call looks like (a token-level read
             # cannot prove that a kernel never writes through a pointer it was handed).
-            writes = found.writes or guessed
+            writes = found.writes or (guessed and not proven)
             if writes and not state.write_safe:
                 fix = copy_gradient_first(
                     self.method,
