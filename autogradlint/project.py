@@ -148,8 +148,8 @@ def signatures_of(text: str) -> tuple[tuple[str, Signature], ...]:
         chunk = text[start : bounds[index + 1]]
         if chunk.lstrip().startswith(("class ", "@")) and "def forward" in chunk:
             chunks.append(chunk if chunk.endswith(("\n", "\r")) else chunk + "\n")
-    joined = _parse("".join(chunks))
-    trees = [joined] if joined is not None else [_parse(chunk) for chunk in chunks]
+    joined = parse_quietly("".join(chunks))
+    trees = [joined] if joined is not None else [parse_quietly(chunk) for chunk in chunks]
     signatures: list[tuple[str, Signature]] = []
     for tree in trees:
         for node in tree.body if tree is not None else ():
@@ -160,7 +160,9 @@ def signatures_of(text: str) -> tuple[tuple[str, Signature], ...]:
     return tuple(signatures)
 
 
-def _parse(text: str) -> ast.Module | None:
+def parse_quietly(text: str) -> ast.Module | None:
+    """`ast` of a text, or None when it does not parse; never a warning about the code read
+    (old escape sequences in published packages)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:

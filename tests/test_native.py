@@ -100,6 +100,25 @@ def _project(tmp_path: Path, body: str, header: str = "from . import _kernels") 
     return root
 
 
+def _cached_runs(tmp_path: Path, root: Path):  # type: ignore[no-untyped-def]
+    """A function that lints the project through one on-disk cache, as successive CLI runs
+    do (each run a fresh process: the in-process native index is dropped between them)."""
+    from autogradlint.cache import Cache
+    from autogradlint.model import Finding
+
+    config = Config(root=root)
+    files = discover([str(root)], config, respect_gitignore=False).files
+    cache = Cache(tmp_path / "cache", config.fingerprint())
+
+    def run() -> list[Finding]:
+        index_for.cache_clear()
+        results = lint_paths(files, config, root=root, cache=cache)
+        cache.save()
+        return [f for r in results for f in r.findings]
+
+    return run
+
+
 def _findings(root: Path) -> list[tuple[str, int, str, str, str]]:
     config = Config(root=root)
     found = discover([str(root)], config, respect_gitignore=False)
@@ -229,20 +248,9 @@ def test_a_binary_beside_the_package_is_evidence(tmp_path: Path) -> None:
 
 
 def test_an_edit_of_the_cpp_invalidates_the_cached_result(tmp_path: Path) -> None:
-    from autogradlint.cache import Cache
-
     root = _project(tmp_path, _function("Raw", "bwd_raw"))
-    config = Config(root=root)
-    files = discover([str(root)], config, respect_gitignore=False).files
-    cache = Cache(tmp_path / "cache", config.fingerprint())
-
-    def run() -> list[str]:
-        results = lint_paths(files, config, root=root, cache=cache)
-        cache.save()
-        return [f.severity for r in results for f in r.findings]
-
-    assert run() == ["error"]
-    index_for.cache_clear()  # another process, as the next CLI run is
+    run = _cached_runs(tmp_path, root)
+    assert [f.severity for f in run()] == ["error"]
     cpp = root / "csrc" / "ops.cpp"
     cpp.write_text(
         CPP.replace(
@@ -282,8 +290,6 @@ def test_a_helper_that_guards_is_no_finding(tmp_path: Path) -> None:
 def test_a_helper_in_another_file_is_followed_and_its_edit_invalidates_the_cache(
     tmp_path: Path,
 ) -> None:
-    from autogradlint.cache import Cache
-
     root = _project(
         tmp_path,
         BACKWARD_VIA.format(call="run_backward(grad, 2.0)"),
@@ -293,17 +299,10 @@ def test_a_helper_in_another_file_is_followed_and_its_edit_invalidates_the_cache
     launch.write_text(
         "from . import _kernels\n\ndef run_backward(g, s):\n    return _kernels.bwd_raw(g, s)\n"
     )
-    config = Config(root=root)
-    files = discover([str(root)], config, respect_gitignore=False).files
-    cache = Cache(tmp_path / "cache", config.fingerprint())
-
-    def run() -> list[str]:
-        results = lint_paths(files, config, root=root, cache=cache)
-        cache.save()
-        return [f.help for r in results for f in r.findings]
+    run = _cached_runs(tmp_path, root)
 
     first = run()
-    assert len(first) == 1 and first[0].startswith("Through `run_backward()`")
+    assert len(first) == 1 and first[0].help.startswith("Through `run_backward()`")
     launch.write_text(
         "from . import _kernels\n\ndef run_backward(g, s):\n"
         "    return _kernels.bwd_raw(g.contiguous(), s)\n"

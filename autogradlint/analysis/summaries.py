@@ -15,7 +15,9 @@ from fnmatch import fnmatchcase
 
 from ..native.modules import ProjectNative, module_file
 from ..outline import module_imports
+from ..project import parse_quietly
 from ..settings import HELPER_DEPTH, Settings
+from ..speed.slicing import ast_dotted
 from ..speed.statements import chunk_starts
 from .bindings import Bindings
 
@@ -102,7 +104,7 @@ class _File:
         if name not in self._defines:
             found: list[ast.stmt] = []
             for start, end in self._index().get(name, ()):
-                chunk = _parse(self.text[start:end])
+                chunk = parse_quietly(self.text[start:end])
                 if chunk is not None:
                     # line numbers of the file, not of the chunk: summaries are keyed by them
                     ast.increment_lineno(chunk, self.text.count("\n", 0, start))
@@ -277,7 +279,7 @@ class Summaries:
                 state = _state_of(arg, states)
                 if state is None:
                     continue
-                strided = _dotted(arg) in own_strides  # given its own strides: stride-aware
+                strided = ast_dotted(arg) in own_strides  # given its own strides: stride-aware
                 out.append(
                     Reach(
                         state.param,
@@ -295,13 +297,13 @@ class Summaries:
             return out
         callee = self.compiled(path, call, values)
         if callee is not None:
-            head = (_dotted(call.func) or "").split(".", 1)[0]
+            head = (ast_dotted(call.func) or "").split(".", 1)[0]
             loaded = head in values or not self.files.bindings(path).is_imported(head)
             return [
                 Reach(s.param, callee, slot, kw, s.guarded, s.direct, path, (f"{name}()",), loaded)
                 for s, slot, kw in passed
             ]
-        written = _dotted(call.func)
+        written = ast_dotted(call.func)
         if written is None or depth + 1 >= HELPER_DEPTH:
             return []
         found = self.function(written, path)
@@ -329,7 +331,7 @@ class Summaries:
     # --- what is compiled ---------------------------------------------------------------------
     def compiled(self, path: str, call: ast.Call, values: dict[str, ast.expr]) -> str | None:
         """The resolved name of a call into compiled code made in file `path`, else None."""
-        written = _dotted(call.func)
+        written = ast_dotted(call.func)
         if written is None:
             return None
         bindings = self.files.bindings(path)
@@ -382,18 +384,19 @@ class Summaries:
             return None
         value = func.value
         if isinstance(value, ast.Call) and value.args:
-            wrapper = self.files.bindings(path).resolve_dotted(_dotted(value.func) or "")
+            wrapper = self.files.bindings(path).resolve_dotted(ast_dotted(value.func) or "")
             if wrapper.rsplit(".", 1)[-1] in ("wrap_triton", "capture_triton"):
-                return _dotted(value.args[0]) or "kernel"
+                return ast_dotted(value.args[0]) or "kernel"
             return None
-        written = _dotted(value)
+        written = ast_dotted(value)
         if written is None:
             return None
         found = self.function(written, path)
         if found is None:
             return None
         decorators = [
-            _dotted(d.func if isinstance(d, ast.Call) else d) or "" for d in found[1].decorator_list
+            ast_dotted(d.func if isinstance(d, ast.Call) else d) or ""
+            for d in found[1].decorator_list
         ]
         resolved = [self.files.bindings(found[0]).resolve_dotted(d) for d in decorators]
         return written if any(d.startswith("triton.") for d in resolved) else None
@@ -403,7 +406,7 @@ class Summaries:
         `.load()`, or a project function that returns one of these."""
         if not isinstance(value, ast.Call):
             return False
-        written = _dotted(value.func)
+        written = ast_dotted(value.func)
         if written is None:
             func = value.func
             # `SomeOpBuilder().load()`: a method `load` on a freshly built object
@@ -433,7 +436,7 @@ class Summaries:
             and len(value.args) >= 2
         ):
             return None
-        owner = _dotted(value.args[0])
+        owner = ast_dotted(value.args[0])
         if owner is None:
             return None
         module = self.files.bindings(path).resolve_dotted(owner)
@@ -469,7 +472,7 @@ def _stride_owners(call: ast.Call) -> set[str]:
     for node in ast.walk(call):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr == "stride":
-                owner = _dotted(node.func.value)
+                owner = ast_dotted(node.func.value)
                 if owner is not None:
                     owners.add(owner)
     return owners
@@ -495,7 +498,8 @@ def _state_of(expr: ast.expr, states: dict[str, _State]) -> _State | None:
             return _State(inner.param, True, inner.direct)
         if method == "clone":
             dense = any(
-                k.arg == "memory_format" and (_dotted(k.value) or "").endswith("contiguous_format")
+                k.arg == "memory_format"
+                and (ast_dotted(k.value) or "").endswith("contiguous_format")
                 for k in expr.keywords
             )
             return _State(inner.param, inner.guarded or dense, inner.direct)
@@ -544,17 +548,6 @@ def _last_value(statements: list[ast.stmt]) -> ast.expr | None:
     return found
 
 
-def _dotted(expr: ast.expr) -> str | None:
-    parts: list[str] = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if isinstance(expr, ast.Name):
-        parts.append(expr.id)
-        return ".".join(reversed(parts))
-    return None
-
-
 def _read(path: str) -> str:
     try:
         if os.path.getsize(path) > _MAX_BYTES:
@@ -563,14 +556,3 @@ def _read(path: str) -> str:
             return handle.read().decode("utf-8", "replace")
     except OSError:
         return ""
-
-
-def _parse(text: str) -> ast.Module | None:
-    if not text:
-        return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None

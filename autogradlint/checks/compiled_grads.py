@@ -139,7 +139,6 @@ class CompiledGradients(Check):
                 if reach.param != index or reach.guarded:
                     continue
                 via = " -> ".join(f"`{step}`" for step in reach.via)
-                shown = source_of(self.ctx.facts.module, arg.value)
                 fix = self._contiguous_fix(arg.value) if reach.direct else None
                 if reach.kind == "triton":
                     found_evidence = _launch_evidence(reach)
@@ -153,12 +152,10 @@ class CompiledGradients(Check):
                     )
                     if found_evidence.safe:
                         continue
-                self.report(
-                    "AGL201",
+                self._raw_read(
                     arg.value,
-                    fix=fix,
-                    severity=found_evidence.severity,
-                    grad=shown,
+                    fix,
+                    found_evidence.severity,
                     callee=reach.callee.lstrip("."),
                     cls=cls,
                     evidence=f"Through {via}: {found_evidence.text}".rstrip(": "),
@@ -383,16 +380,20 @@ class CompiledGradients(Check):
                         f"feed contiguous gradients, cannot see it. Pass `{state.name}.stride(...)` "
                         "for it."
                     )
-                self.report(
-                    "AGL201",
-                    arg.value,
-                    fix=fix,
-                    severity=found.severity,
-                    grad=shown,
-                    callee=written,
-                    cls=cls,
-                    evidence=text,
+                self._raw_read(
+                    arg.value, fix, found.severity, callee=written, cls=cls, evidence=text
                 )
+
+    def _raw_read(
+        self,
+        value: cst.BaseExpression,
+        fix: Fix | None,
+        severity: str | None,
+        **fields: str,
+    ) -> None:
+        """AGL201 at the gradient argument `value`."""
+        grad = source_of(self.ctx.facts.module, value)
+        self.report("AGL201", value, fix=fix, severity=severity, grad=grad, **fields)
 
     # --- fixes (FIX-B1; FIX-B2 is gradient_copy.copy_gradient_first) ------------------------
     def _contiguous_fix(self, value: cst.BaseExpression) -> Fix | None:

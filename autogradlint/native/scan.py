@@ -237,14 +237,12 @@ def inline_sources(text: str) -> str:
     their own line numbers, every other line blank) and a pybind11 block for its `functions`:
     load_inline binds each under its own name, in a module Python binds to any name."""
     import ast
-    import warnings
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return ""
+    from ..project import parse_quietly
+
+    tree = parse_quietly(text)
+    if tree is None:
+        return ""
     constants = {
         target.id: node.value
         for node in tree.body

@@ -204,17 +204,8 @@ def _custom_op_chunks(text: str, starts: list[int]) -> set[int]:
         words.update(_WORD.findall(chunk))
         literals.update(_OP_NAME.findall(chunk))
     named = [m.start() + 1 for m in _DEF_NAME.finditer(text) if m.group(1) in words]
-    named += [at for literal in literals for at in _offsets_of(text, literal)]
+    named += [m.start() for literal in literals for m in re.finditer(re.escape(literal), text)]
     return calls | {i for i in chunk_of(starts, named) if _NOT_MODULE_SCOPE.match(text, bounds[i])}
-
-
-def _offsets_of(text: str, needle: str) -> list[int]:
-    out: list[int] = []
-    at = text.find(needle)
-    while at != -1:
-        out.append(at)
-        at = text.find(needle, at + 1)
-    return out
 
 
 def _helper_chunks(text: str, starts: list[int], bounds: list[int], callers: set[int]) -> set[int]:

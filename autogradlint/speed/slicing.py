@@ -79,13 +79,19 @@ def _class_of_interest(node: ast.ClassDef, function_like: set[str]) -> bool:
 def _decorator_text(node: ast.expr) -> str:
     if isinstance(node, ast.Call):
         node = node.func
+    return ast_dotted(node) or ""
+
+
+def ast_dotted(expr: ast.expr) -> str | None:
+    """`a.b.c` for a Name/Attribute chain (the `ast` twin of analysis.names.dotted)."""
     parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-    return ".".join(reversed(parts))
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if isinstance(expr, ast.Name):
+        parts.append(expr.id)
+        return ".".join(reversed(parts))
+    return None
 
 
 def _statements(node: ast.AST) -> list[ast.stmt]:
