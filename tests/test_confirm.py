@@ -38,6 +38,17 @@ def test_confirm_examples_json() -> None:
         ("extension_grads_fixed:ScaleInPlace", "B"): "not_reproduced",
         ("torch_function_bug:UpcastTensor", "C"): "confirmed",
         ("torch_function_fixed:UpcastTensor", "C"): "not_reproduced",
+        ("custom_op_bug:double", "B"): "confirmed",
+        ("custom_op_bug:scaled", "arity"): "confirmed",
+        ("custom_op_fixed:double", "B"): "not_reproduced",
+        ("custom_op_fixed:scaled", "A"): "not_reproduced",
+        # triton and a GPU are not here: the import fails, and that is what they say
+        ("triton_op_bug:triton_double", "B"): "could_not_run"
+        if not torch.cuda.is_available()
+        else "confirmed",
+        ("triton_op_fixed:triton_double", "B"): "could_not_run"
+        if not torch.cuda.is_available()
+        else "not_reproduced",
     }
     assert {key: row["verdict"] for key, row in rows.items()} == expected
     softplus = rows[("reentrant_bug:SoftplusRecompute", "A")]["devices"]["cpu"]["evidence"]
@@ -276,3 +287,57 @@ def test_a_probe_that_cannot_call_the_code_is_never_confirmed(tmp_path: Path, pr
     (evidence,) = outcome.devices["cpu"]["evidence"]
     assert "TypeError: scale_bwd(): incompatible function arguments" in evidence
     assert "factor" in evidence  # it says how to give the probe proper inputs
+
+
+CUSTOM_OPS = """
+    import torch
+
+    def dense_read(g):
+        # what a kernel indexing data_ptr() densely sees: the storage from the offset on
+        flat = torch.empty(g.numel(), dtype=g.dtype)
+        storage = g.untyped_storage()
+        n = min(g.numel(), storage.nbytes() // g.element_size() - g.storage_offset())
+        flat[:n] = torch.tensor([], dtype=g.dtype).set_(storage, g.storage_offset(), (n,))
+        flat[n:] = 0
+        return flat.view(g.shape)
+
+    @torch.library.custom_op("agl_confirm::raw_double", mutates_args=())
+    def raw_double(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    raw_double.register_autograd(lambda ctx, g: dense_read(g) * 2)
+
+    @torch.library.custom_op("agl_confirm::safe_double", mutates_args=())
+    def safe_double(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    safe_double.register_autograd(lambda ctx, g: dense_read(g.contiguous()) * 2)
+
+    @torch.library.custom_op("agl_confirm::short", mutates_args=())
+    def short(x: torch.Tensor, factor: float) -> torch.Tensor:
+        return x * factor
+
+    def _setup(ctx, inputs, output):
+        ctx.factor = inputs[1]
+
+    short.register_autograd(lambda ctx, g: g * ctx.factor, setup_context=_setup)
+"""
+
+
+def test_custom_op_backwards_are_probed_like_functions(tmp_path: Path) -> None:
+    """A torch.library custom op is called as is, its inputs built from its own signature; the
+    narrow view torch.cat's backward hands it is among the layouts (pytorch/pytorch#194719)."""
+    raw, safe, short = confirm(
+        [
+            _target(tmp_path, CUSTOM_OPS, "B", "raw_double"),
+            _target(tmp_path, CUSTOM_OPS, "B", "safe_double"),
+            _target(tmp_path, CUSTOM_OPS, "arity", "short"),
+        ],
+        ["cpu"],
+        timeout=120,
+    )
+    assert raw.verdict == "confirmed", raw.devices
+    assert any("narrow view" in line for line in raw.devices["cpu"]["evidence"])
+    assert safe.verdict == "not_reproduced", safe.devices
+    assert short.verdict == "confirmed", short.devices
+    assert "incorrect number of gradients" in short.devices["cpu"]["evidence"][0]

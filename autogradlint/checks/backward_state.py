@@ -29,7 +29,7 @@ class BackwardState(Check):
             self._backward_saved_inplace(info, backward)
         for op in self.ctx.facts.custom_ops:
             # a custom op's backward gets the same shared gradient buffers (B2.1, B1.6)
-            self.ctx.enter(None)
+            self.ctx.enter(op.op if op.op.isidentifier() else None)
             self._backward_inplace(op.op, op.backward)
 
     def _backward_inplace(self, name: str, backward: cst.FunctionDef) -> None:

@@ -59,9 +59,12 @@ class CheckContext:
         stamps = {n.root: n.stamp for n in natives if n.stamp}
         return encode(stamps, files)
 
-    def enter(self, class_node: cst.ClassDef | None) -> None:
-        """Checks call this per class so violations know the class they are about."""
-        self.current_subject = None if class_node is None else class_node.name.value
+    def enter(self, class_node: cst.ClassDef | str | None) -> None:
+        """Checks call this per class (or custom op, by the name the module binds it to) so
+        violations know what they are about: what the confirmer imports."""
+        if isinstance(class_node, cst.ClassDef):
+            class_node = class_node.name.value
+        self.current_subject = class_node
 
     def flow(self, function: cst.FunctionDef, inherited: str = DEFAULT) -> MethodFlow:
         """The ordered pass over one method (entered in grad mode `inherited`), computed

@@ -53,6 +53,13 @@ class BackwardOf:
     name: str  # the class, or the op as the file names it
     node: cst.ClassDef | None  # the class (None for a custom op)
 
+    @property
+    def subject(self) -> cst.ClassDef | str | None:
+        """What the confirmer imports: the class, or the op's name when this file binds it."""
+        if self.node is not None:
+            return self.node
+        return self.name if self.name.isidentifier() else None
+
 
 def backward_methods(facts: FileFacts) -> list[tuple[BackwardOf, cst.FunctionDef]]:
     """Every backward of the file: Function classes' and custom ops' alike."""

@@ -60,7 +60,7 @@ class CompiledGradients(Check):
     def run(self) -> None:
         facts = self.ctx.facts
         for info, method in backward_methods(facts):
-            self.ctx.enter(info.node)
+            self.ctx.enter(info.subject)
             if self._guarded_by_decorator(method):
                 continue
             flow = self.ctx.flow(method)

@@ -23,7 +23,7 @@ class GradientCount(Check):
                 self._class(info, forward, backward)
         for op in self.ctx.facts.custom_ops:
             if op.schema is not None:
-                self.ctx.enter(None)
+                self.ctx.enter(op.op)
                 self._custom_op(op.op, op.qualified, op.schema, op.backward)
 
     def _custom_op(

@@ -27,7 +27,7 @@ class ReentrantAutograd(Check):
     def run(self) -> None:
         facts = self.ctx.facts
         for info, method in backward_methods(facts):
-            self.ctx.enter(info.node)
+            self.ctx.enter(info.subject)
             flow = self.ctx.flow(method)
             self.method = method
             self.cls = info.name

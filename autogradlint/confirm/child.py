@@ -33,18 +33,28 @@ def first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"
 
 
+def caller(fn: Any) -> Callable[..., Any]:
+    """How to run the target: a Function through `apply`, a torch.library custom op as is."""
+    return fn.apply if hasattr(fn, "apply") else fn
+
+
 def default_inputs(fn: Any, dtype: Any, device: str, shape: tuple[int, ...]) -> list[Any]:
-    """One small float tensor per required forward input (after ctx)."""
+    """One small float tensor per required forward input (after ctx); for a custom op, per
+    parameter of the op's own function, a tensor where it takes one and 2.0 or 2 elsewhere."""
     import inspect
 
     import torch
 
-    params = list(inspect.signature(fn.forward).parameters.values())
-    # With the setup_context style forward has no ctx; torch's base class defines a stub.
-    stub = torch.autograd.Function.setup_context
-    uses_setup_context = getattr(fn, "setup_context", stub) is not stub
-    if params and not uses_setup_context:
-        params = params[1:]
+    own = getattr(fn, "_init_fn", None)  # a CustomOpDef: the Python function it was made from
+    if own is not None:
+        params = list(inspect.signature(own).parameters.values())
+    else:
+        params = list(inspect.signature(fn.forward).parameters.values())
+        # With the setup_context style forward has no ctx; torch's base class defines a stub.
+        stub = torch.autograd.Function.setup_context
+        uses_setup_context = getattr(fn, "setup_context", stub) is not stub
+        if params and not uses_setup_context:
+            params = params[1:]
     required = [
         p
         for p in params
@@ -57,7 +67,18 @@ def default_inputs(fn: Any, dtype: Any, device: str, shape: tuple[int, ...]) -> 
     else:
         base = torch.linspace(0.5, 1.5, steps=shape[0] * shape[1], dtype=dtype, device=device)
         base = base.reshape(shape)
-    return [base.clone() for _ in required]
+    scalars = {float: 2.0, int: 2, "float": 2.0, "int": 2, bool: False, "bool": False}
+    return [scalars.get(p.annotation, base.clone()) for p in required]
+
+
+def _leaf(value: Any, copy: bool = False) -> Any:
+    """A tensor input as a fresh leaf that requires grad; anything else as it is."""
+    import torch
+
+    if not isinstance(value, torch.Tensor):
+        return value
+    value = value.detach().clone() if copy else value.detach()
+    return value.requires_grad_(value.is_floating_point())
 
 
 def inputs_for(
@@ -95,7 +116,7 @@ def probe_a(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> 
             mark(f"A grad {dev} create_graph={cg}")
             w, args = fresh()
             try:
-                g_grad = torch.autograd.grad(fn.apply(*args).sum(), w, create_graph=cg)[0].detach()
+                g_grad = torch.autograd.grad(caller(fn)(*args).sum(), w, create_graph=cg)[0].detach()
                 if w.grad is not None:
                     ev.append(
                         f"create_graph={cg}: torch.autograd.grad populated the input's .grad "
@@ -107,7 +128,7 @@ def probe_a(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> 
             mark(f"A backward {dev} create_graph={cg}")
             w, args = fresh()
             try:
-                fn.apply(*args).sum().backward(create_graph=cg)
+                caller(fn)(*args).sum().backward(create_graph=cg)
                 got = None if w.grad is None else w.grad.detach()
                 if got is None or not torch.allclose(got, g_grad):
                     ev.append(
@@ -120,7 +141,7 @@ def probe_a(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> 
         mark(f"A non-leaf {dev}")
         w, args = fresh(leaf=False)
         try:
-            fn.apply(*args).sum().backward()
+            caller(fn)(*args).sum().backward()
         except Exception as exc:  # noqa: BLE001
             ev.append(f"non-leaf input: .backward() raised {first_line(exc)}")
         mark(f"A gradcheck {dev}")
@@ -132,7 +153,7 @@ def probe_a(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> 
             try:
 
                 def call(x: Any, args: list[Any] = args) -> Any:
-                    return fn.apply(x, *args[1:])
+                    return caller(fn)(x, *args[1:])
 
                 if not check(call, (w,), raise_exception=False):
                     ev.append(f"{name} failed (numerical and analytical gradients differ)")
@@ -168,7 +189,7 @@ def probe_b(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> 
         ev: list[str] = []
         try:
             args = inputs_for(fn, factory, torch.float32, dev, (4, 6))
-            out = fn.apply(*[a.detach().requires_grad_(True) for a in args])
+            out = caller(fn)(*[_leaf(a) for a in args])
             shape = tuple(out.shape)
         except Exception as exc:  # noqa: BLE001
             per_device[dev] = {
@@ -191,10 +212,13 @@ def probe_b(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> 
         }
         if len(shape) == 2:
             layouts["transposed"] = (dense.t().contiguous().t(), dense)
+        if shape:  # what torch.cat's backward hands each input (pytorch/pytorch#194719)
+            wide = torch.cat([dense, torch.randn((*shape[:-1], 5), device=dev)], dim=-1)
+            layouts["narrow view (as from torch.cat's backward)"] = (wide[..., : shape[-1]], dense)
 
         def backward_with(g: Any, args: list[Any] = args) -> Any:
-            x = [a.detach().clone().requires_grad_(True) for a in args]
-            return torch.autograd.grad(fn.apply(*x), x[0], grad_outputs=g)[0]
+            x = [_leaf(a, copy=True) for a in args]
+            return torch.autograd.grad(caller(fn)(*x), x[0], grad_outputs=g)[0]
 
         # The control: contiguous, dense inputs and gradient. If the code cannot run even so,
         # the probe called it wrongly (inputs it does not take): nothing is shown either way.
@@ -358,7 +382,7 @@ def probe_arity(fn: Any, devices: list[str], factory: Callable[..., Any] | None)
             }
             continue
         try:
-            fn.apply(*args).sum().backward()
+            caller(fn)(*args).sum().backward()
             per_device[dev] = {"verdict": NOT_REPRODUCED, "evidence": []}
         except RuntimeError as exc:
             if "incorrect number of gradients" in str(exc):
