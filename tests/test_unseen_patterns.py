@@ -315,3 +315,53 @@ def test_apply_arity_is_checked_across_files(tmp_path: Path) -> None:
         result.stdout
     )
     assert result.stdout.count("AGL410") == 1
+
+
+def test_family_a_follows_a_helper_in_another_file(tmp_path: Path) -> None:
+    """`recompute_grad` lives in pkg/utils.py: the nested `autograd.grad` it makes runs in
+    backward's grad mode (off), and the finding names it, at the call in backward."""
+    from autogradlint.config import Config
+    from autogradlint.runner import discover, lint_paths
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (tmp_path / "pyproject.toml").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "utils.py").write_text(
+        "import torch\n\n"
+        "def recompute_grad(fn, x, g):\n"
+        "    y = fn(x)\n"
+        "    return torch.autograd.grad(y, x, g)[0]\n"
+    )
+    (pkg / "ops.py").write_text(
+        "import torch\n"
+        "from .utils import recompute_grad\n\n"
+        "class Softplus(torch.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, x):\n"
+        "        ctx.save_for_backward(x)\n"
+        "        return torch.nn.functional.softplus(x)\n\n"
+        "    @staticmethod\n"
+        "    def backward(ctx, g):\n"
+        "        (x,) = ctx.saved_tensors\n"
+        "        x = x.detach().requires_grad_()\n"
+        "        return recompute_grad(torch.nn.functional.softplus, x, g)\n"
+    )
+    config = Config(root=tmp_path)
+
+    def found() -> list[tuple[str, int, str]]:
+        files = discover([str(pkg / "ops.py")], config, respect_gitignore=False).files
+        results = lint_paths(files, config, root=tmp_path)
+        return [(f.rule_id, f.line, f.message) for r in results for f in r.findings]
+
+    ((rule, line, message),) = found()
+    assert (rule, line) == ("AGL101", 14) and "(in `recompute_grad()`)" in message
+    # the helper, fixed, in its own file: the finding goes
+    (pkg / "utils.py").write_text(
+        "import torch\n\n"
+        "def recompute_grad(fn, x, g):\n"
+        "    with torch.enable_grad():\n"
+        "        y = fn(x)\n"
+        "    return torch.autograd.grad(y, x, g)[0]\n"
+    )
+    assert found() == []

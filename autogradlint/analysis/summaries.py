@@ -17,9 +17,10 @@ from ..native.modules import ProjectNative, module_file
 from ..outline import module_imports
 from ..project import parse_quietly
 from ..settings import HELPER_DEPTH, Settings
+from ..speed.preselect import holds_graph_call
 from ..speed.slicing import ast_dotted
 from ..speed.statements import chunk_starts
-from .bindings import Bindings
+from .bindings import Binding, Bindings
 
 _MAX_BYTES = 2_000_000  # a helper file larger than this is not read (its calls stay unknown)
 _ALIASING = frozenset(
@@ -79,7 +80,8 @@ class _File:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.bindings = Bindings(module_imports(text.encode("utf-8", "surrogatepass")))
+        self.imports = list(module_imports(text.encode("utf-8", "surrogatepass")))
+        self.bindings = Bindings(self.imports)
         self._chunks: dict[str, list[tuple[int, int]]] | None = None  # name -> its statements
         self._defines: dict[str, list[ast.stmt]] = {}
 
@@ -209,6 +211,21 @@ class Summaries:
         if found != self.path:
             self.consulted.add(found)
         return found, function
+
+    def foreign_graph_helper(self, written: str) -> tuple[str, list[Binding]] | None:
+        """The source of a function of another project file that the linted file calls, and
+        that file's import bindings, when its text can hold a graph call (family A follows it
+        one call deep)."""
+        found = self.function(written)
+        if found is None or found[0] == self.path:
+            return None
+        path, function = found
+        lines = self.files.text(path).splitlines(keepends=True)
+        first = min([function.lineno, *(d.lineno for d in function.decorator_list)])
+        text = "".join(lines[first - 1 : function.end_lineno or function.lineno])
+        if not holds_graph_call(text):
+            return None
+        return text, list(self.files.get(path).imports)
 
     # --- summaries -----------------------------------------------------------------------------
     def summary(self, path: str, function: ast.FunctionDef, depth: int = 0) -> Summary | None:

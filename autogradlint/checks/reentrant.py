@@ -8,8 +8,8 @@ from fnmatch import fnmatchcase
 import libcst as cst
 
 from ..analysis.compiled import compiled_callee
-from ..analysis.flow import DEFAULT, DISABLE, ENABLE, CallSite, MethodFlow
-from ..analysis.names import dotted
+from ..analysis.flow import DEFAULT, DISABLE, ENABLE, CallSite, MethodFlow, analyse_method
+from ..analysis.names import ImportTable, dotted
 from ..analysis.provenance import CTX, EXTERNAL, SAVED, Binding, Provenance
 from ..fix.edits import Fix
 from ..settings import HELPER_DEPTH
@@ -32,6 +32,7 @@ class ReentrantAutograd(Check):
             self.method = method
             self.cls = info.name
             route = Route(self._checkpoint_guarded(flow), self._builds_private_leaves(flow))
+            self.imports = facts.imports  # the file the scanned body is in (see _helper_call)
             self._scan(flow, Provenance(flow, facts.imports), route)
 
     def _scan(self, flow: MethodFlow, provenance: Provenance, route: Route) -> None:
@@ -50,13 +51,23 @@ class ReentrantAutograd(Check):
     def _helper_call(
         self, site: CallSite, flow: MethodFlow, provenance: Provenance, route: Route
     ) -> None:
+        if self.imports is not self.ctx.facts.imports:
+            return  # inside another file's helper: its own helpers are not followed
         found = self._helper_of(site.node, flow)
+        imports = self.ctx.facts.imports
         if found is None:
-            return
-        name, helper = found
+            elsewhere = self._imported_helper(site.node, flow)
+            if elsewhere is None:
+                return
+            name, helper, imports = elsewhere
+        else:
+            name, helper = found
         if name in route.path or helper is self.method:
             return  # recursion: its calls were classified on the way in
-        inner = self.ctx.flow(helper, site.mode)
+        if imports is self.ctx.facts.imports:
+            inner = self.ctx.flow(helper, site.mode)
+        else:
+            inner = analyse_method(helper, imports, site.mode)
         bound = _bind(site.node, inner, provenance, site)
         if bound is None:
             return  # `*args` at the call: the parameters cannot be matched to the arguments
@@ -66,7 +77,39 @@ class ReentrantAutograd(Check):
             route.at or site,
             (*route.path, name),
         )
-        self._scan(inner, Provenance(inner, self.ctx.facts.imports, bound), deeper)
+        outer, self.imports = self.imports, imports
+        try:
+            self._scan(inner, Provenance(inner, imports, bound), deeper)
+        finally:
+            self.imports = outer
+
+    def _imported_helper(
+        self, call: cst.Call, flow: MethodFlow
+    ) -> tuple[str, cst.FunctionDef, ImportTable] | None:
+        """A function of another file of the project that backward calls (`from .utils import
+        recompute`; `utils.recompute(...)`), when its text can hold a graph call: read from
+        that file (the summaries' project view), one call deep."""
+        written = dotted(call.func)
+        facts = self.ctx.facts
+        if written is None:
+            return None
+        head = written.split(".", 1)[0]
+        if head in flow.defs or not facts.imports.is_imported(head):
+            return None
+        if facts.imports.resolve_dotted(written).split(".", 1)[0] == "torch":
+            return None  # torch's own functions are not the project's helpers
+        found = self.ctx.summaries.foreign_graph_helper(written)
+        if found is None:
+            return None
+        text, bindings = found
+        try:
+            parsed = cst.parse_module(text)
+        except Exception:  # noqa: BLE001 - libcst raises bare exceptions on odd input
+            return None
+        node = parsed.body[0] if parsed.body else None
+        if not isinstance(node, cst.FunctionDef):
+            return None
+        return f"{written}()", node, ImportTable(bindings)
 
     def _helper_of(self, call: cst.Call, flow: MethodFlow) -> tuple[str, cst.FunctionDef] | None:
         """The function of this file a call runs: a module-level function (not shadowed by a
@@ -94,7 +137,7 @@ class ReentrantAutograd(Check):
     def _classify(
         self, call: cst.Call, flow: MethodFlow, ctx_name: str | None
     ) -> tuple[str | None, cst.BaseExpression | None]:
-        imports = self.ctx.facts.imports
+        imports = self.imports
         name = imports.resolve(call.func) or ""
         if name in GRAD_FUNCTIONS:
             return "grad", positional(call, 0, "outputs")

@@ -116,7 +116,9 @@ def probe_a(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> 
             mark(f"A grad {dev} create_graph={cg}")
             w, args = fresh()
             try:
-                g_grad = torch.autograd.grad(caller(fn)(*args).sum(), w, create_graph=cg)[0].detach()
+                g_grad = torch.autograd.grad(caller(fn)(*args).sum(), w, create_graph=cg)[
+                    0
+                ].detach()
                 if w.grad is not None:
                     ev.append(
                         f"create_graph={cg}: torch.autograd.grad populated the input's .grad "
