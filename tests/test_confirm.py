@@ -337,7 +337,35 @@ def test_custom_op_backwards_are_probed_like_functions(tmp_path: Path) -> None:
         timeout=120,
     )
     assert raw.verdict == "confirmed", raw.devices
-    assert any("narrow view" in line for line in raw.devices["cpu"]["evidence"])
+    evidence = raw.devices["cpu"]["evidence"]
+    assert any("narrow view" in line for line in evidence)
+    # gradcheck feeds contiguous gradients only: it passes beside the layouts that fail
+    assert "(beside) gradcheck passed" in evidence
+    assert any(line.startswith("(beside) opcheck") for line in evidence)
     assert safe.verdict == "not_reproduced", safe.devices
     assert short.verdict == "confirmed", short.devices
     assert "incorrect number of gradients" in short.devices["cpu"]["evidence"][0]
+
+
+def test_a_backward_that_writes_a_saved_input_is_confirmed(tmp_path: Path) -> None:
+    """AGL409: the B probe compares forward's inputs before and after backward."""
+    source = """
+        import torch
+
+        class Doubles(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                x.mul_(2)
+                return g * x
+    """
+    (outcome,) = confirm([_target(tmp_path, source, "B", "Doubles")], ["cpu"], timeout=120)
+    assert outcome.verdict == "confirmed", outcome.devices
+    assert any(
+        "backward changed forward's input 0" in line for line in outcome.devices["cpu"]["evidence"]
+    )

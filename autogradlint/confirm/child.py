@@ -183,7 +183,9 @@ def probe_a(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> 
 
 
 def probe_b(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> dict[str, Any]:
-    """Grads to compiled code: the same values in four layouts; the grad's bytes before/after."""
+    """Grads to compiled code: the same values in every layout autograd produces; the grad's
+    and the inputs' bytes before/after; gradcheck (and opcheck for a custom op) on the control,
+    reported beside: they feed contiguous gradients only, so they pass where this fails."""
     import torch
 
     per_device: dict[str, Any] = {}
@@ -217,10 +219,31 @@ def probe_b(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> 
         if shape:  # what torch.cat's backward hands each input (pytorch/pytorch#194719)
             wide = torch.cat([dense, torch.randn((*shape[:-1], 5), device=dev)], dim=-1)
             layouts["narrow view (as from torch.cat's backward)"] = (wide[..., : shape[-1]], dense)
+        if len(shape) == 4:  # a convolution's gradient
+            layouts["channels_last"] = (dense.contiguous(memory_format=torch.channels_last), dense)
 
-        def backward_with(g: Any, args: list[Any] = args) -> Any:
+        written: list[str] = []
+
+        def backward_with(
+            g: Any,
+            args: list[Any] = args,
+            name: str = "",
+            written: list[str] = written,
+            ev: list[str] = ev,
+        ) -> Any:
             x = [_leaf(a, copy=True) for a in args]
-            return torch.autograd.grad(caller(fn)(*x), x[0], grad_outputs=g)[0]
+            out = caller(fn)(*x)
+            # what forward saved of the caller's tensors: their bytes before the backward
+            kept = [(i, t.detach().clone()) for i, t in enumerate(x) if isinstance(t, torch.Tensor)]
+            result = torch.autograd.grad(out, x[0], grad_outputs=g)[0]
+            for i, before in kept:
+                if not torch.equal(before, x[i].detach()) and name not in written:
+                    written.append(name)
+                    ev.append(
+                        f"grad_output {name or 'dense'}: backward changed forward's input {i} "
+                        "(a tensor it saved, which the caller holds)"
+                    )
+            return result
 
         # The control: contiguous, dense inputs and gradient. If the code cannot run even so,
         # the probe called it wrongly (inputs it does not take): nothing is shown either way.
@@ -237,6 +260,7 @@ def probe_b(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> 
                 ],
             }
             continue
+        beside = _standard_checks(fn, args, dev)
         skipped: list[str] = []
         for name, (g, reference) in layouts.items():
             mark(f"B layout {name} {dev}")
@@ -248,7 +272,7 @@ def probe_b(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> 
             try:
                 before = g.detach().contiguous().view(torch.uint8).clone()
                 version = g._version
-                got = backward_with(g)
+                got = backward_with(g, name=name)
                 if not torch.allclose(got, want, equal_nan=True):
                     ev.append(
                         f"grad_output {name} (stride {tuple(g.stride())}): the result "
@@ -268,9 +292,51 @@ def probe_b(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> 
                 )
         per_device[dev] = {
             "verdict": CONFIRMED if ev else NOT_REPRODUCED,
-            "evidence": ev + [f"(not compared) {s}" for s in skipped],
+            "evidence": ev + [f"(not compared) {s}" for s in skipped] + beside,
         }
     return per_device
+
+
+def _standard_checks(fn: Any, args: list[Any], dev: str) -> list[str]:
+    """gradcheck on the control's inputs in float64, and torch.library.opcheck for a custom
+    op: what they say, beside the layouts (they feed contiguous gradients only)."""
+    import torch
+
+    out: list[str] = []
+    mark(f"B gradcheck {dev}")
+    # float64 as gradcheck wants; a float32-only kernel gets float32 with loose tolerances
+    for dtype, tolerances, label in (
+        (torch.float64, {}, ""),
+        (torch.float32, {"eps": 1e-3, "atol": 1e-2, "rtol": 1e-2}, " (float32)"),
+    ):
+        inputs = [
+            _leaf(a.detach().to(dtype), copy=True)
+            if isinstance(a, torch.Tensor) and a.is_floating_point()
+            else a
+            for a in args
+        ]
+        try:
+            passed = torch.autograd.gradcheck(
+                caller(fn), tuple(inputs), raise_exception=False, **tolerances
+            )
+        except Exception as exc:  # noqa: BLE001
+            if dtype is torch.float64:
+                continue
+            out.append(f"(beside) gradcheck raised {first_line(exc)[:200]}")
+            break
+        out.append(f"(beside) gradcheck{label} {'passed' if passed else 'failed'}")
+        break
+    if hasattr(fn, "_opoverload"):  # a torch.library custom op
+        mark(f"B opcheck {dev}")
+        try:
+            result = torch.library.opcheck(fn, tuple(_leaf(a) for a in args))
+            failed = [name for name, verdict in result.items() if verdict != "SUCCESS"]
+            out.append(
+                "(beside) opcheck " + (f"failed: {', '.join(failed)}" if failed else "passed")
+            )
+        except Exception as exc:  # noqa: BLE001
+            out.append(f"(beside) opcheck raised {first_line(exc)[:200]}")
+    return out
 
 
 def probe_c(cls: Any, devices: list[str], factory: Callable[..., Any] | None) -> dict[str, Any]:

@@ -9,7 +9,8 @@ from ..model import FileResult, Finding
 
 # Which probe confirms which finding (semantics A.9, B.6, C.3; the arity rule has its own).
 PROBE_OF_FAMILY = {"A": "A", "B": "B"}
-PROBE_OF_RULE = {"AGL301": "C", "AGL302": "C", "AGL401": "arity"}
+# AGL409 (backward writes a saved tensor): the B probe compares forward's inputs before and after.
+PROBE_OF_RULE = {"AGL301": "C", "AGL302": "C", "AGL401": "arity", "AGL409": "B"}
 
 
 @dataclass
