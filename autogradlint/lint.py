@@ -78,7 +78,11 @@ def class_summaries(analysis: Analysis, settings: Settings) -> list[ClassSummary
     top = {s.name.value: s for s in module.body if isinstance(s, cst.ClassDef)}
     chosen = [info for info in facts.classes if info.name in top and top[info.name] is info.node]
     # torch.library custom ops the file defines and gives a backward: probed the same way
-    ops = [op for op in facts.custom_ops if op.schema is not None and op.op.isidentifier()]
+    ops = [
+        op
+        for op in facts.custom_ops
+        if op.schema is not None and op.backward is not None and op.op.isidentifier()
+    ]
     places = node_positions(
         module,
         [info.node.name for info in chosen] + [op.schema.name for op in ops if op.schema],
@@ -95,7 +99,7 @@ def class_summaries(analysis: Analysis, settings: Settings) -> list[ClassSummary
         elif "__torch_function__" in info.methods or "__torch_dispatch__" in info.methods:
             out.append(ClassSummary(info.name, line, "C"))
     for op in ops:
-        assert op.schema is not None
+        assert op.schema is not None and op.backward is not None
         flow = analyse_method(op.backward, facts.imports)
         uses = any(compiled_callee(site.node, facts, settings) for site in flow.calls)
         out.append(ClassSummary(op.op, places[id(op.schema.name)][0], "B" if uses else "A"))

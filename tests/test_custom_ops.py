@@ -167,3 +167,26 @@ def test_an_in_place_change_of_the_incoming_gradient() -> None:
         half.register_autograd(_backward)
         """
     ) == [("AGL406", 9)]
+
+
+def test_setup_context_parameter_names() -> None:
+    """torch calls setup_context(ctx=, inputs=, output=) by keyword (D11.2)."""
+    assert _found(
+        """
+        import torch
+
+        @torch.library.custom_op("mylib::scale", mutates_args=())
+        def scale(x: torch.Tensor, factor: float) -> torch.Tensor:
+            return x * factor
+
+        def _setup(ctx, inputs, out):
+            ctx.factor = inputs[1]
+
+        def _backward(ctx, grad):
+            return grad * ctx.factor, None
+
+        scale.register_autograd(_backward, setup_context=_setup)
+        scale.register_autograd(lambda ctx, g: (g, None), setup_context=lambda c, inputs, output: 0)
+        scale.register_autograd(_backward, setup_context=lambda ctx, **kwargs: None)
+        """
+    ) == [("AGL411", 8), ("AGL411", 15)]

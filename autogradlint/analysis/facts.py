@@ -55,7 +55,7 @@ class CustomOpAutograd:
     with ctx and one gradient per output, like `Function.backward`) and setup_context."""
 
     op: str  # the op as Python names it (`scale`), or its qualified name (`mylib::scale`)
-    backward: cst.FunctionDef
+    backward: cst.FunctionDef | None  # None: a lambda (only its setup_context is read)
     setup_context: cst.FunctionDef | None
     call: cst.Call  # the register_autograd call
     schema: cst.FunctionDef | None = None  # the op's own Python definition, when in this file
@@ -205,7 +205,11 @@ def _custom_op_autograd(
             continue
         backward = kwargs.get("backward", backward)
         setup = kwargs.get("setup_context")
-        if not isinstance(backward, cst.Name) or backward.value not in functions:
+        if isinstance(backward, cst.Name) and backward.value in functions:
+            backward_node: cst.FunctionDef | None = functions[backward.value]
+        elif isinstance(backward, cst.Lambda):
+            backward_node = None
+        else:
             continue
         setup_node = functions.get(setup.value) if isinstance(setup, cst.Name) else None
         schema = ops.get(op) or ops.get(op.rsplit(".", 1)[-1])
@@ -213,7 +217,7 @@ def _custom_op_autograd(
         found.append(
             CustomOpAutograd(
                 shown,
-                functions[backward.value],
+                backward_node,
                 setup_node,
                 call,
                 schema,

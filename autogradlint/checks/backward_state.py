@@ -28,6 +28,8 @@ class BackwardState(Check):
             self._backward_ctx_state(info, backward)
             self._backward_saved_inplace(info, backward)
         for op in self.ctx.facts.custom_ops:
+            if op.backward is None:
+                continue
             # a custom op's backward gets the same shared gradient buffers (B2.1, B1.6)
             self.ctx.enter(op.op if op.op.isidentifier() else None)
             self._backward_inplace(op.op, op.backward)

@@ -68,7 +68,9 @@ def backward_methods(facts: FileFacts) -> list[tuple[BackwardOf, cst.FunctionDef
         for info in facts.function_classes
         if "backward" in info.methods
     ]
-    found += [(BackwardOf(op.op, None), op.backward) for op in facts.custom_ops]
+    found += [
+        (BackwardOf(op.op, None), op.backward) for op in facts.custom_ops if op.backward is not None
+    ]
     return found
 
 

@@ -22,7 +22,7 @@ class GradientCount(Check):
                 self.ctx.enter(info.node)
                 self._class(info, forward, backward)
         for op in self.ctx.facts.custom_ops:
-            if op.schema is not None:
+            if op.schema is not None and op.backward is not None:
                 self.ctx.enter(op.op)
                 self._custom_op(op.op, op.qualified, op.schema, op.backward)
 

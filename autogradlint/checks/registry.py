@@ -11,6 +11,7 @@ from ..speed import gates
 from .backward_state import BackwardState
 from .base import Check
 from .compiled_grads import CompiledGradients
+from .custom_op_setup import CustomOpSetup
 from .direct_calls import DirectCalls
 from .dispatch_handlers import DispatchHandlers
 from .gradient_count import GradientCount
@@ -33,6 +34,7 @@ REGISTRY: tuple[tuple[type[Check], gates.Gate], ...] = (
     (InputMutation, gates.INPUT_MUTATION),
     (BackwardState, gates.BACKWARD_STATE),
     (DirectCalls, gates.DIRECT_CALLS),
+    (CustomOpSetup, gates.CUSTOM_OP_SETUP),
 )
 
 

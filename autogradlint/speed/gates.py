@@ -107,6 +107,9 @@ SAVED_STATE = _contract("AGL403", "AGL404")
 INPUT_MUTATION = _contract("AGL405")
 BACKWARD_STATE = _contract("AGL406", "AGL408", "AGL409", custom_ops=True)
 DIRECT_CALLS = _contract("AGL407", "AGL410")
+CUSTOM_OP_SETUP = Gate(
+    ("AGL411",), (re.compile(rb"register_autograd[ \t]*\("),), (CUSTOM_OP_AUTOGRAD,)
+)
 CONTRACT = (
     GRADIENT_COUNT,
     STATIC_METHODS,
@@ -114,6 +117,7 @@ CONTRACT = (
     INPUT_MUTATION,
     BACKWARD_STATE,
     DIRECT_CALLS,
+    CUSTOM_OP_SETUP,
 )
 # Suppression hygiene (hygiene.py, not a check): a file whose comments can name autogradlint.
 SUPPRESSIONS = Gate(

@@ -399,3 +399,20 @@ def test_a_custom_op_backward_returns_one_gradient_per_input() -> None:
     x = torch.randn(3, requires_grad=True)
     long(x, 2.0).sum().backward()
     assert torch.equal(x.grad, torch.full((3,), 2.0))
+
+
+@rows("D11.2")
+def test_setup_context_is_called_by_keyword() -> None:
+    from torch.library import custom_op
+
+    @custom_op("agl_sem::d112", mutates_args=())
+    def double(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    double.register_autograd(lambda ctx, g: g * 2, setup_context=lambda ctx, inputs, out: None)
+    double(torch.randn(3))  # no grad: setup_context is never called
+    with pytest.raises(TypeError) as raised:
+        double(torch.randn(3, requires_grad=True))
+    assert first_line(raised.value).endswith(
+        "<lambda>() got an unexpected keyword argument 'output'"
+    )
