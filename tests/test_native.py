@@ -428,3 +428,36 @@ class Op(torch.autograd.Function):
     assert "is given `x.stride(...)`, not the gradient's own" in found[0].help
     assert found[0].fixable is None
     assert lint_source(source.format(stride="g.stride(0)"), str(tmp_path / "ops.py")).findings == []
+
+
+def test_a_helper_handing_the_gradient_to_a_writing_kernel(tmp_path: Path) -> None:
+    """AGL202 one call deeper: the C++ writes into what the helper hands it; a dense private
+    copy in the helper makes it harmless."""
+    cpp = CPP.replace(
+        '  m.def("bwd_opaque", &bwd_opaque);',
+        '  m.def("bwd_opaque", &bwd_opaque);\n  m.def("scale_", &scale_);',
+    ).replace(
+        "PYBIND11_MODULE",
+        "void scale_(torch::Tensor g, double s) {\n"
+        "  float* p = g.data_ptr<float>();\n"
+        "  for (int64_t i = 0; i < g.numel(); ++i) p[i] *= s;\n"
+        "}\n\nPYBIND11_MODULE",
+    )
+    cases = (
+        ("g", ["AGL202"]),
+        ("g.clone()", ["AGL201"]),  # a copy, but `.clone()` keeps a transposed layout (B1.4b)
+        ("g.clone(memory_format=torch.contiguous_format)", []),
+    )
+    for index, (copy, expected) in enumerate(cases):
+        root = tmp_path / str(index)
+        root.mkdir()
+        project = _project(
+            root,
+            f"\ndef _scale(g):\n    _kernels.scale_({copy}, 2.0)\n    return g\n"
+            + BACKWARD_VIA.format(call="_scale(grad)"),
+        )
+        (project / "csrc" / "ops.cpp").write_text(cpp)
+        found = _findings(project)
+        assert [f[0] for f in found] == expected, found
+        if expected == ["AGL202"]:
+            assert "Through `_scale()`: `scale_` writes its result into it" in found[0][4]

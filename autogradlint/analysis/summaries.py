@@ -48,6 +48,7 @@ class Reach:
     via: tuple[str, ...]  # the project functions on the way, outermost first
     loaded: bool = False  # the module is an object a loader returned (its name says nothing)
     kind: str = "extension"  # or "triton": a kernel launch
+    copied: bool = False  # a private copy reached it: a write there harms no one
     strides: tuple[str, ...] = ()  # a launch: the tensors whose `.stride(...)` it is given
 
 
@@ -66,6 +67,7 @@ class _State:
     param: int
     guarded: bool
     direct: bool
+    copied: bool = False  # a private copy (`.clone()`): a kernel may write into it
 
 
 # What a top-level statement defines, from its first line(s): `def f`, `class C`, `x = ...`.
@@ -317,7 +319,18 @@ class Summaries:
             head = (ast_dotted(call.func) or "").split(".", 1)[0]
             loaded = head in values or not self.files.bindings(path).is_imported(head)
             return [
-                Reach(s.param, callee, slot, kw, s.guarded, s.direct, path, (f"{name}()",), loaded)
+                Reach(
+                    s.param,
+                    callee,
+                    slot,
+                    kw,
+                    s.guarded,
+                    s.direct,
+                    path,
+                    (f"{name}()",),
+                    loaded,
+                    copied=s.copied,
+                )
                 for s, slot, kw in passed
             ]
         written = ast_dotted(call.func)
@@ -340,6 +353,7 @@ class Summaries:
                             param=state.param,
                             guarded=reach.guarded or state.guarded,
                             direct=reach.direct and state.direct,
+                            copied=reach.copied or state.copied,
                             via=(f"{name}()", *reach.via),
                         )
                     )
@@ -502,26 +516,27 @@ def _state_of(expr: ast.expr, states: dict[str, _State]) -> _State | None:
         return _state_of(expr.value, states)
     if isinstance(expr, ast.Subscript):
         inner = _state_of(expr.value, states)
-        return None if inner is None else _State(inner.param, inner.guarded, False)
+        return None if inner is None else _State(inner.param, inner.guarded, False, inner.copied)
     if isinstance(expr, ast.Attribute) and expr.attr in ("T", "mT", "H", "mH", "data"):
         inner = _state_of(expr.value, states)
-        return None if inner is None else _State(inner.param, inner.guarded, False)
+        return None if inner is None else _State(inner.param, inner.guarded, False, inner.copied)
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
         inner = _state_of(expr.func.value, states)
         if inner is None:
             return None
         method = expr.func.attr
         if method == "contiguous":
-            return _State(inner.param, True, inner.direct)
+            return _State(inner.param, True, inner.direct, inner.copied)
         if method == "clone":
             dense = any(
                 k.arg == "memory_format"
                 and (ast_dotted(k.value) or "").endswith("contiguous_format")
                 for k in expr.keywords
             )
-            return _State(inner.param, inner.guarded or dense, inner.direct)
+            return _State(inner.param, inner.guarded or dense, inner.direct, True)
         if method in _ALIASING or method in _PERMUTING:
-            return _State(inner.param, inner.guarded and method in _ALIASING, False)
+            guarded = inner.guarded and method in _ALIASING
+            return _State(inner.param, guarded, False, inner.copied)
     return None
 
 

@@ -130,37 +130,72 @@ class CompiledGradients(Check):
             return
         for position, arg in enumerate(call.args):
             state = self._state(arg.value, flow, grads, site.order)
-            if state is None or state.read_safe or any(a.star for a in call.args[: position + 1]):
+            if state is None or any(a.star for a in call.args[: position + 1]):
                 continue
             index = position if arg.keyword is None else None
             if arg.keyword is not None and arg.keyword.value in summary.params:
                 index = summary.params.index(arg.keyword.value)
             for reach in summary.reaches:
-                if reach.param != index or reach.guarded:
-                    continue
-                via = " -> ".join(f"`{step}`" for step in reach.via)
-                fix = self._contiguous_fix(arg.value) if reach.direct else None
-                if reach.kind == "triton":
-                    found_evidence = _launch_evidence(reach)
-                    if reach.strides:
-                        fix = None  # see _check_call: `.contiguous()` is no safe fix there
-                else:
-                    native = summaries.native_for(reach.path)
-                    loaded = not reach.callee.split(".")[0].lstrip(".") or reach.loaded
-                    found_evidence = evidence_for(
-                        native, reach.callee, reach.slot, reach.keyword, loaded
-                    )
-                    if found_evidence.safe:
-                        continue
-                self._raw_read(
-                    arg.value,
-                    fix,
-                    found_evidence.severity,
-                    callee=reach.callee.lstrip("."),
-                    cls=cls,
-                    evidence=f"Through {via}: {found_evidence.text}".rstrip(": "),
-                )
-                break
+                if reach.param == index and self._helper_reach(arg, state, reach, flow, cls):
+                    break  # one finding per argument
+
+    def _helper_reach(
+        self, arg: cst.Arg, state: GradState, reach: Reach, flow: MethodFlow, cls: str
+    ) -> bool:
+        """AGL202 when the C++ at the end writes into the gradient and no copy was made on
+        the way; else AGL201 when it reads it unguarded. Whether it reported."""
+        via = " -> ".join(f"`{step}`" for step in reach.via)
+        callee = reach.callee.lstrip(".")
+        if reach.kind == "triton":
+            if state.read_safe or reach.guarded:
+                return False
+            fix = None if reach.strides else self._direct_fix(arg, reach)
+            told = _launch_evidence(reach)
+            self._raw_read(
+                arg.value,
+                fix,
+                told.severity,
+                callee=callee,
+                cls=cls,
+                evidence=f"Through {via}: {told.text}",
+            )
+            return True
+        native = self.ctx.summaries.native_for(reach.path)
+        loaded = not reach.callee.split(".")[0].lstrip(".") or reach.loaded
+        found = evidence_for(native, reach.callee, reach.slot, reach.keyword, loaded)
+        if found.writes and not (state.write_safe or reach.copied):
+            fix = copy_gradient_first(
+                self.method,
+                flow,
+                state.root,
+                dense=True,
+                title=f"pass a private dense copy of `{state.root}`",
+            )
+            self.report(
+                "AGL202",
+                arg.value,
+                fix=fix,
+                grad=source_of(self.ctx.facts.module, arg.value),
+                callee=callee,
+                cls=cls,
+                evidence=f"Through {via}: {found.write_text}",
+            )
+            return True
+        if state.read_safe or reach.guarded or found.safe:
+            return False
+        self._raw_read(
+            arg.value,
+            self._direct_fix(arg, reach),
+            found.severity,
+            callee=callee,
+            cls=cls,
+            evidence=f"Through {via}: {found.text}".rstrip(": "),
+        )
+        return True
+
+    def _direct_fix(self, arg: cst.Arg, reach: Reach) -> Fix | None:
+        """`.contiguous()` at the call is a fix only when the helper hands it on as is."""
+        return self._contiguous_fix(arg.value) if reach.direct else None
 
     def _loaded_module_call(self, site: CallSite, flow: MethodFlow) -> tuple[str, str] | None:
         """`ext.fn(...)` where `ext` was bound to a loaded extension, here or at module level:
