@@ -28,11 +28,11 @@ def triton_double(x: torch.Tensor) -> torch.Tensor:
 
 
 def _setup(ctx, inputs, output):
-    (ctx.x,) = inputs
+    ctx.save_for_backward(inputs[0])
 
 
 def _backward(ctx, grad_y):
-    x = ctx.x
+    (x,) = ctx.saved_tensors
     grad_x = torch.empty_like(x)
     wrap_triton(_double_kernel)[(x.shape[0],)](grad_y, grad_x, x.stride(0), x.shape[1], BLOCK=1024)
     return grad_x

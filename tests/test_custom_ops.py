@@ -190,3 +190,44 @@ def test_setup_context_parameter_names() -> None:
         scale.register_autograd(_backward, setup_context=lambda ctx, **kwargs: None)
         """
     ) == [("AGL411", 8), ("AGL411", 15)]
+
+
+def test_tensors_kept_on_ctx_in_setup_context() -> None:
+    """setup_context is the ctx side of a custom op (and of a setup_context-style Function):
+    a tensor input or the output kept as a ctx attribute escapes autograd's checks (AGL403);
+    a scalar, or a tensor backward reads only for its shape, does not."""
+    assert _found(
+        """
+        import torch
+
+        @torch.library.custom_op("m::f", mutates_args=())
+        def f(x: torch.Tensor, w: torch.Tensor, n: int) -> torch.Tensor:
+            return x * w * n
+
+        def _setup(ctx, inputs, output):
+            x, w, n = inputs
+            ctx.x = x
+            ctx.n = n
+            ctx.shape_src = w
+            ctx.out = output
+
+        def _backward(ctx, grad):
+            return grad * ctx.x, torch.zeros(ctx.shape_src.shape), None
+
+        f.register_autograd(_backward, setup_context=_setup)
+
+        class G(torch.autograd.Function):
+            @staticmethod
+            def forward(x: torch.Tensor, scale: float):
+                return x * scale
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                *_, ctx.scale = inputs
+                ctx.x = inputs[0]
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * ctx.x, None
+        """
+    ) == [("AGL403", 10), ("AGL403", 13), ("AGL403", 30)]

@@ -10,6 +10,7 @@ from ..analysis.contract import (
     METADATA_FUNCTIONS,
     METADATA_USES,
     ForwardInputs,
+    is_tensor_annotation,
     returned_names,
     save_for_backward_calls,
 )
@@ -25,18 +26,92 @@ class SavedState(Check):
     """AGL403 (tensors stashed as ctx attributes) and AGL404 (save_for_backward misuse)."""
 
     def run(self) -> None:
-        for info, seen in self.ctx.contract().forwards():
+        contract = self.ctx.contract()
+        for info, seen in contract.forwards():
             self.ctx.enter(info.node)
+            readers = [m for name, m in info.methods.items() if name != "forward"]
             if seen.ctx_name is None:
-                continue  # with setup_context, forward cannot touch ctx
+                # the setup_context style: forward has no ctx, setup_context keeps what
+                # backward needs (semantics D3: the same checks apply there)
+                setup = contract.method(info, "setup_context")
+                if setup is not None:
+                    positions = {
+                        i for i, p in enumerate(seen.inputs) if p.name.value in seen.tensors
+                    }
+                    self._setup_context(info.name, setup, positions, readers, len(seen.inputs))
+                continue
             outputs = returned_names(seen.flow)
-            self._ctx_stash(info, seen.flow, seen.ctx_name, seen.tensors | outputs)
+            self._ctx_stash(info.name, seen.flow, seen.ctx_name, seen.tensors | outputs, readers)
             self._save_for_backward(info, seen, seen.ctx_name)
+        for op in self.ctx.facts.custom_ops:
+            if op.setup_context is None or op.schema is None:
+                continue
+            self.ctx.enter(op.op if op.op.isidentifier() else None)
+            positions = {
+                i
+                for i, p in enumerate(op.schema.params.params)
+                if p.annotation is not None and is_tensor_annotation(p.annotation.annotation)
+            }
+            readers = [op.backward] if op.backward is not None else []
+            total = len(op.schema.params.params)
+            self._setup_context(op.op, op.setup_context, positions, readers, total)
+
+    def _setup_context(
+        self,
+        name: str,
+        setup: cst.FunctionDef,
+        positions: set[int],
+        readers: list[cst.FunctionDef],
+        total: int,
+    ) -> None:
+        """Tensors setup_context keeps as ctx attributes: forward's tensor inputs, unpacked from
+        `inputs` (`x, w = inputs`, `inputs[0]`), and its output."""
+        flow = self.ctx.flow(setup)
+        if len(flow.params) < 3:
+            return
+        # torch.library passes them by keyword (and may add keyword_only_inputs); a
+        # Function's setup_context gets them in order
+        ctx_name, inputs_name, output_name = flow.params[:3]
+        if "inputs" in flow.params and "output" in flow.params:
+            inputs_name, output_name = "inputs", "output"
+        tensors = {output_name}
+        stashed: list[tuple[cst.CSTNode, str, str]] = []
+        for node, _order in flow.statements:
+            if not isinstance(node, cst.Assign) or len(node.targets) != 1:
+                continue
+            target, value = node.targets[0].target, node.value
+            if isinstance(value, cst.Name) and value.value == inputs_name:
+                elements = target.elements if isinstance(target, (cst.Tuple, cst.List)) else []
+                starred = [i for i, e in enumerate(elements) if isinstance(e, cst.StarredElement)]
+                for index, element in enumerate(elements):
+                    if starred and index > starred[0]:
+                        # after `*rest` the elements count from the end
+                        index = total - (len(elements) - index)
+                    if index not in positions or (starred and index == starred[0]):
+                        continue
+                    if isinstance(element.value, cst.Name):
+                        tensors.add(element.value.value)
+                    elif _is_ctx_attribute(element.value, ctx_name):  # `(ctx.x,) = inputs`
+                        attr = element.value.attr.value  # type: ignore[attr-defined]
+                        stashed.append((node, attr, f"{inputs_name}[{index}]"))
+            elif isinstance(target, cst.Name) and isinstance(value, cst.Subscript):
+                index = _constant_index(value, inputs_name)
+                if index is not None and index in positions:
+                    tensors.add(target.value)
+        self._ctx_stash(name, flow, ctx_name, tensors, readers, inputs_name, positions, stashed)
 
     def _ctx_stash(
-        self, info: ClassInfo, flow: MethodFlow, ctx_name: str, tensors: set[str]
+        self,
+        name: str,
+        flow: MethodFlow,
+        ctx_name: str,
+        tensors: set[str],
+        readers: list[cst.FunctionDef],
+        inputs_name: str | None = None,
+        positions: frozenset[int] | set[int] = frozenset(),
+        stashed: list[tuple[cst.CSTNode, str, str]] | None = None,
     ) -> None:
-        found: list[tuple[cst.CSTNode, str, str]] = []
+        found: list[tuple[cst.CSTNode, str, str]] = list(stashed or [])
         for node, _order in flow.statements:
             if not isinstance(node, cst.Assign):
                 continue
@@ -57,6 +132,10 @@ class SavedState(Check):
                         and isinstance(t.value, cst.Name)
                         and t.value.value == ctx_name
                     ):
+                        index = _constant_index(v, inputs_name) if inputs_name else None
+                        if index is not None and index in positions:  # `ctx.x = inputs[0]`
+                            found.append((node, t.attr.value, f"{inputs_name}[{index}]"))
+                            continue
                         base = v
                         while isinstance(base, cst.Subscript):
                             base = base.value
@@ -64,19 +143,18 @@ class SavedState(Check):
                             found.append((node, t.attr.value, base.value))
         if not found:
             return
-        metadata_only = self._metadata_only_attrs(info, ctx_name)
-        for node, attr, name in found:
+        metadata_only = self._metadata_only_attrs(readers, ctx_name)
+        for node, attr, shown in found:
             if attr in metadata_only:
                 continue
-            self.report("AGL403", node, cls=info.name, attr=attr, name=name)
+            self.report("AGL403", node, cls=name, attr=attr, name=shown)
 
-    def _metadata_only_attrs(self, info: ClassInfo, ctx_name: str) -> set[str]:
+    def _metadata_only_attrs(self, readers: list[cst.FunctionDef], ctx_name: str) -> set[str]:
         """ctx attributes every other method reads only for shape/dtype/device, directly
         (`ctx.w.shape`, `zeros_like(ctx.w)`) or through a local alias (`w = ctx.w`)."""
         uses: dict[str, list[bool]] = {}
-        for name, method in info.methods.items():
-            if name != "forward":
-                _MetadataUses(("ctx", ctx_name), uses).walk(method.body)
+        for method in readers:
+            _MetadataUses(("ctx", ctx_name), uses).walk(method.body)
         return {attr for attr, flags in uses.items() if flags and all(flags)}
 
     def _save_for_backward(self, info: ClassInfo, seen: ForwardInputs, ctx_name: str) -> None:
@@ -152,6 +230,26 @@ class SavedState(Check):
             if isinstance(func, cst.Name) and func.value in ("len", "int", "float", "bool"):
                 return True
         return False
+
+
+def _is_ctx_attribute(expr: cst.BaseExpression, ctx_name: str) -> bool:
+    return (
+        isinstance(expr, cst.Attribute)
+        and isinstance(expr.value, cst.Name)
+        and expr.value.value == ctx_name
+    )
+
+
+def _constant_index(expr: cst.BaseExpression, name: str | None) -> int | None:
+    """`inputs[0]`: the constant index into `name`, else None."""
+    if not (isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name)):
+        return None
+    if expr.value.value != name or len(expr.slice) != 1:
+        return None
+    index = expr.slice[0].slice
+    if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
+        return int(index.value.value)
+    return None
 
 
 class _MetadataUses(FastVisitor):

@@ -103,7 +103,7 @@ def _contract(*ids: str, custom_ops: bool = False) -> Gate:
 
 GRADIENT_COUNT = _contract("AGL401", custom_ops=True)
 STATIC_METHODS = _contract("AGL402")
-SAVED_STATE = _contract("AGL403", "AGL404")
+SAVED_STATE = _contract("AGL403", "AGL404", custom_ops=True)
 INPUT_MUTATION = _contract("AGL405")
 BACKWARD_STATE = _contract("AGL406", "AGL408", "AGL409", custom_ops=True)
 DIRECT_CALLS = _contract("AGL407", "AGL410")
