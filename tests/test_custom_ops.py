@@ -230,4 +230,4 @@ def test_tensors_kept_on_ctx_in_setup_context() -> None:
             def backward(ctx, g):
                 return g * ctx.x, None
         """
-    ) == [("AGL403", 10), ("AGL403", 13), ("AGL403", 30)]
+    ) == [("AGL403", 10), ("AGL403", 13), ("AGL403", 28)]
