@@ -164,22 +164,7 @@ class CompiledGradients(Check):
         loaded = not reach.callee.split(".")[0].lstrip(".") or reach.loaded
         found = evidence_for(native, reach.callee, reach.slot, reach.keyword, loaded)
         if found.writes and not (state.write_safe or reach.copied):
-            fix = copy_gradient_first(
-                self.method,
-                flow,
-                state.root,
-                dense=True,
-                title=f"pass a private dense copy of `{state.root}`",
-            )
-            self.report(
-                "AGL202",
-                arg.value,
-                fix=fix,
-                grad=source_of(self.ctx.facts.module, arg.value),
-                callee=callee,
-                cls=cls,
-                evidence=f"Through {via}: {found.write_text}",
-            )
+            self._write(arg.value, state, flow, callee, cls, f"Through {via}: {found.write_text}")
             return True
         if state.read_safe or reach.guarded or found.safe:
             return False
@@ -375,28 +360,12 @@ class CompiledGradients(Check):
             state = self._state(arg.value, flow, grads, site.order)
             if state is None:
                 continue
-            shown = source_of(self.ctx.facts.module, arg.value)
             found = evidence[position]
             # A write the C++ shows, or what the Python call looks like (a token-level read
             # cannot prove that a kernel never writes through a pointer it was handed).
             writes = found.writes or (guessed and not proven)
             if writes and not state.write_safe:
-                fix = copy_gradient_first(
-                    self.method,
-                    flow,
-                    state.root,
-                    dense=True,
-                    title=f"pass a private dense copy of `{state.root}`",
-                )
-                self.report(
-                    "AGL202",
-                    arg.value,
-                    fix=fix,
-                    grad=shown,
-                    callee=written,
-                    cls=cls,
-                    evidence=found.write_text,
-                )
+                self._write(arg.value, state, flow, written, cls, found.write_text)
             elif not state.read_safe and not stride_safe and state.name not in stride_names:
                 if found.safe:
                     continue  # the C++ makes it contiguous or reads it through its strides
@@ -418,6 +387,26 @@ class CompiledGradients(Check):
                 self._raw_read(
                     arg.value, fix, found.severity, callee=written, cls=cls, evidence=text
                 )
+
+    def _write(
+        self,
+        value: cst.BaseExpression,
+        state: GradState,
+        flow: MethodFlow,
+        callee: str,
+        cls: str,
+        evidence: str,
+    ) -> None:
+        """AGL202 at the gradient argument `value`, with FIX-B2 (a private dense copy)."""
+        fix = copy_gradient_first(
+            self.method,
+            flow,
+            state.root,
+            dense=True,
+            title=f"pass a private dense copy of `{state.root}`",
+        )
+        grad = source_of(self.ctx.facts.module, value)
+        self.report("AGL202", value, fix=fix, grad=grad, callee=callee, cls=cls, evidence=evidence)
 
     def _raw_read(
         self,
