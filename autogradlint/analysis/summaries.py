@@ -82,10 +82,23 @@ class _File:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.imports = list(module_imports(text.encode("utf-8", "surrogatepass")))
-        self.bindings = Bindings(self.imports)
+        self._imports: list[Binding] | None = None
+        self._bindings: Bindings | None = None
         self._chunks: dict[str, list[tuple[int, int]]] | None = None  # name -> its statements
         self._defines: dict[str, list[ast.stmt]] = {}
+
+    @property
+    def imports(self) -> list[Binding]:
+        """Module-scope import bindings, read from the bytes when first asked."""
+        if self._imports is None:
+            self._imports = list(module_imports(self.text.encode("utf-8", "surrogatepass")))
+        return self._imports
+
+    @property
+    def bindings(self) -> Bindings:
+        if self._bindings is None:
+            self._bindings = Bindings(self.imports)
+        return self._bindings
 
     def defines(self, name: str) -> bool:
         """Whether a top-level statement defines `name` (a text scan: nothing parsed)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
@@ -26,6 +27,10 @@ from .common import backward_methods, keyword, positional, source_of
 from .gradient_copy import copy_gradient_first
 
 ALIASING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data"})
+
+
+# `len(g)`, `max(...)`: never a project function (the file is not scanned for its definitions)
+_BUILTINS = frozenset(dir(builtins))
 
 
 def _launch_evidence(reach: Reach) -> ReadEvidence:
@@ -118,7 +123,7 @@ class CompiledGradients(Check):
             head in facts.functions
             or head in facts.class_nodes
             or facts.imports.is_imported(head)
-            or self.ctx.summaries.files.own.defines(head)
+            or (head not in _BUILTINS and self.ctx.summaries.files.own.defines(head))
         ):
             return  # a builtin or a name this file does not define: nothing to follow
         summaries = self.ctx.summaries
@@ -256,7 +261,7 @@ class CompiledGradients(Check):
             or facts.imports.is_imported(head)
             or head in facts.functions
             or head in facts.class_nodes
-            or self.ctx.summaries.files.own.defines(head)
+            or (head not in _BUILTINS and self.ctx.summaries.files.own.defines(head))
         )
 
     def _takes_gradient(self, site: CallSite, flow: MethodFlow, grads: set[str]) -> bool:
