@@ -46,14 +46,20 @@ def compiled_callee(
         return None  # torch's own bindings (torch._C...) go through ATen and honour strides
     if parts[0] in facts.compiled_names:
         return "extension", name
-    for component in parts[:-1]:
-        component = component.lstrip(".")
-        if component and any(fnmatchcase(component, p) for p in settings.extension_modules):
-            module = name.rsplit(".", 1)[0]
-            if native is not None and native.is_python(module):
-                return None
-            return "extension", name
+    if named_extension(name, settings):
+        if native is not None and native.is_python(name.rsplit(".", 1)[0]):
+            return None
+        return "extension", name
     return None
+
+
+def named_extension(name: str, settings: Settings) -> bool:
+    """Whether a module on the way to `name` matches `extension-modules` (the fallback for a
+    module nothing in the project describes)."""
+    return any(
+        component and any(fnmatchcase(component, p) for p in settings.extension_modules)
+        for component in (part.lstrip(".") for part in name.split(".")[:-1])
+    )
 
 
 _WRAPPERS = frozenset(

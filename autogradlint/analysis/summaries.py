@@ -21,6 +21,7 @@ from ..speed.preselect import holds_graph_call
 from ..speed.slicing import ast_dotted
 from ..speed.statements import chunk_starts
 from .bindings import Binding, Bindings
+from .compiled import DISPATCHER_NAMESPACES, named_extension
 
 _MAX_BYTES = 2_000_000  # a helper file larger than this is not read (its calls stay unknown)
 _ALIASING = frozenset(
@@ -385,7 +386,7 @@ class Summaries:
         if parts[:2] == ["torch", "ops"] and len(parts) >= 4:
             text = self.files.text(path)
             defined = any(f"{q}{parts[2]}::{parts[3]}{q}" in text for q in "\"'")
-            return None if parts[2] in ("aten", "prims", "prim") or defined else name
+            return None if parts[2] in DISPATCHER_NAMESPACES or defined else name
         if len(parts) < 2 or parts[0] == "torch":
             return None
         if head in values and self._loads_module(path, values[head]):
@@ -397,11 +398,7 @@ class Summaries:
         native = self.native_for(path)
         if native.is_python(module):
             return None
-        if any(
-            fnmatchcase(component.lstrip("."), pattern)
-            for component in parts[:-1]
-            for pattern in self.settings.extension_modules
-        ):
+        if named_extension(name, self.settings):
             return name
         return name if native.is_compiled(module) else None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
@@ -39,13 +40,16 @@ def _launch_evidence(reach: Reach) -> ReadEvidence:
         return ReadEvidence(
             False, None, f"The launch of `{reach.callee}` is given no strides for it."
         )
-    others = ", ".join(f"`{n}.stride(...)`" for n in reach.strides)
-    return ReadEvidence(
-        False,
-        None,
-        f"The launch of `{reach.callee}` is given {others}, not the gradient's own: a gradient "
-        "laid out differently (the narrow view `torch.cat`'s backward hands each input) is read "
-        "at the wrong places.",
+    text = _other_strides(f"The launch of `{reach.callee}`", reach.strides, "the gradient's")
+    return ReadEvidence(False, None, f"{text}.")
+
+
+def _other_strides(launch: str, others: Iterable[str], owner: str) -> str:
+    """The pytorch#194719 sentence: a launch indexes the gradient with other tensors' strides."""
+    given = ", ".join(f"`{n}.stride(...)`" for n in sorted(others))
+    return (
+        f"{launch} is given {given}, not {owner} own: a gradient laid out differently (the "
+        "narrow view `torch.cat`'s backward hands each input) is read at the wrong places"
     )
 
 
@@ -381,13 +385,10 @@ class CompiledGradients(Check):
                     # contiguous and the gradient happened to match it, it would break a
                     # launch that was right. The fix is the gradient's own strides.
                     fix = None
-                    others = ", ".join(f"`{n}.stride(...)`" for n in sorted(stride_names))
                     text = (
-                        f"The launch is given {others}, not `{state.name}`'s own: a gradient "
-                        "laid out differently (the narrow view `torch.cat`'s backward hands "
-                        "each input) is read at the wrong places, and gradcheck/opcheck, which "
-                        f"feed contiguous gradients, cannot see it. Pass `{state.name}.stride(...)` "
-                        "for it."
+                        _other_strides("The launch", stride_names, f"`{state.name}`'s")
+                        + ", and gradcheck/opcheck, which feed contiguous gradients, cannot see "
+                        f"it. Pass `{state.name}.stride(...)` for it."
                     )
                 self._raw_read(
                     arg.value, fix, found.severity, callee=written, cls=cls, evidence=text

@@ -10,25 +10,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..config import DEFAULT_EXCLUDE
 from . import scan as native
 from .scan import RANK, UNKNOWN, Binding, Function, Source
 
 SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inl")
-# Directories that hold no source of the project itself.
-_SKIP_DIRS = frozenset(
-    {
-        "__pycache__",
-        "node_modules",
-        "site-packages",
-        "dist-packages",
-        "venv",
-        "build",
-        "dist",
-        "_build",
-        "buck-out",
-        "__pypackages__",
-    }
-)
+# Directories that hold no source of the project itself: what the configuration excludes by
+# default (build outputs, environments), and installed packages.
+_SKIP_DIRS = frozenset(DEFAULT_EXCLUDE) | {"site-packages", "dist-packages"}
 _MAX_ENTRIES = 200_000  # directory entries walked before the walk stops (a loose file in /tmp)
 _FOLLOW = 4  # C++ calls followed from a bound function to the code that reads the tensor
 _MAX_FILES = 20_000  # a tree with more native files than this is not the project's own code
@@ -115,9 +104,6 @@ class NativeIndex:
                 for function in source.functions(name)
             ]
         return self._functions[name]
-
-    def __bool__(self) -> bool:
-        return bool(self.bindings)
 
     def evidence(
         self, module: str | None, name: str, position: int | None, keyword: str | None = None

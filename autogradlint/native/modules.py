@@ -55,22 +55,18 @@ class ProjectNative:
     def is_python(self, module: str) -> bool:
         """Whether the project has Python source for `module` (a name pattern is then wrong)."""
         located = self._locate(module)
-        if located is None:
-            return False
-        directory, name = located
-        entries = _listing(directory)
-        return any(entry in (f"{name}.py", f"{name}.pyi", name) for entry in entries)
+        return located is not None and _python_in(_listing(located[0]), located[1])
 
     def _decide(self, module: str) -> bool:
         last = module.rsplit(".", 1)[-1]
         if not last.isidentifier():
             return False
-        if self.is_python(module):
-            return False  # Python source (a module or a package) of that name
         located = self._locate(module)
         if located is not None:
             directory, name = located
             entries = _listing(directory)
+            if _python_in(entries, name):
+                return False  # Python source (a module or a package) of that name
             if any(e.startswith(f"{name}.") and e.endswith(_BINARY_SUFFIXES) for e in entries):
                 return True
         declared = declared_extensions(self.root)
@@ -85,12 +81,9 @@ class ProjectNative:
         """(directory, name) where the module's file would be in this project, if its package
         is one of the project's directories."""
         if module.startswith("."):
-            if not self.path:
+            directory = _relative_base(self.path, module)
+            if directory is None:
                 return None
-            dots = len(module) - len(module.lstrip("."))
-            directory = os.path.dirname(self.path)
-            for _ in range(dots - 1):
-                directory = os.path.dirname(directory)
             parts = module.lstrip(".").split(".")
             return os.path.join(directory, *parts[:-1]), parts[-1]
         parts = module.split(".")
@@ -108,11 +101,9 @@ def module_file(importer: str, module: str, root: str) -> str | None:
         return None
     parts = module.lstrip(".").split(".")
     if module.startswith("."):
-        if not importer:
+        base = _relative_base(importer, module)
+        if base is None:
             return None
-        base = os.path.dirname(importer)
-        for _ in range(len(module) - len(module.lstrip(".")) - 1):
-            base = os.path.dirname(base)
         bases = [base]
     else:
         bases = [root, os.path.join(root, "src")]
@@ -124,6 +115,21 @@ def module_file(importer: str, module: str, root: str) -> str | None:
             if os.path.isfile(candidate):
                 return candidate
     return None
+
+
+def _relative_base(importer: str, module: str) -> str | None:
+    """The package directory a relative import (`.x`, `..pkg.x`) of `importer` starts from."""
+    if not importer:
+        return None
+    base = os.path.dirname(importer)
+    for _ in range(len(module) - len(module.lstrip(".")) - 1):
+        base = os.path.dirname(base)
+    return base
+
+
+def _python_in(entries: frozenset[str], name: str) -> bool:
+    """A module or package of that name among a directory's entries."""
+    return any(entry in (f"{name}.py", f"{name}.pyi", name) for entry in entries)
 
 
 def _python_elsewhere(module: str) -> bool:

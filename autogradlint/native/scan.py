@@ -30,10 +30,6 @@ _MODULE = re.compile(
     r"\s*,\s*(\w+)(?:\s*,\s*(\w+))?\s*\)\s*\{"
 )
 _MODULE_VARIABLE = re.compile(r"\bpy(?:bind11)?::module_?\s*&?\s*(\w+)\s*[,)]")
-_DEF = re.compile(r"\.\s*(def|impl)\s*\(\s*\"([^\"]*)\"\s*,?")
-_TARGET = re.compile(
-    r"\s*(?:TORCH_FN\s*\(\s*)?(?:py::overload_cast<[^>]*>\s*\(\s*)?&?\s*([A-Za-z_][\w:]*)"
-)
 _FUNCTION = re.compile(
     r"\b([A-Za-z_]\w*)\s*\(([^;{}()]*(?:\([^;{}()]*\)[^;{}()]*)*)\)\s*(?:const\s*)?(?:noexcept\s*)?(?:->\s*[\w:<>,\s]+)?\{"
 )
