@@ -313,3 +313,25 @@ def test_a_custom_op_registration_keeps_its_functions_and_nothing_else() -> None
     assert "def unrelated" not in sliced.source
     for kept in ("def mul", "def _backward", "def _setup", "register_autograd("):
         assert kept in sliced.source
+
+
+def test_only_dispatch_handlers_registered_for_an_op_are_parsed() -> None:
+    """AGL306 reads a def registered for `aten.empty_like` only when it takes `args` and
+    `kwargs`, as a dispatch handler does; a lowering or decomposition registered for the same
+    op takes the op's own parameters, and the file is never handed to libcst."""
+    lowering = (
+        "from torch._ops import ops\naten = ops.aten\n\n"
+        "@register_lowering(aten.empty_like)\n"
+        "def empty_like(x, *, dtype=None, device=None):\n    return x.new_empty(x.shape)\n"
+    )
+    assert slice_source(lowering) is None
+    handler = (
+        "import torch\naten = torch.ops.aten\n\n"
+        "@implements(aten.empty_like.default)\n"
+        "def _empty_like(func, types, args, kwargs):  # AGL306\n"
+        "    return Wrapper(torch.empty_like(args[0]._data))\n"
+    )
+    sliced = slice_source(handler)
+    assert sliced is not None and "def _empty_like" in sliced.source
+    assert _findings(handler, full=False) == _findings(handler, full=True)
+    assert [(rule, line) for rule, line, _ in _findings(handler, full=False)] == _markers(handler)
