@@ -173,3 +173,30 @@ def test_a_check_run_audits_files_no_check_reads(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert "plain.py:1:16: AGL901" in result.output
     assert "other.py" not in result.output
+
+
+QUIET_CASES = [
+    "import os  # noqa: F401\n",
+    "import os  # noqa\n",
+    "import os  # noqa F401\n",  # loose codes: AGL903 even with no finding
+    "import os  # noqa:\n",
+    "x = 1  # noqa: AGL101\n",
+    "x = 1  # noqa: graph-in-backward, E501\n",
+    'DOC = "# noqa: AGL101"\n',  # in a string: not a comment
+    "x = '#'  # NOQA:E501 # noqa AGL1\n",
+    "# autogradlint: file-ignore[AGL4]\nx = 1\n",
+    "x = 1  # something # noqa: E731, F811\r\ny = 2  # noqa: AGL2\r\n",
+]
+
+
+@pytest.mark.parametrize("source", QUIET_CASES)
+def test_the_no_findings_shortcut_reports_what_the_full_audit_does(source: str) -> None:
+    """With no findings, most files' `noqa` comments belong to other tools, and the audit
+    skips the comment scan; it must report exactly what the full audit reports."""
+    from autogradlint import hygiene
+
+    fast = hygiene.audit(source, "m.py", [], ALL)
+    full = hygiene._hygiene(source, "m.py", hygiene.parse_suppressions(source), set(), ALL)
+    assert sorted((f.rule_id, f.line, f.col) for f in fast.findings) == sorted(
+        (f.rule_id, f.line, f.col) for f, _ in full
+    )
