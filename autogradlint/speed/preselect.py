@@ -62,7 +62,6 @@ _FUNCTION_ALIAS = re.compile(r"Function[ \t]+as[ \t]+(\w+)")
 _IMPORT = re.compile(r"import[ \t\\(]")
 _TRITON = re.compile(r"@[ \t]*triton\.")
 _DEF_NAME = re.compile(r"\n(?:async[ \t]+)?def[ \t]+(\w+)")
-_ATTRIBUTE_OWNER = re.compile(r"(\w+)\.")  # `Helpers.prepare(...)`: Helpers
 _NOT_MODULE_SCOPE = re.compile(r"(?:@|def\b|async\b|class\b)")
 
 
@@ -164,9 +163,12 @@ def kept_ranges(
     bounds = [*starts, len(text)]
     callers = chunk_of(starts, marks.functions)
     for index in callers:
-        for used in _ATTRIBUTE_OWNER.findall(text, bounds[index], bounds[index + 1]):
-            if used in top_classes:
-                whole |= chunk_of(starts, [top_classes[used]])
+        start, end = bounds[index], bounds[index + 1]
+        for used, offset in top_classes.items():
+            # `Helpers.` as a whole word: str.find per class runs at memory speed, where a
+            # `(\w+)\.` pattern (no literal to start from) tries every position of the class.
+            if _owner_used(text, used + ".", start, end):
+                whole |= chunk_of(starts, [offset])
     whole |= _helper_chunks(text, starts, bounds, callers)
     whole |= custom_ops
     keep |= whole
@@ -251,6 +253,16 @@ def holds_graph_call(text: str) -> bool:
         if not _word_char(text[at - 1 : at]):
             return True
         at = text.find("grad(", at + 1)
+    return False
+
+
+def _owner_used(text: str, prefix: str, start: int, end: int) -> bool:
+    """Whether text[start:end] has `prefix` (`Helpers.`) starting a word."""
+    at = text.find(prefix, start, end)
+    while at != -1:
+        if not _word_char(text[at - 1 : at]):
+            return True
+        at = text.find(prefix, at + 1, end)
     return False
 
 
