@@ -143,6 +143,31 @@ def test_real_subprocess_and_statistics(tree: Path) -> None:
     assert proc.stdout == "1\tAGL101\t[*] autograd-grad-without-enable-grad\n"
 
 
+def test_the_process_exits_at_once_with_everything_written(tree: Path) -> None:
+    """The entry point skips the interpreter's teardown: the report is complete, the exit
+    status is click's, an error message still reaches stderr, and a reader that stops early
+    (`| head -1`) gets no traceback."""
+    command = [sys.executable, "-m", "autogradlint", "check", "--output-format", "json"]
+    proc = subprocess.run([*command, str(tree / "pkg")], capture_output=True, timeout=120)
+    assert proc.returncode == 1 and len(json.loads(proc.stdout)) == 1
+    bad = subprocess.run(
+        [*command, "--select", "NOPE", str(tree)], capture_output=True, text=True, timeout=120
+    )
+    assert bad.returncode == 2 and "unknown rule selector 'NOPE'" in bad.stderr
+    for i in range(40):
+        (tree / "pkg" / f"bug{i}.py").write_text(BUG)
+    with subprocess.Popen(
+        [*command[:-2], "--output-format", "text", str(tree / "pkg")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as head:
+        assert head.stdout is not None and head.stderr is not None
+        head.stdout.readline()
+        head.stdout.close()
+        assert head.wait(timeout=120) in (0, 1)
+        assert b"Traceback" not in head.stderr.read()
+
+
 def test_many_files_go_through_the_process_pool(tree: Path) -> None:
     for i in range(20):
         (tree / "pkg" / f"bug{i}.py").write_text(BUG)

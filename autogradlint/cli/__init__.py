@@ -4,6 +4,6 @@ the engine, every command lints through the same runner and project view."""
 from __future__ import annotations
 
 from . import check, clean, confirm, fix, rule, server  # noqa: F401 - each registers its command
-from .app import main
+from .app import main, run
 
-__all__ = ["main"]
+__all__ = ["main", "run"]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import click
 
 from .. import __version__
@@ -30,3 +33,27 @@ def _exit_cleanly_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, handler)
     except ValueError:  # not the main thread (e.g. under a test runner's worker)
         pass
+
+
+def run() -> None:
+    """The console entry point: `main`, then an exit that skips tearing the interpreter down.
+
+    Freeing every module and object at exit (libcst's node classes, the project index) takes
+    70-100 ms after the report is out, about 5% of a cold run over torch. Everything this
+    process writes is flushed or closed by then: the report, the cache (saved explicitly),
+    the pools (closed by their context managers)."""
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code
+    else:  # pragma: no cover - click's standalone mode always exits
+        code = 0
+    if isinstance(code, str):
+        print(code, file=sys.stderr)
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass  # a closed pipe (`| head`): nothing more can be written anyway
+    os._exit(code or 0)
