@@ -266,8 +266,9 @@ class ProjectIndex:
 
     def __post_init__(self) -> None:
         for record in self.records:
-            record.names = module_names(record.path, self.root)
-            self.by_path[os.path.abspath(record.path)] = record
+            absolute = os.path.abspath(record.path)
+            record.names = module_names(absolute, self.root)
+            self.by_path[absolute] = record
             for name in record.names:
                 self.by_module.setdefault(name, []).append(record)
         # Names that may stand for a Function, by last component: torch's, the classes that
