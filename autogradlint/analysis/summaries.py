@@ -122,10 +122,12 @@ class _File:
         if name not in self._defines:
             found: list[ast.stmt] = []
             for start, end in self._index().get(name, ()):
-                chunk = parse_quietly(self.text[start:end])
+                # Line numbers of the file, not of the chunk: summaries are keyed by them.
+                # Blank lines before the chunk cost the tokenizer next to nothing; renumbering
+                # the tree afterwards (ast.increment_lineno) visits every node.
+                lines_before = "\n" * self.text.count("\n", 0, start)
+                chunk = parse_quietly(lines_before + self.text[start:end])
                 if chunk is not None:
-                    # line numbers of the file, not of the chunk: summaries are keyed by them
-                    ast.increment_lineno(chunk, self.text.count("\n", 0, start))
                     found += [s for s in chunk.body if name in _defined(s)]
             self._defines[name] = found
         return self._defines[name]
