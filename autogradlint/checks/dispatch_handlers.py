@@ -8,7 +8,7 @@ import re
 import libcst as cst
 
 from ..analysis.facts import ClassInfo
-from ..analysis.names import dotted
+from ..analysis.names import dotted, iter_statements
 from ..analysis.walk import FastVisitor, names_in
 from ..settings import DISPATCH_REQUEST_OPS, DISPATCH_SIZED_OPS
 from .base import Check
@@ -28,19 +28,15 @@ class DispatchHandlers(Check):
                 self.ctx.enter(info.node)
                 self._hook(info, hook)
         self.ctx.enter(None)
-        reporter = self
-
-        class _Registered(FastVisitor):
-            """Handlers registered per op by decorator (`@implements(aten.empty_like.default)`),
-            as wrapper-tensor libraries write them."""
-
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        # Handlers registered per op by decorator (`@implements(aten.empty_like.default)`), as
+        # wrapper-tensor libraries write them: defs are statements, so expressions are never
+        # entered on the way to them.
+        for node in iter_statements(self.ctx.facts.module):
+            if isinstance(node, cst.FunctionDef) and node.decorators:
                 texts = [cst.Module([]).code_for_node(d.decorator) for d in node.decorators]
                 ops = {op for text in texts if "aten" in text for op in _OP.findall(text)}
                 if ops:
-                    reporter._registered(node, ops)
-
-        _Registered().walk(self.ctx.facts.module)
+                    self._registered(node, ops)
 
     def _registered(self, handler: cst.FunctionDef, ops: set[str]) -> None:
         params = [p.name.value for p in (*handler.params.posonly_params, *handler.params.params)]
