@@ -59,10 +59,11 @@ def analyse(
         subclasses_index(class_declarations(raw), project.seeds)
         or any(name.encode() in raw for name in project.function_names)
     )
+    memo: dict[object, bool] = {}  # gates share tokens: each is looked for once per file
     checks = [
         check
         for check, gate in checks_for(enabled)
-        if gate.admits(raw) or (mentions_index and gate.starts_from_functions)
+        if gate.admits(raw, memo) or (mentions_index and gate.starts_from_functions)
     ]
     if not checks:
         return Analysis(path)
