@@ -74,6 +74,71 @@ def test_a_shadowed_helper_name_is_not_followed() -> None:
     assert [f[0] for f in _found(code)] == []
 
 
+METHOD_HELPER = """\
+import torch
+from torch import nn
+
+
+class Recomputer(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def grad_of(self, x, g):
+        y = self.fn(x)
+        return torch.autograd.grad(y, x, g)
+
+
+class Recompute(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, recomputer):
+        ctx.recomputer = recomputer
+        ctx.save_for_backward(x)
+        return recomputer.fn(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        x = x.detach().requires_grad_()
+        (gx,) = ctx.recomputer.grad_of(x, g)
+        return gx, None
+"""
+
+
+def test_a_method_called_on_an_object_held_on_ctx_is_followed() -> None:
+    """backward calls `ctx.recomputer.grad_of(...)`: the object's class is not written there,
+    but the file defines the only `grad_of`, and it differentiates with grad mode off."""
+    [(rule, line, message, _help)] = _found(METHOD_HELPER)
+    assert (rule, line) == ("AGL101", 26)
+    assert "(in `Recomputer.grad_of()`)" in message
+    guarded = METHOD_HELPER.replace(
+        "        y = self.fn(x)\n        return",
+        "        with torch.enable_grad():\n            y = self.fn(x)\n            return",
+    )
+    assert _found(guarded) == []
+
+
+def test_a_method_is_not_followed_through_a_module_a_kernel_or_ctx_itself() -> None:
+    """`utils.grad_of(...)` is an imported module's function, and `ctx.grad_of` would be ctx's
+    own attribute: neither runs the file's `Recomputer.grad_of`."""
+    for call in ("utils.grad_of(x, g)", "ctx.grad_of(x, g)"):
+        code = METHOD_HELPER.replace("ctx.recomputer.grad_of(x, g)", call).replace(
+            "from torch import nn\n", "from torch import nn\nfrom . import utils\n"
+        )
+        assert _found(code) == [], call
+
+
+def test_a_staticmethod_called_on_an_object_binds_no_receiver() -> None:
+    """A staticmethod called on an instance gets the call's arguments from its first
+    parameter: `g` is the gradient, not the object."""
+    code = METHOD_HELPER.replace(
+        "    def grad_of(self, x, g):\n        y = self.fn(x)",
+        "    @staticmethod\n    def grad_of(fn, x, g):\n        y = fn(x)",
+    ).replace("ctx.recomputer.grad_of(x, g)", "ctx.recomputer.grad_of(ctx.recomputer.fn, x, g)")
+    [(rule, _line, message, _help)] = _found(code)
+    assert rule == "AGL101" and "(in `Recomputer.grad_of()`)" in message
+
+
 def test_a_kernel_entry_point_named_backward_behind_a_loader_is_not_a_graph_walk() -> None:
     code = """\
 import torch

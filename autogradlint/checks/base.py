@@ -9,6 +9,7 @@ import libcst as cst
 from ..analysis.contract import ContractView
 from ..analysis.facts import FileFacts
 from ..analysis.flow import DEFAULT, MethodFlow, analyse_method
+from ..analysis.methods import FileMethods
 from ..analysis.summaries import Summaries
 from ..dependencies import encode
 from ..fix.edits import Fix
@@ -32,6 +33,7 @@ class CheckContext:
     path: str = ""  # the file (its project's C++ sources are read from there, when needed)
     _native: ProjectNative | None = None
     _summaries: Summaries | None = None
+    _methods: FileMethods | None = None
 
     @property
     def native(self) -> ProjectNative:
@@ -46,6 +48,13 @@ class CheckContext:
         if self._summaries is None:
             self._summaries = Summaries(self.path, self.facts.source, self.settings, self.native)
         return self._summaries
+
+    @property
+    def methods(self) -> FileMethods:
+        """The methods of the file's own classes, by name (read from the full text)."""
+        if self._methods is None:
+            self._methods = FileMethods(self.facts.source)
+        return self._methods
 
     def depends(self) -> str:
         """The other files this file's findings were decided from (dependencies.py)."""

@@ -9,6 +9,7 @@ import libcst as cst
 
 from ..analysis.compiled import compiled_callee
 from ..analysis.flow import DEFAULT, DISABLE, ENABLE, CallSite, MethodFlow, analyse_method
+from ..analysis.methods import Method
 from ..analysis.names import ImportTable, dotted
 from ..analysis.provenance import CTX, EXTERNAL, SAVED, Binding, Provenance
 from ..fix.edits import Fix
@@ -55,20 +56,41 @@ class ReentrantAutograd(Check):
             return  # inside another file's helper: its own helpers are not followed
         found = self._helper_of(site.node, flow)
         imports = self.ctx.facts.imports
-        if found is None:
-            elsewhere = self._imported_helper(site.node, flow)
-            if elsewhere is None:
-                return
-            name, helper, imports = elsewhere
-        else:
+        if found is not None:
             name, helper = found
+            self._follow(site, name, helper, imports, None, provenance, route)
+            return
+        elsewhere = self._imported_helper(site.node, flow)
+        if elsewhere is not None:
+            name, helper, imports = elsewhere
+            self._follow(site, name, helper, imports, None, provenance, route)
+            return
+        for method in self._methods_called(site.node, flow, provenance.ctx_name):
+            func = site.node.func
+            assert isinstance(func, cst.Attribute)
+            receiver = func.value if method.binds_receiver else None
+            name = f"{method.owner}.{method.node.name.value}()"
+            self._follow(site, name, method.node, imports, receiver, provenance, route)
+
+    def _follow(
+        self,
+        site: CallSite,
+        name: str,
+        helper: cst.FunctionDef,
+        imports: ImportTable,
+        receiver: cst.BaseExpression | None,
+        provenance: Provenance,
+        route: Route,
+    ) -> None:
+        """Scan a helper backward calls, its parameters bound to what the call passes (and
+        a method's first parameter to the object it is called on)."""
         if name in route.path or helper is self.method:
             return  # recursion: its calls were classified on the way in
         if imports is self.ctx.facts.imports:
             inner = self.ctx.flow(helper, site.mode)
         else:
             inner = analyse_method(helper, imports, site.mode)
-        bound = _bind(site.node, inner, provenance, site)
+        bound = _bind(site.node, inner, provenance, site, receiver)
         if bound is None:
             return  # `*args` at the call: the parameters cannot be matched to the arguments
         deeper = Route(
@@ -82,6 +104,35 @@ class ReentrantAutograd(Check):
             self._scan(inner, Provenance(inner, imports, bound), deeper)
         finally:
             self.imports = outer
+
+    def _methods_called(
+        self, call: cst.Call, flow: MethodFlow, ctx_name: str | None
+    ) -> list[Method]:
+        """The methods of the file's own classes that `obj.name(...)` may run when `obj` is an
+        object, not a class or a module: `block.backward_pass(y, dy)` on the blocks of a
+        reversible network held on ctx. Every method of that name whose class can hold a
+        graph call: what the object is, the file does not say; what it can run, it does."""
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return []
+        name = func.attr.value
+        if name in FUNCTION_METHODS or name.startswith("__"):
+            return []
+        facts = self.ctx.facts
+        text = dotted(func.value)
+        if text is not None:
+            head = text.split(".", 1)[0]
+            if text == ctx_name:
+                return []  # ctx's own API (`ctx.save_for_backward`, `ctx.mark_dirty`)
+            if head not in flow.defs and (
+                facts.imports.is_imported(head)
+                or head in facts.compiled_names
+                or head in facts.class_nodes
+            ):
+                return []  # a module's function, a kernel, a class's own method
+        if compiled_callee(call, facts, self.ctx.settings) is not None:
+            return []
+        return self.ctx.methods.graph_helpers(name)
 
     def _imported_helper(
         self, call: cst.Call, flow: MethodFlow
@@ -303,14 +354,24 @@ class Route:
 
 
 def _bind(
-    call: cst.Call, helper: MethodFlow, provenance: Provenance, site: CallSite
+    call: cst.Call,
+    helper: MethodFlow,
+    provenance: Provenance,
+    site: CallSite,
+    receiver: cst.BaseExpression | None = None,
 ) -> dict[str, Binding] | None:
-    """What each parameter of `helper` receives at `call`, as the caller sees it."""
-    if any(arg.star for arg in call.args):
+    """What each parameter of `helper` receives at `call`, as the caller sees it (`receiver`:
+    the object a method is called on, which its first parameter receives). `**kwargs` at the
+    call leaves the parameters it may fill unbound; `*args` makes the positions unknowable."""
+    if any(arg.star == "*" for arg in call.args):
         return None
     bound: dict[str, Binding] = {}
-    positional_args = [arg for arg in call.args if arg.keyword is None]
-    for name, arg in zip(helper.params, positional_args, strict=False):
+    params = helper.params
+    if receiver is not None and params:
+        bound[params[0]] = _binding(receiver, provenance, site)
+        params = params[1:]
+    positional_args = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    for name, arg in zip(params, positional_args, strict=False):
         bound[name] = _binding(arg.value, provenance, site)
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value in helper.params:

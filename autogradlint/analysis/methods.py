@@ -1,0 +1,87 @@
+"""Methods of a file's own classes, found by name in its full text: the helpers a backward
+reaches through an object rather than a class (`block.backward_pass(y, dy)` on the blocks of a
+reversible network, held on ctx).
+
+The slice libcst parsed holds the Function classes, not the module classes whose methods they
+call; the class that defines the method is read from the text only when backward calls a method
+of that name, and parsed alone.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ..speed.parsing import parse_module
+from ..speed.preselect import holds_graph_call
+from ..speed.statements import chunk_starts
+from .names import dotted
+
+
+@dataclass(frozen=True)
+class Method:
+    """One method of a top-level class of the file."""
+
+    owner: str  # the class
+    node: cst.FunctionDef
+    binds_receiver: bool  # its first parameter receives the object it was called on
+
+
+class FileMethods:
+    """The methods of one file's top-level classes, parsed class by class when first asked."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._bounds: list[int] | None = None
+        self._found: dict[str, list[Method]] = {}
+
+    def graph_helpers(self, name: str) -> list[Method]:
+        """The methods called `name` in classes whose text can hold a graph call (the others
+        are not parsed): what family A follows from backward."""
+        if name not in self._found:
+            self._found[name] = self._find(name, holds_graph_call)
+        return self._found[name]
+
+    def _find(self, name: str, holding: Callable[[str], bool] | None) -> list[Method]:
+        pattern = re.compile(rf"\bdef[ \t]+{re.escape(name)}[ \t]*\(")
+        found = [match.start() for match in pattern.finditer(self.text)]
+        if not found:
+            return []
+        if self._bounds is None:
+            self._bounds = [*chunk_starts(self.text), len(self.text)]
+        bounds = self._bounds
+        chunks = sorted({_chunk_of(bounds, offset) for offset in found})
+        out: list[Method] = []
+        for index in chunks:
+            chunk = self.text[bounds[index] : bounds[index + 1]]
+            if holding is not None and not holding(chunk):
+                continue
+            try:
+                module = parse_module(chunk)
+            except Exception:  # noqa: BLE001 - libcst raises bare exceptions on odd input
+                continue
+            for stmt in module.body:
+                if isinstance(stmt, cst.ClassDef):
+                    out.extend(_methods_of(stmt, name))
+        return out
+
+
+def _chunk_of(bounds: list[int], offset: int) -> int:
+    return bisect_right(bounds, offset) - 1
+
+
+def _methods_of(cls: cst.ClassDef, name: str) -> list[Method]:
+    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
+    out = []
+    for stmt in body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+            decorators = {dotted(d.decorator) for d in stmt.decorators}
+            # A staticmethod called on an object gets no receiver; a classmethod gets the
+            # class, which no argument at the call stands for either.
+            plain = not decorators & {"staticmethod", "classmethod"}
+            out.append(Method(cls.name.value, stmt, plain))
+    return out
