@@ -302,6 +302,51 @@ def test_clearing_state_of_an_object_on_ctx_breaks_a_second_backward() -> None:
     assert first_line(raised.value) == "unsupported operand type(s) for *: 'Tensor' and 'NoneType'"
 
 
+@rows("D8.3")
+def test_setting_ctx_state_to_none_breaks_a_second_backward() -> None:
+    import gc
+    import weakref
+
+    class Release(Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.buffer = a.detach() * 3  # an intermediate kept on ctx
+            return a * 3
+
+        @staticmethod
+        def backward(ctx, g):
+            buffer = ctx.buffer
+            ctx.buffer = None  # "release context memory": a second backward reads None
+            return g * buffer / buffer * 3
+
+    loss = Release.apply(three()).sum()
+    loss.backward(retain_graph=True)
+    with pytest.raises(TypeError) as raised:
+        loss.backward()
+    assert first_line(raised.value) == "unsupported operand type(s) for *: 'Tensor' and 'NoneType'"
+
+    # Why people write it: a ctx attribute lives as long as the graph (the output the caller
+    # holds); a tensor given to save_for_backward is freed by the first backward.
+    class Keep(Function):
+        @staticmethod
+        def forward(ctx, a):
+            kept, saved = a.detach() * 3, a.detach() * 3
+            ctx.kept = kept
+            ctx.save_for_backward(saved)
+            Keep.refs = (weakref.ref(kept), weakref.ref(saved))
+            return a * 3
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3
+
+    out = Keep.apply(three())
+    out.sum().backward()
+    gc.collect()
+    on_ctx, saved = Keep.refs
+    assert on_ctx() is not None and saved() is None
+
+
 @rows("D9.1", "D9.2")
 def test_backward_writing_a_saved_tensor_changes_the_callers_tensor() -> None:
     class MulSaved(Function):
@@ -345,6 +390,55 @@ def test_backward_writing_a_saved_tensor_changes_the_callers_tensor() -> None:
     (y * 2).sum().backward()
     assert torch.equal(x.grad, before * 2)  # the gradient is right...
     assert torch.equal(y.detach(), before * 2)  # ...and the output the caller holds is not
+
+
+@rows("D9.3")
+def test_backward_writing_a_saved_intermediate_breaks_a_second_backward() -> None:
+    class Scale(Function):
+        @staticmethod
+        def forward(ctx, x):
+            grad_x = torch.full_like(x, 3.0)  # the gradient, computed in forward
+            ctx.save_for_backward(grad_x)
+            return x * 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (grad_x,) = ctx.saved_tensors
+            grad_x *= g
+            return grad_x
+
+    x = three()
+    loss = (Scale.apply(x) * 2).sum()
+    loss.backward(retain_graph=True)
+    assert x.grad.tolist() == [6.0, 6.0, 6.0]  # the first backward is right
+    with pytest.raises(RuntimeError) as raised:
+        loss.backward()
+    assert first_line(raised.value).startswith(
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        "operation"
+    )
+
+
+@rows("D9.4")
+def test_backward_writing_a_tensor_kept_on_ctx_scales_again_on_a_second_backward() -> None:
+    class Loss(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.grads = torch.full_like(x, 3.0).detach()  # the kernel's gradient buffer
+            return (x * 3).sum()
+
+        @staticmethod
+        def backward(ctx, g):
+            return ctx.grads.mul_(g)
+
+    x = three()
+    loss = Loss.apply(x) * 2
+    loss.backward(retain_graph=True)
+    first = x.grad.clone()
+    x.grad = None
+    loss.backward()
+    assert first.tolist() == [6.0, 6.0, 6.0]
+    assert x.grad.tolist() == [12.0, 12.0, 12.0]  # silently scaled twice
 
 
 @rows("D10.1", "D10.2")
