@@ -266,6 +266,81 @@ class Mul(torch.autograd.Function):
     assert _found(fixed) == []
 
 
+def _severities(code: str) -> list[tuple[str, int, str]]:
+    return [(f.rule_id, f.line, f.severity) for f in lint_source(code, "example.py").findings]
+
+
+KEPT = """\
+import torch
+
+
+class Loss(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.grads = torch.full_like(x, 3.0)
+        ctx.save_for_backward(x.detach() * 3)
+        return (x * 3).sum()
+
+    @staticmethod
+    def backward(ctx, g):
+        (scaled,) = ctx.saved_tensors
+        scaled.mul_(g)
+        return ctx.grads.mul_(g)
+"""
+
+
+def test_changing_a_saved_intermediate_or_a_kept_tensor_is_a_warning() -> None:
+    """The caller never holds these (D9.1 is an error): only a second backward meets them
+    again, raising for the saved intermediate (D9.3) and silently scaled for the one kept on
+    ctx (D9.4)."""
+    assert _severities(KEPT) == [("AGL409", 14, "warning"), ("AGL409", 15, "warning")]
+    [_, (_rule, _line, message, help_)] = _found(KEPT)
+    assert (
+        message == "`Loss.backward` writes saved `ctx.grads` in place: forward's tensor kept on ctx"
+    )
+    assert "silently returns another gradient" in help_
+    out_of_place = KEPT.replace("        scaled.mul_(g)\n", "").replace(".mul_(g)", " * g")
+    assert _found(out_of_place) == []
+    fresh = KEPT.replace(
+        "(scaled,) = ctx.saved_tensors\n        scaled.mul_(g)\n", "ctx.grads = g.new_ones(3)\n"
+    )
+    assert _found(fresh) == []  # backward's own buffer, set again each run
+
+
+RELEASED = """\
+import torch
+
+
+class Layer(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, provider):
+        ctx.provider = provider
+        ctx.pinned = provider.pin(x)
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        pinned = ctx.pinned
+        w = pinned if pinned is not None else ctx.provider.fetch()
+        ctx.pinned = None
+        return g * w, None
+"""
+
+
+def test_releasing_ctx_state_after_reading_it_is_reported_unless_backward_tests_it() -> None:
+    """`ctx.pinned = None` after reading it leaves None for a second backward (D8.3); this
+    backward tests the value first and refetches, so the release is handled."""
+    assert _found(RELEASED) == []
+    unguarded = RELEASED.replace("pinned if pinned is not None else ctx.provider.fetch()", "pinned")
+    [(rule, line, message, _help)] = _found(unguarded)
+    assert (rule, line) == ("AGL408", 15)
+    assert "`ctx.pinned = None`" in message
+    written_only = unguarded.replace(
+        "        pinned = ctx.pinned\n        w = pinned\n", "        w = 1\n"
+    )
+    assert _found(written_only) == []  # never read by backward: nothing consumed
+
+
 def test_clearing_an_object_held_on_ctx_is_consuming_state() -> None:
     code = """\
 import torch

@@ -9,6 +9,7 @@ from ..analysis.contract import ALIASING, mutation, returned_names, save_for_bac
 from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
 from ..analysis.names import dotted
+from ..analysis.walk import FastVisitor
 from .base import Check
 from .common import source_of
 from .gradient_copy import copy_gradient_first
@@ -52,31 +53,62 @@ class BackwardState(Check):
                 self.report("AGL406", found[1], fix=fix, cls=name, name=origin)
 
     def _backward_saved_inplace(self, info: ClassInfo, backward: cst.FunctionDef) -> None:
-        """A saved tensor changed in place in backward, when forward saved one of its inputs
-        or its output: the caller holds that tensor (semantics D9.1, D9.2)."""
+        """A tensor backward keeps between runs, changed in place: one forward saved with
+        `save_for_backward`, or kept as a ctx attribute. The caller holds a saved input or
+        output (semantics D9.1, D9.2: an error); an intermediate only a second backward
+        meets again, changed (D9.3 raises, D9.4 silently scales twice: a warning)."""
         forward = self.ctx.contract().method(info, "forward")
         if forward is None:
             return
         saved = self._saved_from_forward(forward)
-        if not saved:
+        kept = _ctx_attributes_set(self.ctx.flow(forward))
+        if not saved and not kept:
             return
         flow = self.ctx.flow(backward)
         ctx_name = flow.params[0] if flow.params else None
-        reported: set[int] = set()
+        reported: set[object] = set()
         for node, order in flow.statements:
             found = mutation(node)
             if found is None:
                 continue
             slot = _saved_slot(found[0], flow, order, ctx_name)
-            if slot is None or slot[1] not in saved or slot[1] in reported:
+            if slot is not None and slot[1] in saved and slot[1] not in reported:
+                name, index = slot
+                reported.add(index)
+                detail, caller_holds = saved[index]
+                self.report(
+                    "AGL409",
+                    found[1],
+                    cls=info.name,
+                    name=name,
+                    detail=detail,
+                    why=_CALLER_HOLDS if caller_holds else _SECOND_BACKWARD_RAISES,
+                    severity=None if caller_holds else "warning",
+                )
                 continue
-            name, index = slot
-            reported.add(index)
-            self.report("AGL409", found[1], cls=info.name, name=name, detail=saved[index])
+            attribute = _kept_attribute(found[0], flow, order, ctx_name)
+            if (
+                attribute is not None
+                and attribute in kept
+                and isinstance(node, cst.Call)  # `ctx.count += 1` may be an int
+                and attribute not in reported
+                and not _assigned_in(flow, ctx_name, attribute, order)
+            ):
+                reported.add(attribute)
+                self.report(
+                    "AGL409",
+                    found[1],
+                    cls=info.name,
+                    name=f"{ctx_name}.{attribute}",
+                    detail="tensor kept on ctx",
+                    why=_SECOND_BACKWARD_CHANGED,
+                    severity="warning",
+                )
 
-    def _saved_from_forward(self, forward: cst.FunctionDef) -> dict[int, str]:
-        """Slot -> "input `x`" / "output `out`" for what forward's one `save_for_backward`
-        call saves of the caller's tensors (its own intermediates are left out)."""
+    def _saved_from_forward(self, forward: cst.FunctionDef) -> dict[int, tuple[str, bool]]:
+        """Slot -> (what forward's one `save_for_backward` call saved there, whether the
+        caller holds it): "input `x`" / "output `out`" (also through a view or `.detach()`
+        of one), else "intermediate `...`"."""
         flow = self.ctx.flow(forward)
         if not flow.params:
             return {}
@@ -86,16 +118,21 @@ class BackwardState(Check):
             return {}
         call = calls[0]
         returned = returned_names(flow)
-        out: dict[int, str] = {}
+        out: dict[int, tuple[str, bool]] = {}
         for position, arg in enumerate(call.node.args):
-            value = arg.value
-            if not isinstance(value, cst.Name):
+            value = _view_base(arg.value)
+            if isinstance(value, cst.Name) and value.value == "None":
                 continue
-            definition = flow.definition_before(value.value, call.order)
-            if definition is not None and definition.kind == "param" and value.value in inputs:
-                out[position] = f"input `{value.value}`"
-            elif value.value in returned and not _rebound_after(flow, value.value, call.order):
-                out[position] = f"output `{value.value}`"
+            if isinstance(value, cst.Name):
+                definition = flow.definition_before(value.value, call.order)
+                if definition is not None and definition.kind == "param" and value.value in inputs:
+                    out[position] = (f"input `{value.value}`", True)
+                    continue
+                if value.value in returned and not _rebound_after(flow, value.value, call.order):
+                    out[position] = (f"output `{value.value}`", True)
+                    continue
+            shown = cst.Module([]).code_for_node(arg.value)
+            out[position] = (f"intermediate `{shown}`", False)
         return out
 
     def _backward_ctx_state(self, info: ClassInfo, backward: cst.FunctionDef) -> None:
@@ -126,7 +163,22 @@ class BackwardState(Check):
                 base = inner
             return isinstance(base, cst.Name) and base.value in attr_aliases
 
+        read: set[str] = set()  # ctx attributes backward has read so far
+        tested = _tested_values(backward, flow)
         for node, _order in flow.statements:
+            cleared_own = (
+                {a for a in _ctx_targets(node, ctx_name) & read if f"{ctx_name}.{a}" not in tested}
+                if isinstance(node, cst.Assign) and _is_none(node.value)
+                else set()
+            )
+            if cleared_own:
+                # `buffer = ctx.buffer; ...; ctx.buffer = None`: freeing what it read leaves
+                # None for a second backward (D8.3); `save_for_backward` frees by itself.
+                self.report(
+                    "AGL408", node, cls=info.name, code=source_of(self.ctx.facts.module, node)
+                )
+                return
+            read |= _ctx_reads(node, ctx_name)
             if isinstance(node, cst.Del):
                 target = node.target
                 targets = (
@@ -147,11 +199,13 @@ class BackwardState(Check):
                         return
             if isinstance(node, cst.Assign) and _is_none(node.value):
                 # `ctx.req.tensor = None`: the object outlives this backward; a second one
-                # reads None (semantics D8.2). `ctx.x = None` itself only frees memory.
+                # reads None (semantics D8.2).
                 cleared = [
                     t.target
                     for t in node.targets
-                    if isinstance(t.target, cst.Attribute) and held_on_ctx(t.target)
+                    if isinstance(t.target, cst.Attribute)
+                    and held_on_ctx(t.target)
+                    and dotted(t.target) not in tested
                 ]
                 if cleared:
                     self.report(
@@ -168,6 +222,168 @@ class BackwardState(Check):
                         "AGL408", node, cls=info.name, code=source_of(self.ctx.facts.module, node)
                     )
                     return
+
+
+# The help line, by who meets the changed tensor (rules/AGL409.yaml's `{why}`).
+_CALLER_HOLDS = (
+    "The caller holds that tensor: after backward it silently holds other values, and a second "
+    'backward through the graph (retain_graph=True) raises "one of the variables needed for '
+    'gradient computation has been modified by an inplace operation".'
+)
+_SECOND_BACKWARD_RAISES = (
+    "The first backward is right; a second backward through the graph (retain_graph=True) "
+    'raises "one of the variables needed for gradient computation has been modified by an '
+    'inplace operation".'
+)
+_SECOND_BACKWARD_CHANGED = (
+    "The first backward is right; a second backward through the graph (retain_graph=True) "
+    "starts from the changed tensor and silently returns another gradient (scaled twice, for "
+    "`mul_`)."
+)
+
+
+def _view_base(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`x` for `x.detach()`, `x.view(-1)`, `x.data`: what shares its storage."""
+    while True:
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            if expr.func.attr.value not in ALIASING:
+                return expr
+            expr = expr.func.value
+        elif isinstance(expr, cst.Attribute) and expr.attr.value in ALIASING:
+            expr = expr.value
+        else:
+            return expr
+
+
+def _ctx_attributes_set(flow: MethodFlow) -> set[str]:
+    """The ctx attributes forward assigns (`ctx.k = ...`, `out, ctx.grads = kernel(...)`)."""
+    ctx_name = flow.params[0] if flow.params else None
+    found: set[str] = set()
+
+    def collect(target: cst.BaseExpression) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                collect(element.value)
+        elif isinstance(target, cst.Attribute) and dotted(target.value) == ctx_name:
+            found.add(target.attr.value)
+
+    for node, _order in flow.statements:
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                collect(target.target)
+    return found
+
+
+def _kept_attribute(
+    expr: cst.BaseExpression, flow: MethodFlow, order: int, ctx_name: str | None
+) -> str | None:
+    """`k` when `expr` is `ctx.k`, a view of it, or a local bound to one (`g = ctx.k`)."""
+    expr = _view_base(expr)
+    if isinstance(expr, cst.Attribute) and dotted(expr.value) == ctx_name:
+        return expr.attr.value
+    if isinstance(expr, cst.Name):
+        definition = flow.definition_before(expr.value, order)
+        if definition is not None and definition.kind == "assign" and definition.value is not None:
+            value = _view_base(definition.value)
+            if isinstance(value, cst.Attribute) and dotted(value.value) == ctx_name:
+                return value.attr.value
+    return None
+
+
+def _assigned_in(flow: MethodFlow, ctx_name: str | None, attribute: str, order: int) -> bool:
+    """Whether backward itself set `ctx.<attribute>` before `order` (a fresh buffer)."""
+    for node, at in flow.statements:
+        if at >= order:
+            break
+        if isinstance(node, cst.Assign) and attribute in _ctx_targets(node, ctx_name):
+            return True
+    return False
+
+
+class _CtxReads(FastVisitor):
+    def __init__(self, ctx_name: str | None) -> None:
+        self.ctx_name = ctx_name
+        self.found: set[str] = set()
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if isinstance(node.value, cst.Name) and node.value.value == self.ctx_name:
+            self.found.add(node.attr.value)
+
+
+def _ctx_reads(node: cst.CSTNode, ctx_name: str | None) -> set[str]:
+    """The ctx attributes a statement reads (an assignment's ctx targets are not reads)."""
+    visitor = _CtxReads(ctx_name)
+    if isinstance(node, cst.Assign):
+        visitor.walk(node.value)
+        for target in node.targets:  # `ctx.cache[k] = v` reads ctx.cache
+            if not isinstance(target.target, cst.Attribute):
+                visitor.walk(target.target)
+    else:
+        visitor.walk(node)
+    return visitor.found
+
+
+class _Tests(FastVisitor):
+    """The values a method tests (`if x`, `x is None`, `a if x else b`, `x and y`, `not x`)."""
+
+    def __init__(self) -> None:
+        self.found: set[str] = set()
+
+    def _add(self, expr: cst.BaseExpression) -> None:
+        text = dotted(expr)
+        if text is not None:
+            self.found.add(text)
+
+    def visit_If(self, node: cst.If) -> None:
+        self._add(node.test)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._add(node.test)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._add(node.test)
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        self._add(node.left)
+        self._add(node.right)
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        if isinstance(node.operator, cst.Not):
+            self._add(node.expression)
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        if any(_is_none(c.comparator) for c in node.comparisons):
+            self._add(node.left)
+
+
+def _tested_values(method: cst.FunctionDef, flow: MethodFlow) -> set[str]:
+    """What backward tests for None or truth, as written (`t.saved_data`, `ctx.pinned`), and
+    through a local bound to it (`pinned = ctx.pinned; ... if pinned`): state cleared to None
+    that backward checks before use is handled, not consumed."""
+    visitor = _Tests()
+    visitor.walk(method)
+    found = set(visitor.found)
+    for name in visitor.found:
+        for definition in flow.defs.get(name, ()):
+            value = definition.value
+            if definition.kind == "assign" and value is not None:
+                text = dotted(value)
+                if text is not None:
+                    found.add(text)
+    return found
+
+
+def _ctx_targets(node: cst.Assign, ctx_name: str | None) -> set[str]:
+    found: set[str] = set()
+    for target in node.targets:
+        stack = [target.target]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, (cst.Tuple, cst.List)):
+                stack.extend(element.value for element in current.elements)
+            elif isinstance(current, cst.Attribute) and dotted(current.value) == ctx_name:
+                found.add(current.attr.value)
+    return found
 
 
 def _is_none(expr: cst.BaseExpression) -> bool:
