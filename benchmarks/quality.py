@@ -61,6 +61,15 @@ def classify(row: dict[str, str], found: list[tuple[str, int]], src: Path) -> st
     return ("tp" if hit else "fn") if bad else ("fp" if hit else "tn")
 
 
+def known_gaps() -> dict[tuple[str, str], str]:
+    """(package/relpath, line) -> why: labelled sites no rule finds yet (known_gaps.tsv)."""
+    with (HERE / "known_gaps.tsv").open(encoding="utf-8") as handle:
+        return {
+            (f"{r['package']}/{r['relpath']}", r["line"]): r["why"]
+            for r in csv.DictReader(handle, delimiter="\t")
+        }
+
+
 def labels() -> list[dict[str, str]]:
     with (HERE / "labels.tsv").open(encoding="utf-8") as handle:
         return list(csv.DictReader(handle, delimiter="\t"))
@@ -105,6 +114,7 @@ def main() -> int:
         rel = Path(result.path).resolve().relative_to(src.resolve()).as_posix()
         found[rel] += [(FAMILY[f.rule_id[:4]], f.line) for f in result.findings]
     group_of = groups()
+    gaps = known_gaps()
     score: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])  # tp fn fp tn
     for row in rows:
         rel = f"{row['package']}/{row['relpath']}"
@@ -112,6 +122,8 @@ def main() -> int:
         score[(row["pattern"], group_of.get(row["package"], "?"))][CELLS.index(cell)] += 1
         if cell in ("fn", "fp"):
             kind = "missed" if cell == "fn" else "false positive"
+            if (rel, row["line"]) in gaps:
+                kind += " (known gap)"
             print(f"{kind}: {row['pattern']} {rel}:{row['line']}: {row['reason'][:100]}")
     print(f"\n{'family':<7}{'group':<9}{'tp':>4}{'fn':>4}{'fp':>4}{'tn':>4}  precision  recall")
     for (family, group), (tp, fn, fp, tn) in sorted(score.items()):

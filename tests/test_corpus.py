@@ -92,15 +92,21 @@ def _quality():  # type: ignore[no-untyped-def]
 
 
 def test_every_labelled_site(corpus: Path, findings: dict[str, list[tuple[str, int]]]) -> None:
-    """Every bug/risk site found inside its labelled statement, no finding on an ok one."""
-    classify = _quality().classify
+    """Every bug/risk site found inside its labelled statement, no finding on an ok one; the
+    sites listed in known_gaps.tsv (each with why no rule finds it yet) are missed, and one
+    that starts being found must leave that list."""
+    quality = _quality()
+    gaps = quality.known_gaps()
     problems = []
     for row in _labels(corpus):
         rel = f"{row['package']}/{row['relpath']}"
-        cell = classify(row, findings.get(rel, []), corpus)
-        if cell in ("fn", "fp"):
+        cell = quality.classify(row, findings.get(rel, []), corpus)
+        known = (rel, row["line"]) in gaps
+        if cell in ("fn", "fp") and not (known and cell == "fn"):
             kind = "missed" if cell == "fn" else "false positive on ok"
             problems.append(f"{kind} {row['pattern']} {rel}:{row['line']}: {row['reason']}")
+        elif known and cell == "tp":
+            problems.append(f"found now, remove from known_gaps.tsv: {rel}:{row['line']}")
     assert problems == []
 
 
