@@ -82,7 +82,7 @@ class BackwardState(Check):
                     cls=info.name,
                     name=name,
                     detail=detail,
-                    why=_CALLER_HOLDS if caller_holds else _SECOND_BACKWARD_RAISES,
+                    consequence=_CALLER_HOLDS if caller_holds else _SECOND_BACKWARD_RAISES,
                     severity=None if caller_holds else "warning",
                 )
                 continue
@@ -101,7 +101,7 @@ class BackwardState(Check):
                     cls=info.name,
                     name=f"{ctx_name}.{attribute}",
                     detail="tensor kept on ctx",
-                    why=_SECOND_BACKWARD_CHANGED,
+                    consequence=_SECOND_BACKWARD_CHANGED,
                     severity="warning",
                 )
 
@@ -224,7 +224,7 @@ class BackwardState(Check):
                     return
 
 
-# The help line, by who meets the changed tensor (rules/AGL409.yaml's `{why}`).
+# The help line, by who meets the changed tensor (rules/AGL409.yaml's `{consequence}`).
 _CALLER_HOLDS = (
     "The caller holds that tensor: after backward it silently holds other values, and a second "
     'backward through the graph (retain_graph=True) raises "one of the variables needed for '
