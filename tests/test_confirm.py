@@ -369,3 +369,53 @@ def test_a_backward_that_writes_a_saved_input_is_confirmed(tmp_path: Path) -> No
     assert any(
         "backward changed forward's input 0" in line for line in outcome.devices["cpu"]["evidence"]
     )
+
+
+def test_the_default_probes_findings_and_their_clean_twins_and_all_probes_every_class(
+    tmp_path: Path,
+) -> None:
+    """`Scale` is flagged in bug.py: its fixed twin in fixed.py (same name) and `Other` beside
+    it are probed too; `Unrelated` in a third file only with --all; --no-clean keeps the
+    flagged class alone."""
+    from autogradlint.confirm.plan import plan
+    from autogradlint.model import ClassSummary, FileResult, Finding
+
+    def result(name: str, classes: list[str], flagged: str | None = None) -> FileResult:
+        findings = []
+        if flagged is not None:
+            findings.append(
+                Finding(
+                    str(tmp_path / name),
+                    "AGL101",
+                    "x",
+                    "A",
+                    "error",
+                    "m",
+                    3,
+                    1,
+                    3,
+                    2,
+                    subject=flagged,
+                )
+            )
+        summaries = [ClassSummary(c, i + 1, "A") for i, c in enumerate(classes)]
+        return FileResult(str(tmp_path / name), findings=findings, parsed=True, classes=summaries)
+
+    results = [
+        result("bug.py", ["Scale", "Other"], flagged="Scale"),
+        result("fixed.py", ["Scale"]),
+        result("elsewhere.py", ["Unrelated"]),
+    ]
+
+    def probed(clean: str) -> list[tuple[str, str, bool]]:
+        return [(Path(t.path).name, t.qualname, bool(t.findings)) for t in plan(results, clean)]
+
+    assert sorted(probed("twins")) == [
+        ("bug.py", "Other", False),
+        ("bug.py", "Scale", True),
+        ("fixed.py", "Scale", False),
+    ]
+    assert ("elsewhere.py", "Unrelated", False) in probed("all")
+    assert probed("none") == [("bug.py", "Scale", True)]
+    both = CliRunner().invoke(main, ["confirm", "--all", "--no-clean", str(tmp_path)])
+    assert both.exit_code == 2 and "contradict" in both.output

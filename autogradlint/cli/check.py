@@ -177,7 +177,7 @@ def check(paths: tuple[str, ...], **options: object) -> None:
         from ..confirm.run import confirm as run_confirm
 
         outcomes = run_confirm(
-            plan(results, include_clean=False),
+            plan(results, clean="none"),
             ["cpu", "cuda"],
             config.confirm_timeout or 240.0,
             dict(config.confirm_factories),

@@ -37,7 +37,13 @@ from .common import (
 @click.option("--select", multiple=True, help="Only findings of these rules.")
 @click.option("--ignore", multiple=True)
 @click.option("--config", "config_file", type=click.Path(dir_okay=False))
-@click.option("--no-clean", is_flag=True, help="Do not probe classes without findings.")
+@click.option(
+    "--all",
+    "probe_all",
+    is_flag=True,
+    help="Probe every Function, custom op and override class, flagged or not.",
+)
+@click.option("--no-clean", is_flag=True, help="Probe only the classes with findings.")
 def confirm(
     paths: tuple[str, ...],
     device: str,
@@ -46,18 +52,24 @@ def confirm(
     select: tuple[str, ...],
     ignore: tuple[str, ...],
     config_file: str | None,
+    probe_all: bool,
     no_clean: bool,
 ) -> None:
     """EXECUTE flagged code to confirm findings at runtime (families A, B, C and AGL401).
 
     Unlike every other command this imports and runs the code under PATHS: each probe runs in a
     fresh subprocess with a timeout. It needs torch (`pip install 'autogradlint[confirm]'`).
-    Verdicts per class and device: confirmed, not_reproduced or could_not_run. Classes without
-    findings are probed too (unless --no-clean), so that a clean verdict is evidence as well.
+    Verdicts per class and device: confirmed, not_reproduced or could_not_run. Besides the
+    classes with findings, their clean twins are probed (the clean classes in the same files,
+    and those named like a flagged class elsewhere: a fixed copy), so that a clean verdict is
+    evidence as well; --all probes every class, --no-clean none but the flagged.
     """
     import importlib.util
 
     err, paths, config = setup(paths, Overrides(config_file, select=select, ignore=ignore))
+    if probe_all and no_clean:
+        print_error(err, "--all and --no-clean contradict each other: pass one")
+        sys.exit(EXIT_ERROR)
     if importlib.util.find_spec("torch") is None:
         print_error(
             err,
@@ -75,7 +87,7 @@ def confirm(
         found.files, config, project=project, root=root, wants=frozenset({"classes"})
     )
     errors = list(found.errors) + [r.error for r in results if r.error is not None]
-    targets = plan(results, include_clean=not no_clean)
+    targets = plan(results, clean="all" if probe_all else "none" if no_clean else "twins")
     devices = DEVICE_CHOICES[device]
     outcomes = run_confirm(
         targets,

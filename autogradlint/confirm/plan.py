@@ -1,4 +1,4 @@
-"""What to execute: findings and the clean classes beside them, as importable targets (static)."""
+"""What to execute: findings and the clean classes that make a verdict evidence, as importable targets (static)."""
 
 from __future__ import annotations
 
@@ -45,10 +45,15 @@ def probe_for(finding: Finding) -> str | None:
     return PROBE_OF_RULE.get(finding.rule_id) or PROBE_OF_FAMILY.get(finding.family)
 
 
-def plan(results: list[FileResult], include_clean: bool = True) -> list[Target]:
-    """Targets from results linted with the "classes" want (lint_paths): classes with findings,
-    and, with `include_clean`, the other top-level Function and override classes beside them,
-    probed to show they are clean."""
+CLEAN = ("twins", "all", "none")
+
+
+def plan(results: list[FileResult], clean: str = "twins") -> list[Target]:
+    """Targets from results linted with the "classes" want (lint_paths): the classes with
+    findings, and the clean classes probed to show that a clean verdict is evidence too:
+    `twins` (the default) the clean classes beside a finding (same file) and those named like a
+    flagged class elsewhere (the fixed twin of a buggy example), `all` every Function, custom
+    op and override class of the parsed files, `none` no clean class."""
     targets: dict[tuple[str, str, str], Target] = {}
     for result in results:
         if result.error is not None:
@@ -65,13 +70,21 @@ def plan(results: list[FileResult], include_clean: bool = True) -> list[Target]:
                 target = Target(kind, result.path, finding.line, module, finding.subject, root)
                 targets[key] = target
             target.findings.append(finding)
-        if include_clean and result.parsed:
-            flagged = {subject for (p, subject, _k) in targets if p == result.path}
-            for summary in result.classes:
-                if summary.name in flagged:
-                    continue
-                targets.setdefault(
-                    (result.path, summary.name, summary.probe),
-                    Target(summary.probe, result.path, summary.line, module, summary.name, root),
-                )
+    flagged_files = {path for (path, _subject, _kind) in targets}
+    flagged_names = {subject for (_path, subject, _kind) in targets}
+    for result in results if clean != "none" else ():
+        if result.error is not None or not result.parsed:
+            continue
+        root, module = module_name(Path(result.path))
+        for summary in result.classes:
+            if any(key[:2] == (result.path, summary.name) for key in targets):
+                continue  # flagged: probed for its findings
+            if clean == "twins" and not (
+                result.path in flagged_files or summary.name in flagged_names
+            ):
+                continue
+            targets.setdefault(
+                (result.path, summary.name, summary.probe),
+                Target(summary.probe, result.path, summary.line, module, summary.name, root),
+            )
     return sorted(targets.values(), key=lambda t: (t.path, t.line, t.kind))
