@@ -419,3 +419,6 @@ def test_the_default_probes_findings_and_their_clean_twins_and_all_probes_every_
     assert probed("none") == [("bug.py", "Scale", True)]
     both = CliRunner().invoke(main, ["confirm", "--all", "--no-clean", str(tmp_path)])
     assert both.exit_code == 2 and "contradict" in both.output
+    (tmp_path / "clean.py").write_text("x = 1\n")
+    nothing = CliRunner().invoke(main, ["confirm", "--device", "cpu", str(tmp_path / "clean.py")])
+    assert nothing.exit_code == 0 and "Nothing to probe" in nothing.output

@@ -88,6 +88,14 @@ def confirm(
     )
     errors = list(found.errors) + [r.error for r in results if r.error is not None]
     targets = plan(results, clean="all" if probe_all else "none" if no_clean else "twins")
+    if not targets and output_format == "text":
+        click.echo(
+            "Nothing to probe: no finding the confirmer can run in these files "
+            "(`--all` probes every class)."
+        )
+        for error in errors:
+            print_error(err, error.describe())
+        sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
     devices = DEVICE_CHOICES[device]
     outcomes = run_confirm(
         targets,
