@@ -7,6 +7,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .analysis.compiled import compiled_callee
+from .analysis.facts import CustomOpAutograd
 from .analysis.flow import analyse_method
 from .engine import Analysis
 from .fix.loop import analysed_pass, single_fixes
@@ -78,14 +79,15 @@ def class_summaries(analysis: Analysis, settings: Settings) -> list[ClassSummary
     top = {s.name.value: s for s in module.body if isinstance(s, cst.ClassDef)}
     chosen = [info for info in facts.classes if info.name in top and top[info.name] is info.node]
     # torch.library custom ops the file defines and gives a backward: probed the same way
-    ops = [
-        op
-        for op in facts.custom_ops
-        if op.schema is not None and op.backward is not None and op.op.isidentifier()
-    ]
+    ops = [op for op in facts.custom_ops if op.backward is not None and op.subject is not None]
+
+    def anchor(op: CustomOpAutograd) -> cst.CSTNode:
+        """Where an op is: its Python definition, else its `register_autograd` call."""
+        return op.schema.name if op.schema is not None else op.call
+
     places = node_positions(
         module,
-        [info.node.name for info in chosen] + [op.schema.name for op in ops if op.schema],
+        [info.node.name for info in chosen] + [anchor(op) for op in ops],
         analysis.layout,
         analysis.text,
     )
@@ -99,8 +101,8 @@ def class_summaries(analysis: Analysis, settings: Settings) -> list[ClassSummary
         elif "__torch_function__" in info.methods or "__torch_dispatch__" in info.methods:
             out.append(ClassSummary(info.name, line, "C"))
     for op in ops:
-        assert op.schema is not None and op.backward is not None
+        assert op.backward is not None and op.subject is not None
         flow = analyse_method(op.backward, facts.imports)
         uses = any(compiled_callee(site.node, facts, settings) for site in flow.calls)
-        out.append(ClassSummary(op.op, places[id(op.schema.name)][0], "B" if uses else "A"))
+        out.append(ClassSummary(op.subject, places[id(anchor(op))][0], "B" if uses else "A"))
     return out

@@ -422,3 +422,54 @@ def test_the_default_probes_findings_and_their_clean_twins_and_all_probes_every_
     (tmp_path / "clean.py").write_text("x = 1\n")
     nothing = CliRunner().invoke(main, ["confirm", "--device", "cpu", str(tmp_path / "clean.py")])
     assert nothing.exit_code == 0 and "Nothing to probe" in nothing.output
+
+
+SCHEMA_OPS = """\
+import torch
+
+lib = torch.library.Library("agl_schema", "DEF")
+lib.define("scale(Tensor x, float s) -> Tensor")
+lib.define("short(Tensor x, float s) -> Tensor")
+
+
+def _scale(x, s):
+    return x * s
+
+
+lib.impl("scale", _scale, "CompositeExplicitAutograd")
+lib.impl("short", _scale, "CompositeExplicitAutograd")
+
+
+def _setup(ctx, inputs, output):
+    ctx.s = inputs[1]
+
+
+def _scale_backward(ctx, grad):
+    return grad * ctx.s, None
+
+
+def _short_backward(ctx, grad):
+    return (grad * ctx.s,)
+
+
+torch.library.register_autograd("agl_schema::scale", _scale_backward, setup_context=_setup)
+torch.library.register_autograd("agl_schema::short", _short_backward, setup_context=_setup)
+"""
+
+
+def test_an_op_defined_from_a_schema_string_is_probed_with_inputs_from_its_schema(
+    tmp_path: Path,
+) -> None:
+    """No Python signature: `scale(Tensor x, float s)` gives the probe a tensor and 2.0. The
+    op is found through torch.ops by its qualified name once the module is imported."""
+    (tmp_path / "schema_ops.py").write_text(SCHEMA_OPS)
+    result = CliRunner().invoke(
+        main,
+        ["confirm", "--device", "cpu", "--output-format", "json", str(tmp_path / "schema_ops.py")],
+    )
+    outcomes = {o["target"].rsplit(":", 1)[-1]: o for o in json.loads(result.output)}
+    assert set(outcomes) == {"scale", "short"}, result.output
+    short, scale = outcomes["short"], outcomes["scale"]
+    assert short["verdict"] == "confirmed", short
+    assert "incorrect number of gradients" in short["devices"]["cpu"]["evidence"][0]
+    assert scale["verdict"] == "not_reproduced", scale

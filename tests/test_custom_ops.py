@@ -231,3 +231,17 @@ def test_tensors_kept_on_ctx_in_setup_context() -> None:
                 return g * ctx.x, None
         """
     ) == [("AGL403", 10), ("AGL403", 13), ("AGL403", 28)]
+
+
+def test_inputs_declared_by_a_schema_string_are_read_from_the_text() -> None:
+    """`Library.define` and `torch.library.define` schemas give the op's inputs; alias
+    annotations and keyword-only inputs make the count unreadable here, so none is given."""
+    from autogradlint.analysis.facts import declared_inputs
+
+    text = (
+        'lib.define("scale(Tensor x, float s=1.0) -> Tensor")\n'
+        'torch.library.define("ns::shift", "(Tensor x, int n) -> Tensor")\n'
+        'lib.define("fill(Tensor(a!) x, float v) -> ()")\n'
+        'lib.define("kw(Tensor x, *, float v) -> Tensor")\n'
+    )
+    assert declared_inputs(text) == {"scale": ("x", "s"), "shift": ("x", "n")}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 
 import libcst as cst
@@ -60,6 +60,24 @@ class CustomOpAutograd:
     call: cst.Call  # the register_autograd call
     schema: cst.FunctionDef | None = None  # the op's own Python definition, when in this file
     qualified: str = ""  # `ns::op`, when the file says it
+    # The op's inputs by name, from a schema string the file defines it with
+    # (`lib.define("scale(Tensor x, float s) -> Tensor")`), when it has no Python definition.
+    declared: tuple[str, ...] | None = None
+
+    @property
+    def subject(self) -> str | None:
+        """What the confirmer runs: the op as this module binds it (`scale`), else `ns::op`,
+        found through `torch.ops` once the module is imported (an op defined from a schema
+        string has no Python name)."""
+        return op_subject(self.op if self.op.isidentifier() else self.qualified or self.op)
+
+
+_QUALIFIED_OP = re.compile(r"[A-Za-z_]\w*::[A-Za-z_]\w*")
+
+
+def op_subject(name: str) -> str | None:
+    """`name` when the confirmer can resolve it: a Python name, or `ns::op`."""
+    return name if name.isidentifier() or _QUALIFIED_OP.fullmatch(name) else None
 
 
 @dataclass
@@ -147,6 +165,14 @@ def collect_facts(
     classes = _classify(class_defs, imports, project)
     functions = {stmt.name.value: stmt for stmt in module.body if isinstance(stmt, cst.FunctionDef)}
     registrations = _custom_op_autograd(module, imports, functions, calls)
+    if any(op.schema is None and op.qualified for op in registrations):
+        declared = declared_inputs(source)
+        registrations = [
+            replace(op, declared=declared.get(op.qualified.rpartition("::")[2]))
+            if op.schema is None and op.qualified
+            else op
+            for op in registrations
+        ]
     custom_ops = {f"{ns}.{op}" for ns, op in _CUSTOM_OP_RE.findall(source)}
     class_nodes = {node.name.value: node for node in class_defs}
     return FileFacts(
@@ -162,6 +188,31 @@ def collect_facts(
         functions,
         custom_ops=registrations,
     )
+
+
+# `Library.define("scale(Tensor x, float s) -> Tensor")` and
+# `torch.library.define("ns::scale", "(Tensor x, float s) -> Tensor")`: read from the text (the
+# slice libcst parsed holds the registration, not the definition).
+_LIBRARY_DEFINE = re.compile(r"""\.define\(\s*["'](\w+)\(([^()]*)\)\s*->""")
+_QUALIFIED_DEFINE = re.compile(
+    r"""define\(\s*["']\w+::(\w+)["']\s*,\s*["']\(([^()]*)\)\s*->"""
+)
+
+
+def declared_inputs(source: str) -> dict[str, tuple[str, ...]]:
+    """Op name -> its input names, for the ops the text defines from a schema string. Schemas
+    with alias annotations (`Tensor(a!) x`) or keyword-only inputs are left out: their count
+    is not read here."""
+    out: dict[str, tuple[str, ...]] = {}
+    for pattern in (_LIBRARY_DEFINE, _QUALIFIED_DEFINE):
+        for name, arguments in pattern.findall(source):
+            pieces = [piece.strip() for piece in arguments.split(",") if piece.strip()]
+            if any(piece == "*" for piece in pieces):
+                continue
+            names = [piece.split("=", 1)[0].split()[-1] for piece in pieces]
+            if all(n.isidentifier() for n in names):
+                out[name] = tuple(names)
+    return out
 
 
 _REGISTER = frozenset({"torch.library.register_autograd", "torch._library.register_autograd"})

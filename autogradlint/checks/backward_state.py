@@ -32,7 +32,7 @@ class BackwardState(Check):
             if op.backward is None:
                 continue
             # a custom op's backward gets the same shared gradient buffers (B2.1, B1.6)
-            self.ctx.enter(op.op if op.op.isidentifier() else None)
+            self.ctx.enter(op.subject)
             self._backward_inplace(op.op, op.backward)
 
     def _backward_inplace(self, name: str, backward: cst.FunctionDef) -> None:

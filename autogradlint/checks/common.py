@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ..analysis.facts import FileFacts
+from ..analysis.facts import FileFacts, op_subject
 from ..analysis.walk import FastVisitor
 from ..fix.edits import Edits, Fix
 
@@ -58,7 +58,7 @@ class BackwardOf:
         """What the confirmer imports: the class, or the op's name when this file binds it."""
         if self.node is not None:
             return self.node
-        return self.name if self.name.isidentifier() else None
+        return op_subject(self.name)
 
 
 def backward_methods(facts: FileFacts) -> list[tuple[BackwardOf, cst.FunctionDef]]:
@@ -69,7 +69,9 @@ def backward_methods(facts: FileFacts) -> list[tuple[BackwardOf, cst.FunctionDef
         if "backward" in info.methods
     ]
     found += [
-        (BackwardOf(op.op, None), op.backward) for op in facts.custom_ops if op.backward is not None
+        (BackwardOf(op.subject or op.op, None), op.backward)
+        for op in facts.custom_ops
+        if op.backward is not None
     ]
     return found
 

@@ -30,7 +30,7 @@ class CustomOpSetup(Check):
             missing = [k for k in KEYWORDS if k not in names]
             if not missing:
                 continue
-            self.ctx.enter(op.op if op.op.isidentifier() else None)
+            self.ctx.enter(op.subject)
             anchor = target.name if isinstance(target, cst.FunctionDef) else target
             self.report(
                 "AGL411",

@@ -22,19 +22,24 @@ class GradientCount(Check):
                 self.ctx.enter(info.node)
                 self._class(info, forward, backward)
         for op in self.ctx.facts.custom_ops:
-            if op.schema is not None and op.backward is not None:
-                self.ctx.enter(op.op)
-                self._custom_op(op.op, op.qualified, op.schema, op.backward)
+            if op.backward is None:
+                continue
+            inputs: list[str] | None = None
+            if op.schema is not None:
+                signature = op.schema.params
+                if not isinstance(signature.star_arg, cst.Param) and not signature.kwonly_params:
+                    inputs = [p.name.value for p in params(op.schema)]
+            elif op.declared is not None:
+                inputs = list(op.declared)  # from the schema string the op is defined with
+            if inputs is not None:
+                self.ctx.enter(op.subject)
+                self._custom_op(op.op, op.qualified, inputs, op.backward)
 
     def _custom_op(
-        self, name: str, qualified: str, schema: cst.FunctionDef, backward: cst.FunctionDef
+        self, name: str, qualified: str, inputs: list[str], backward: cst.FunctionDef
     ) -> None:
         """A custom op's backward returns a gradient (or None) for every input of the op,
         defaults included: fewer raises at the first backward (D11.1)."""
-        signature = schema.params
-        if isinstance(signature.star_arg, cst.Param) or signature.kwonly_params:
-            return
-        inputs = params(schema)
         total = len(inputs)
         # PyTorch's name for the node, and its counts, which include one hidden input (D11.1)
         generated = qualified.replace("::", "_").replace(".", "_") if qualified else "<ns>_<op>"
@@ -49,7 +54,7 @@ class GradientCount(Check):
                     actual=count,
                     error=f"function GeneratedBackwardFor_{generated}_defaultBackward returned "
                     f"an incorrect number of gradients (expected {total + 1}, got {count + 1})",
-                    slots=slots([p.name.value for p in inputs], ret.value),
+                    slots=slots(inputs, ret.value),
                 )
 
     def _class(self, info: ClassInfo, forward: cst.FunctionDef, backward: cst.FunctionDef) -> None:

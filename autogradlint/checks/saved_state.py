@@ -46,7 +46,7 @@ class SavedState(Check):
         for op in self.ctx.facts.custom_ops:
             if op.setup_context is None or op.schema is None:
                 continue
-            self.ctx.enter(op.op if op.op.isidentifier() else None)
+            self.ctx.enter(op.subject)
             positions = {
                 i
                 for i, p in enumerate(op.schema.params.params)

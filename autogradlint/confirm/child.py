@@ -22,6 +22,14 @@ def mark(step: str) -> None:
 
 def load(target: str) -> Any:
     module, _, qualname = target.partition(":")
+    if "::" in qualname:
+        # An op defined from a schema string: importing the module registers it; torch.ops
+        # finds it by its qualified name.
+        import torch
+
+        importlib.import_module(module)
+        namespace, _, name = qualname.partition("::")
+        return getattr(getattr(torch.ops, namespace), name)
     obj: Any = importlib.import_module(module)
     for part in qualname.split("."):
         obj = getattr(obj, part)
@@ -46,6 +54,9 @@ def default_inputs(fn: Any, dtype: Any, device: str, shape: tuple[int, ...]) -> 
     import torch
 
     own = getattr(fn, "_init_fn", None)  # a CustomOpDef: the Python function it was made from
+    schema = _schema_of(fn) if own is None and not hasattr(fn, "forward") else None
+    if schema is not None:
+        return _inputs_from_schema(schema, dtype, device, shape)
     if own is not None:
         params = list(inspect.signature(own).parameters.values())
     else:
@@ -69,6 +80,47 @@ def default_inputs(fn: Any, dtype: Any, device: str, shape: tuple[int, ...]) -> 
         base = base.reshape(shape)
     scalars = {float: 2.0, int: 2, "float": 2.0, "int": 2, bool: False, "bool": False}
     return [scalars.get(p.annotation, base.clone()) for p in required]
+
+
+def _schema_of(fn: Any) -> Any:
+    """The schema of a `torch.ops` op (its overload packet's default overload), if it is one."""
+    schema = getattr(fn, "_schema", None)
+    if schema is None:
+        default = getattr(fn, "default", None)
+        schema = getattr(default, "_schema", None)
+    return schema
+
+
+# Schema argument types the probe can make up, and the value it uses (tensors: the probe's own).
+_SCHEMA_SCALARS = {"float": 2.0, "int": 2, "SymInt": 2, "bool": False, "Scalar": 2.0}
+
+
+def _inputs_from_schema(schema: Any, dtype: Any, device: str, shape: tuple[int, ...]) -> list[Any]:
+    """One value per positional argument without a default of an op's schema
+    (`scale(Tensor x, float s) -> Tensor`): the probe's tensor for `Tensor`, 2.0 / 2 / False
+    for scalars; any other type needs a factory, and the error says which."""
+    import torch
+
+    if len(shape) == 1:
+        base = torch.tensor([0.5, 1.0, 1.5], dtype=dtype, device=device)
+    else:
+        base = torch.linspace(0.5, 1.5, steps=shape[0] * shape[1], dtype=dtype, device=device)
+        base = base.reshape(shape)
+    out: list[Any] = []
+    for argument in schema.arguments:
+        if argument.kwarg_only or argument.has_default_value():
+            continue
+        kind = str(argument.type).rstrip("?")
+        if kind == "Tensor":
+            out.append(base.clone())
+        elif kind in _SCHEMA_SCALARS:
+            out.append(_SCHEMA_SCALARS[kind])
+        else:
+            raise TypeError(
+                f"the op's argument `{argument.name}: {argument.type}` cannot be synthesised: "
+                "give a factory in [tool.autogradlint.confirm]"
+            )
+    return out
 
 
 def _leaf(value: Any, copy: bool = False) -> Any:
