@@ -194,9 +194,7 @@ def collect_facts(
 # `torch.library.define("ns::scale", "(Tensor x, float s) -> Tensor")`: read from the text (the
 # slice libcst parsed holds the registration, not the definition).
 _LIBRARY_DEFINE = re.compile(r"""\.define\(\s*["'](\w+)\(([^()]*)\)\s*->""")
-_QUALIFIED_DEFINE = re.compile(
-    r"""define\(\s*["']\w+::(\w+)["']\s*,\s*["']\(([^()]*)\)\s*->"""
-)
+_QUALIFIED_DEFINE = re.compile(r"""define\(\s*["']\w+::(\w+)["']\s*,\s*["']\(([^()]*)\)\s*->""")
 
 
 def declared_inputs(source: str) -> dict[str, tuple[str, ...]]:
