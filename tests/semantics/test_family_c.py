@@ -307,3 +307,44 @@ def test_dispatch_handlers_that_ignore_the_request_answer_with_their_own_dtype_s
     assert tuple(passing.new_zeros((5,)).shape) == (5,)
     moved = passing.to(device="meta")
     assert type(moved) is PassesRequests and moved.device.type == "meta"
+
+
+class ReadsDeviceOnly(_Wrapped):
+    """torchao's optimizer states: `device = kwargs.get("device")`, the dtype "ignored"."""
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        from torch.utils._python_dispatch import return_and_correct_aliasing
+
+        kwargs = kwargs or {}
+        if func is torch.ops.aten._to_copy.default:
+            device = kwargs.get("device", None)
+            out = ReadsDeviceOnly(args[0]._data.to(device=device))
+            return return_and_correct_aliasing(func, args, kwargs, out)
+        if func is torch.ops.aten.detach.default:
+            return ReadsDeviceOnly(args[0]._data)
+        raise NotImplementedError(func)
+
+
+class AliasingOnly(_Wrapped):
+    """kwargs handed to return_and_correct_aliasing only: it fixes aliasing, not the request."""
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        from torch.utils._python_dispatch import return_and_correct_aliasing
+
+        if func is torch.ops.aten._to_copy.default:
+            return return_and_correct_aliasing(func, args, kwargs or {}, args[0])
+        if func is torch.ops.aten.detach.default:
+            return AliasingOnly(args[0]._data)
+        raise NotImplementedError(func)
+
+
+@rows("C5.5")
+def test_a_handler_that_reads_some_of_the_request_ignores_the_rest() -> None:
+    device_only = ReadsDeviceOnly(torch.ones(2, 3))
+    converted = device_only.to(torch.float64)
+    assert type(converted) is ReadsDeviceOnly and converted.dtype == torch.float32
+    aliasing_only = AliasingOnly(torch.ones(2, 3))
+    converted = aliasing_only.to(torch.float64)
+    assert converted.dtype == torch.float32 and converted is aliasing_only
