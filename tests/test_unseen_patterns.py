@@ -505,3 +505,61 @@ def test_family_a_follows_a_helper_in_another_file(tmp_path: Path) -> None:
         "    return torch.autograd.grad(y, x, g)[0]\n"
     )
     assert found() == []
+
+
+# --- AGL306 reads which keys of the request a handler honours ------------------------------
+
+HANDLERS = """\
+import torch
+from torch.utils._python_dispatch import return_and_correct_aliasing
+
+aten = torch.ops.aten
+
+
+@implements(aten._to_copy.default)
+def device_only(func, types, args, kwargs):
+    device = kwargs.get("device", None)
+    return return_and_correct_aliasing(func, args, kwargs, Wrapper(args[0]._data.to(device)))
+
+
+@implements(aten._to_copy.default)
+def itself(func, types, args, kwargs):
+    return return_and_correct_aliasing(func, args, kwargs, args[0])
+
+
+@implements(aten._to_copy.default)
+def passes(func, types, args, kwargs):
+    return return_and_correct_aliasing(func, args, kwargs, args[0].to(*args[1:], **kwargs))
+
+
+class UInt4(torch.Tensor):
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args, kwargs=None):
+        if func is aten.to.dtype:
+            self, dtype = args
+            return unpack(self.elem).view(dtype)
+        if func is aten._to_copy.default:
+            if kwargs == {"dtype": torch.uint8}:
+                return unpack(args[0].elem)
+            raise NotImplementedError(kwargs)
+
+
+class Trained(torch.Tensor):
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args, kwargs):
+        out = func(*unwrap(args), **unwrap(kwargs))
+        if func in {aten._to_copy.default, aten.new_zeros.default}:
+            return cls(out)
+        return out
+"""
+
+
+def test_a_handler_must_honour_each_key_of_the_request() -> None:
+    """Reading only the device drops the dtype (C5.5), and `return_and_correct_aliasing`
+    applies nothing; handing kwargs on, `aten.to.dtype`'s positional dtype, comparing the
+    whole request and answering with an earlier redispatch all honour it."""
+    found = [(rule, line, message) for rule, line, message, _help in _found(HANDLERS)]
+    assert found == [
+        ("AGL306", 8, "`device_only` handles `_to_copy` but ignores the requested dtype"),
+        ("AGL306", 14, "`itself` handles `_to_copy` but ignores the requested dtype and device"),
+    ]

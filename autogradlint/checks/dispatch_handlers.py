@@ -8,10 +8,11 @@ import re
 import libcst as cst
 
 from ..analysis.facts import ClassInfo
-from ..analysis.names import dotted, iter_statements
+from ..analysis.names import ImportTable, dotted, iter_statements
 from ..analysis.walk import FastVisitor, names_in
 from ..settings import DISPATCH_REQUEST_OPS, DISPATCH_SIZED_OPS
 from .base import Check
+from .common import string_value
 
 REQUESTING_OPS = DISPATCH_REQUEST_OPS
 SIZED_OPS = DISPATCH_SIZED_OPS
@@ -93,13 +94,18 @@ class DispatchHandlers(Check):
         """Report when `body` answers one of `ops` without reading what the caller asked."""
         if not _returns_in(body):
             return  # falls through to code that may honour the request
-        read = set(names_in(body))
-        reads_kwargs = bool(read & _aliases(hook, kwargs, node))
+        imports = self.ctx.facts.imports
+        aliases = _aliases(hook, kwargs, node)
+        honoured = _honoured_keys(body, aliases, imports)
+        missing = [] if honoured is ALL_KEYS else [k for k in _REQUEST if k not in honoured]
         reads_size = _reads_past_self(body, args)
+        if (missing or not reads_size) and _reads_a_redispatch(hook, node, body, aliases, imports):
+            missing, reads_size = [], True  # the result was computed with the whole request
         for op in sorted(ops):
             ignored = []
-            if not reads_kwargs:
-                ignored.append("the requested dtype and device")
+            # `aten.to.dtype` / `to.device` carry the request in args: `self, dtype = args`
+            if missing and not (op == "to" and reads_size):
+                ignored.append("the requested " + " and ".join(missing))
             if op in SIZED_OPS and not reads_size:
                 ignored.append("the requested size")
             if ignored:
@@ -137,6 +143,109 @@ def _returns_in(body: cst.BaseSuite) -> list[cst.Return]:
     return found
 
 
+_REQUEST = ("dtype", "device")
+ALL_KEYS = frozenset({"*"})  # kwargs handed on whole: every key may be honoured
+# Receives kwargs and applies none of it: it fixes the result's aliasing (semantics C5.5).
+_APPLIES_NOTHING = frozenset({"torch.utils._python_dispatch.return_and_correct_aliasing"})
+_KEY_READERS = frozenset({"get", "pop", "setdefault"})
+_WHOLE_READERS = frozenset({"items", "keys", "values", "copy", "update"})
+
+
+def _honoured_keys(body: cst.BaseSuite, aliases: set[str], imports: ImportTable) -> frozenset[str]:
+    """The keys of the caller's `kwargs` the branch reads: `kwargs["dtype"]`,
+    `kwargs.get("device")`, `.pop`; ALL_KEYS when it hands them on whole (`**kwargs`, or as an
+    argument to any call but one that applies nothing) or walks them (`kwargs.items()`)."""
+    keys: set[str] = set()
+    whole = False
+
+    def is_alias(expr: cst.BaseExpression) -> bool:
+        return isinstance(expr, cst.Name) and expr.value in aliases
+
+    class _Uses(FastVisitor):
+        def visit_Subscript(self, node: cst.Subscript) -> None:
+            if is_alias(node.value) and len(node.slice) == 1:
+                index = node.slice[0].slice
+                key = string_value(index.value) if isinstance(index, cst.Index) else None
+                if key is not None:
+                    keys.add(key)
+
+        def visit_Call(self, node: cst.Call) -> None:
+            nonlocal whole
+            func = node.func
+            if isinstance(func, cst.Attribute) and is_alias(func.value):
+                if func.attr.value in _KEY_READERS and node.args:
+                    key = string_value(node.args[0].value)
+                    if key is not None:
+                        keys.add(key)
+                elif func.attr.value in _WHOLE_READERS:
+                    whole = True
+            if any(is_alias(arg.value) for arg in node.args):
+                if (imports.resolve(func) or "") not in _APPLIES_NOTHING:
+                    whole = True
+
+        def visit_For(self, node: cst.For) -> None:
+            nonlocal whole
+            whole = whole or is_alias(node.iter)
+
+        def visit_Comparison(self, node: cst.Comparison) -> None:
+            # `kwargs == {"dtype": torch.uint8}` inspects the whole request
+            nonlocal whole
+            sides = [node.left, *(c.comparator for c in node.comparisons)]
+            whole = whole or any(is_alias(side) for side in sides)
+
+        def visit_StarredDictElement(self, node: cst.StarredDictElement) -> None:
+            nonlocal whole
+            whole = whole or is_alias(node.value)
+
+    _Uses().walk(body)
+    return ALL_KEYS if whole else frozenset(keys)
+
+
+def _reads_a_redispatch(
+    hook: cst.FunctionDef,
+    branch: cst.CSTNode,
+    body: cst.BaseSuite,
+    aliases: set[str],
+    imports: ImportTable,
+) -> bool:
+    """Whether the branch answers with what an earlier statement of the hook computed with the
+    whole request: `out = func(*unwrap(args), **unwrap(kwargs))` before `if func in {...}:
+    return wrap(out)` (torchao's training weights)."""
+    if hook is branch:
+        return False  # a registered handler: nothing runs before its body
+    statements = hook.body.body if isinstance(hook.body, cst.IndentedBlock) else ()
+    computed: set[str] = set()
+    for stmt in statements:
+        if branch in _descendants_once(stmt, branch):
+            break
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if (
+                isinstance(small, cst.Assign)
+                and isinstance(small.value, cst.Call)
+                and _honoured_keys(small.value, aliases, imports) is ALL_KEYS
+            ):
+                computed.update(
+                    t.target.value for t in small.targets if isinstance(t.target, cst.Name)
+                )
+    return bool(computed & set(names_in(body)))
+
+
+def _descendants_once(stmt: cst.CSTNode, wanted: cst.CSTNode) -> list[cst.CSTNode]:
+    """[wanted] when it is `stmt` or inside it, else []."""
+    found: list[cst.CSTNode] = []
+
+    class _Find(FastVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if node is wanted:
+                found.append(node)
+            return not found
+
+    _Find().walk(stmt)
+    return found
+
+
 def _aliases(hook: cst.FunctionDef, kwargs: str, branch: cst.CSTNode) -> set[str]:
     """`kwargs` and the names bound from it before the branch (`kw = dict(kwargs)`)."""
     names = {kwargs}
@@ -146,13 +255,36 @@ def _aliases(hook: cst.FunctionDef, kwargs: str, branch: cst.CSTNode) -> set[str
             return node is not branch
 
         def visit_Assign(self, node: cst.Assign) -> None:
-            if names & set(names_in(node.value)):
+            if _copy_of(node.value, names):
                 for target in node.targets:
                     if isinstance(target.target, cst.Name):
                         names.add(target.target.value)
 
     _Binds().walk(hook.body)
     return names
+
+
+def _copy_of(expr: cst.BaseExpression, names: set[str]) -> bool:
+    """Whether `expr` is one of `names` or a copy of it (`kwargs or {}`, `dict(kwargs)`,
+    `kwargs.copy()`, `{**kwargs}`); `kwargs.get("device")` is one value, not the request."""
+    if isinstance(expr, cst.Name):
+        return expr.value in names
+    if isinstance(expr, cst.BooleanOperation):
+        return _copy_of(expr.left, names) or _copy_of(expr.right, names)
+    if isinstance(expr, cst.IfExp):
+        return _copy_of(expr.body, names) or _copy_of(expr.orelse, names)
+    if isinstance(expr, cst.Dict):
+        return any(
+            isinstance(e, cst.StarredDictElement) and _copy_of(e.value, names)
+            for e in expr.elements
+        )
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "copy":
+            return _copy_of(func.value, names)
+        if dotted(func) in ("dict", "copy.copy", "copy.deepcopy") and expr.args:
+            return _copy_of(expr.args[0].value, names)
+    return False
 
 
 def _reads_past_self(body: cst.BaseSuite, args: str) -> bool:
