@@ -563,3 +563,37 @@ def test_a_handler_must_honour_each_key_of_the_request() -> None:
         ("AGL306", 8, "`device_only` handles `_to_copy` but ignores the requested dtype"),
         ("AGL306", 14, "`itself` handles `_to_copy` but ignores the requested dtype and device"),
     ]
+
+
+def test_the_request_is_followed_into_a_helper_of_the_file() -> None:
+    """`return _to_copy_impl(args[0], kwargs)`: what the helper honours of its parameter is
+    what the branch honours (one call deep); handed on with `**`, or copied first, it counts."""
+    code = """\
+import torch
+
+aten = torch.ops.aten
+
+
+def _to_copy_impl(tensor, request):
+    device = request.get("device")
+    return Wrapper(tensor._data.to(device))
+
+
+def _honouring(tensor, **request):
+    options = dict(request)
+    return Wrapper(tensor._data.to(dtype=options.get("dtype"), device=options.get("device")))
+
+
+class Wrapper(torch.Tensor):
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args, kwargs=None):
+        kwargs = kwargs or {}
+        if func is aten._to_copy.default:
+            return _to_copy_impl(args[0], kwargs)
+        if func is aten.empty_like.default:
+            return _honouring(args[0], **kwargs)
+        raise NotImplementedError(func)
+"""
+    [(rule, line, message, _help)] = _found(code)
+    assert (rule, line) == ("AGL306", 20)
+    assert message.endswith("handles `_to_copy` but ignores the requested dtype")

@@ -1,6 +1,7 @@
-"""Methods of a file's own classes, found by name in its full text: the helpers a backward
+"""Methods and functions of a file, found by name in its full text: the helpers a backward
 reaches through an object rather than a class (`block.backward_pass(y, dy)` on the blocks of a
-reversible network, held on ctx).
+reversible network, held on ctx), and the module-level helper a dispatch handler hands the
+caller's request to.
 
 The slice libcst parsed holds the Function classes, not the module classes whose methods they
 call; the class that defines the method is read from the text only when backward calls a method
@@ -38,6 +39,7 @@ class FileMethods:
         self.text = text
         self._bounds: list[int] | None = None
         self._found: dict[str, list[Method]] = {}
+        self._functions: dict[str, cst.FunctionDef | None] = {}
 
     def graph_helpers(self, name: str) -> list[Method]:
         """The methods called `name` in classes whose text can hold a graph call (the others
@@ -46,14 +48,38 @@ class FileMethods:
             self._found[name] = self._find(name, holds_graph_call)
         return self._found[name]
 
+    def function(self, name: str) -> cst.FunctionDef | None:
+        """The module-level `def name(...)`, when the file defines exactly one (parsed alone)."""
+        key = f"def {name}"
+        if key not in self._functions:
+            self._functions[key] = self._function(name)
+        return self._functions[key]
+
+    def _function(self, name: str) -> cst.FunctionDef | None:
+        pattern = re.compile(rf"(?:^|\n)(?:async[ \t]+)?def[ \t]+{re.escape(name)}[ \t]*\(")
+        found = [match.start() for match in pattern.finditer(self.text)]
+        if len(found) != 1:
+            return None  # none, or redefined (@overload, a branch): not one answer
+        bounds = self._chunk_bounds()
+        index = _chunk_of(bounds, found[0] + (self.text[found[0]] == "\n"))
+        try:
+            module = parse_module(self.text[bounds[index] : bounds[index + 1]])
+        except Exception:  # noqa: BLE001 - libcst raises bare exceptions on odd input
+            return None
+        defs = [s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == name]
+        return defs[0] if len(defs) == 1 else None
+
+    def _chunk_bounds(self) -> list[int]:
+        if self._bounds is None:
+            self._bounds = [*chunk_starts(self.text), len(self.text)]
+        return self._bounds
+
     def _find(self, name: str, holding: Callable[[str], bool] | None) -> list[Method]:
         pattern = re.compile(rf"\bdef[ \t]+{re.escape(name)}[ \t]*\(")
         found = [match.start() for match in pattern.finditer(self.text)]
         if not found:
             return []
-        if self._bounds is None:
-            self._bounds = [*chunk_starts(self.text), len(self.text)]
-        bounds = self._bounds
+        bounds = self._chunk_bounds()
         chunks = sorted({_chunk_of(bounds, offset) for offset in found})
         out: list[Method] = []
         for index in chunks:

@@ -4,6 +4,7 @@ caller asked for (dtype, device, size)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import libcst as cst
 
@@ -96,7 +97,7 @@ class DispatchHandlers(Check):
             return  # falls through to code that may honour the request
         imports = self.ctx.facts.imports
         aliases = _aliases(hook, kwargs, node)
-        honoured = _honoured_keys(body, aliases, imports)
+        honoured = _honoured_keys(body, aliases, imports, self.ctx.methods.function)
         missing = [] if honoured is ALL_KEYS else [k for k in _REQUEST if k not in honoured]
         reads_size = _reads_past_self(body, args)
         if (missing or not reads_size) and _reads_a_redispatch(hook, node, body, aliases, imports):
@@ -151,10 +152,17 @@ _KEY_READERS = frozenset({"get", "pop", "setdefault"})
 _WHOLE_READERS = frozenset({"items", "keys", "values", "copy", "update"})
 
 
-def _honoured_keys(body: cst.BaseSuite, aliases: set[str], imports: ImportTable) -> frozenset[str]:
+def _honoured_keys(
+    body: cst.CSTNode,
+    aliases: set[str],
+    imports: ImportTable,
+    helper: Callable[[str], cst.FunctionDef | None] | None = None,
+) -> frozenset[str]:
     """The keys of the caller's `kwargs` the branch reads: `kwargs["dtype"]`,
     `kwargs.get("device")`, `.pop`; ALL_KEYS when it hands them on whole (`**kwargs`, or as an
-    argument to any call but one that applies nothing) or walks them (`kwargs.items()`)."""
+    argument to any call but one that applies nothing) or walks them (`kwargs.items()`). Handed
+    to a module-level function of the file (`helper` finds it by name): what that function
+    honours of the parameter receiving them, one call deep."""
     keys: set[str] = set()
     whole = False
 
@@ -180,8 +188,13 @@ def _honoured_keys(body: cst.BaseSuite, aliases: set[str], imports: ImportTable)
                 elif func.attr.value in _WHOLE_READERS:
                     whole = True
             if any(is_alias(arg.value) for arg in node.args):
-                if (imports.resolve(func) or "") not in _APPLIES_NOTHING:
+                if (imports.resolve(func) or "") in _APPLIES_NOTHING:
+                    return
+                inner = _through_helper(node, is_alias, imports, helper)
+                if inner is None or inner is ALL_KEYS:
                     whole = True
+                else:
+                    keys.update(inner)
 
         def visit_For(self, node: cst.For) -> None:
             nonlocal whole
@@ -199,6 +212,59 @@ def _honoured_keys(body: cst.BaseSuite, aliases: set[str], imports: ImportTable)
 
     _Uses().walk(body)
     return ALL_KEYS if whole else frozenset(keys)
+
+
+def _through_helper(
+    call: cst.Call,
+    is_alias: Callable[[cst.BaseExpression], bool],
+    imports: ImportTable,
+    helper: Callable[[str], cst.FunctionDef | None] | None,
+) -> frozenset[str] | None:
+    """What a module-level helper of the file honours of the request handed to it (`return
+    _to_copy_impl(args[0], kwargs)`); None when the callee is not one (anything else that gets
+    the request may honour all of it)."""
+    if helper is None or not isinstance(call.func, cst.Name):
+        return None
+    if imports.is_imported(call.func.value):
+        return None
+    function = helper(call.func.value)
+    if function is None:
+        return None
+    positional = [p.name.value for p in _positional_params(function)]
+    named = {*positional, *(p.name.value for p in function.params.kwonly_params)}
+    receivers: set[str] = set()
+    index = 0
+    for arg in call.args:
+        if arg.star == "*":
+            return None  # positions unknowable
+        if arg.star == "**":
+            if is_alias(arg.value):
+                star = function.params.star_kwarg
+                if not isinstance(star, cst.Param):
+                    return None
+                receivers.add(star.name.value)
+            continue
+        if arg.keyword is not None:
+            if is_alias(arg.value):
+                if arg.keyword.value not in named:
+                    return None
+                receivers.add(arg.keyword.value)
+            continue
+        if is_alias(arg.value):
+            if index >= len(positional):
+                return None
+            receivers.add(positional[index])
+        index += 1
+    if not receivers:
+        return None
+    for stmt in iter_statements(function.body):  # `request = dict(request)` in the helper
+        if isinstance(stmt, cst.Assign) and _copy_of(stmt.value, receivers):
+            receivers |= {t.target.value for t in stmt.targets if isinstance(t.target, cst.Name)}
+    return _honoured_keys(function.body, receivers, imports)  # one call deep: no further
+
+
+def _positional_params(function: cst.FunctionDef) -> list[cst.Param]:
+    return [*function.params.posonly_params, *function.params.params]
 
 
 def _reads_a_redispatch(
