@@ -597,3 +597,31 @@ class Wrapper(torch.Tensor):
     [(rule, line, message, _help)] = _found(code)
     assert (rule, line) == ("AGL306", 20)
     assert message.endswith("handles `_to_copy` but ignores the requested dtype")
+
+
+def test_a_request_normalised_under_its_own_name_is_read_by_key() -> None:
+    """torchao's default `_to_copy`: `kwargs = self._get_to_kwargs(*args[1:], **kwargs)` keeps
+    the request under its name; the handler then takes only the device from it."""
+    code = """\
+import torch
+from torch.utils._python_dispatch import return_and_correct_aliasing
+
+aten = torch.ops.aten
+
+
+@implements(aten._to_copy.default)
+def _to_copy(func, types, args, kwargs):
+    self = args[0]
+    kwargs = self._get_to_kwargs(*args[1:], **kwargs)
+    device = kwargs.pop("device")
+    out = self.__class__(self.qdata.to(device), self.scale.to(device))
+    return return_and_correct_aliasing(func, args, kwargs, out)
+"""
+    [(rule, line, message, _help)] = _found(code)
+    assert (rule, line) == ("AGL306", 8)
+    assert message.endswith("ignores the requested dtype")
+    both = code.replace(
+        '    device = kwargs.pop("device")\n',
+        '    device = kwargs.pop("device")\n    dtype = kwargs.pop("dtype")\n',
+    ).replace("self.scale.to(device)", "self.scale.to(device, dtype)")
+    assert _found(both) == []

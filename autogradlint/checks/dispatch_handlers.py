@@ -169,7 +169,15 @@ def _honoured_keys(
     def is_alias(expr: cst.BaseExpression) -> bool:
         return isinstance(expr, cst.Name) and expr.value in aliases
 
+    normalising: set[int] = set()  # calls whose result the request's own name is bound to
+
     class _Uses(FastVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            # `kwargs = self._get_to_kwargs(*args[1:], **kwargs)`: the request, normalised,
+            # under its own name; what the branch then reads of it is what it honours.
+            if isinstance(node.value, cst.Call) and any(is_alias(t.target) for t in node.targets):
+                normalising.add(id(node.value))
+
         def visit_Subscript(self, node: cst.Subscript) -> None:
             if is_alias(node.value) and len(node.slice) == 1:
                 index = node.slice[0].slice
@@ -188,7 +196,7 @@ def _honoured_keys(
                 elif func.attr.value in _WHOLE_READERS:
                     whole = True
             if any(is_alias(arg.value) for arg in node.args):
-                if (imports.resolve(func) or "") in _APPLIES_NOTHING:
+                if (imports.resolve(func) or "") in _APPLIES_NOTHING or id(node) in normalising:
                     return
                 inner = _through_helper(node, is_alias, imports, helper)
                 if inner is None or inner is ALL_KEYS:
