@@ -7,6 +7,7 @@ findings are silenced and which comments are stale."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from .meta import RuleMeta, all_rules
@@ -78,7 +79,7 @@ def _hygiene(
     enabled: frozenset[str],
 ) -> list[tuple[Finding, CommentFix | None]]:
     rules = all_rules()
-    names = {meta.name for meta in rules.values()}
+    names = _rule_names()
     lines = _lines(text)
     out: list[tuple[Finding, CommentFix | None]] = []
 
@@ -140,7 +141,13 @@ def _hygiene(
     return out
 
 
-def _names_ours(selector: Selector, names: set[str]) -> bool:
+@functools.cache
+def _rule_names() -> frozenset[str]:
+    """Every rule's kebab-case name (a `# noqa: <name>` selector is autogradlint's)."""
+    return frozenset(meta.name for meta in all_rules().values())
+
+
+def _names_ours(selector: Selector, names: frozenset[str]) -> bool:
     """Whether a selector names autogradlint's rules (`AGL201`, `AGL2`, a rule's name)."""
     return selector.text.upper().startswith("AGL") or selector.text in names
 
@@ -154,7 +161,7 @@ def _nothing_to_report(text: str) -> bool:
     lowered = text.lower()
     if "autogradlint:" in lowered:
         return False
-    names = {meta.name for meta in all_rules().values()}
+    names = _rule_names()
     at = lowered.find("noqa")
     while at != -1:
         line_start = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1

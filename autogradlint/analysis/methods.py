@@ -50,10 +50,9 @@ class FileMethods:
 
     def function(self, name: str) -> cst.FunctionDef | None:
         """The module-level `def name(...)`, when the file defines exactly one (parsed alone)."""
-        key = f"def {name}"
-        if key not in self._functions:
-            self._functions[key] = self._function(name)
-        return self._functions[key]
+        if name not in self._functions:
+            self._functions[name] = self._function(name)
+        return self._functions[name]
 
     def _function(self, name: str) -> cst.FunctionDef | None:
         pattern = re.compile(rf"(?:^|\n)(?:async[ \t]+)?def[ \t]+{re.escape(name)}[ \t]*\(")

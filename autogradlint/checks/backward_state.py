@@ -259,18 +259,9 @@ def _ctx_attributes_set(flow: MethodFlow) -> set[str]:
     """The ctx attributes forward assigns (`ctx.k = ...`, `out, ctx.grads = kernel(...)`)."""
     ctx_name = flow.params[0] if flow.params else None
     found: set[str] = set()
-
-    def collect(target: cst.BaseExpression) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                collect(element.value)
-        elif isinstance(target, cst.Attribute) and dotted(target.value) == ctx_name:
-            found.add(target.attr.value)
-
     for node, _order in flow.statements:
         if isinstance(node, cst.Assign):
-            for target in node.targets:
-                collect(target.target)
+            found |= _ctx_targets(node, ctx_name)
     return found
 
 
@@ -374,6 +365,7 @@ def _tested_values(method: cst.FunctionDef, flow: MethodFlow) -> set[str]:
 
 
 def _ctx_targets(node: cst.Assign, ctx_name: str | None) -> set[str]:
+    """The ctx attributes one assignment binds, tuple targets included."""
     found: set[str] = set()
     for target in node.targets:
         stack = [target.target]

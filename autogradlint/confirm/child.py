@@ -73,13 +73,19 @@ def default_inputs(fn: Any, dtype: Any, device: str, shape: tuple[int, ...]) -> 
     ]
     if any(p.kind is p.VAR_POSITIONAL for p in params):
         raise TypeError("forward takes *args: inputs cannot be synthesised")
-    if len(shape) == 1:
-        base = torch.tensor([0.5, 1.0, 1.5], dtype=dtype, device=device)
-    else:
-        base = torch.linspace(0.5, 1.5, steps=shape[0] * shape[1], dtype=dtype, device=device)
-        base = base.reshape(shape)
+    base = _probe_tensor(dtype, device, shape)
     scalars = {float: 2.0, int: 2, "float": 2.0, "int": 2, bool: False, "bool": False}
     return [scalars.get(p.annotation, base.clone()) for p in required]
+
+
+def _probe_tensor(dtype: Any, device: str, shape: tuple[int, ...]) -> Any:
+    """The probe's tensor input: distinct, non-zero values in `shape` (1-D or 2-D)."""
+    import torch
+
+    if len(shape) == 1:
+        return torch.tensor([0.5, 1.0, 1.5], dtype=dtype, device=device)
+    base = torch.linspace(0.5, 1.5, steps=shape[0] * shape[1], dtype=dtype, device=device)
+    return base.reshape(shape)
 
 
 def _schema_of(fn: Any) -> Any:
@@ -99,13 +105,8 @@ def _inputs_from_schema(schema: Any, dtype: Any, device: str, shape: tuple[int, 
     """One value per positional argument without a default of an op's schema
     (`scale(Tensor x, float s) -> Tensor`): the probe's tensor for `Tensor`, 2.0 / 2 / False
     for scalars; any other type needs a factory, and the error says which."""
-    import torch
 
-    if len(shape) == 1:
-        base = torch.tensor([0.5, 1.0, 1.5], dtype=dtype, device=device)
-    else:
-        base = torch.linspace(0.5, 1.5, steps=shape[0] * shape[1], dtype=dtype, device=device)
-        base = base.reshape(shape)
+    base = _probe_tensor(dtype, device, shape)
     out: list[Any] = []
     for argument in schema.arguments:
         if argument.kwarg_only or argument.has_default_value():

@@ -70,19 +70,21 @@ def plan(results: list[FileResult], clean: str = "twins") -> list[Target]:
                 target = Target(kind, result.path, finding.line, module, finding.subject, root)
                 targets[key] = target
             target.findings.append(finding)
-    flagged_files = {path for (path, _subject, _kind) in targets}
-    flagged_names = {subject for (_path, subject, _kind) in targets}
+    probed = {(path, subject) for (path, subject, _kind) in targets}
+    flagged_files = {path for path, _subject in probed}
+    flagged_names = {subject for _path, subject in probed}
     for result in results if clean != "none" else ():
         if result.error is not None or not result.parsed:
             continue
         root, module = module_name(Path(result.path))
         for summary in result.classes:
-            if any(key[:2] == (result.path, summary.name) for key in targets):
-                continue  # flagged: probed for its findings
+            if (result.path, summary.name) in probed:
+                continue  # flagged (probed for its findings), or already planned
             if clean == "twins" and not (
                 result.path in flagged_files or summary.name in flagged_names
             ):
                 continue
+            probed.add((result.path, summary.name))
             targets.setdefault(
                 (result.path, summary.name, summary.probe),
                 Target(summary.probe, result.path, summary.line, module, summary.name, root),
