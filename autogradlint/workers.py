@@ -22,7 +22,7 @@ def reader_pool(workers: int) -> ProcessPoolExecutor:
 
 def load_engine() -> None:
     """Import the engine (libcst) and read the rule files, once, in this process."""
-    from . import engine  # noqa: F401
+    from . import engine, lint  # noqa: F401 - lint: each worker would import it again
     from .meta import all_rules
 
     all_rules()
