@@ -26,8 +26,9 @@ FAMILY = {"AGL1": "A", "AGL2": "B", "AGL3": "C", "AGL4": "D"}
 CELLS = ("tp", "fn", "fp", "tn")
 
 
-def statement_span(path: Path, line: int) -> tuple[int, int]:
-    """The lines of the innermost statement that starts on `line` (the labelled call)."""
+def statement_span(path: Path, line: int, whole_def: bool = False) -> tuple[int, int]:
+    """The lines of the innermost statement that starts on `line` (the labelled call); with
+    `whole_def`, a def starting there spans its whole body."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # old escape sequences in published code
@@ -38,6 +39,8 @@ def statement_span(path: Path, line: int) -> tuple[int, int]:
     for node in ast.walk(tree):
         if isinstance(node, ast.stmt) and node.lineno == line:
             end = node.end_lineno or line
+            if whole_def and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return line, max(end, line)
             if not isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.If, ast.For, ast.With)):
                 best = (line, max(end, line))  # a compound statement's body is not the site
     return best
@@ -49,10 +52,13 @@ def classify(row: dict[str, str], found: list[tuple[str, int]], src: Path) -> st
     A bug/risk site is found by a finding of its family inside the labelled statement (for
     OTHER, the Function contract, a finding of any family there counts: an extension writing
     into a grad is reported by family B); an ok site is a false positive when a finding of its
-    family (OTHER: the contract, D) is there."""
-    first, last = statement_span(src / row["package"] / row["relpath"], int(row["line"]))
-    family = row["pattern"]
+    family (OTHER: the contract, D) is there. An ok row on a `def` (a C hook that converts
+    nothing) covers the whole function: a finding of its family anywhere in it is false."""
     bad = row["verdict"] in ("bug", "risk")
+    first, last = statement_span(
+        src / row["package"] / row["relpath"], int(row["line"]), whole_def=not bad
+    )
+    family = row["pattern"]
     wanted = "D" if family == "OTHER" else family
     hit = any(
         first <= line <= last and (fam == wanted or (family == "OTHER" and bad))

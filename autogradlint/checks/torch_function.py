@@ -40,6 +40,7 @@ class _HookVisitor(FastVisitor):
         self.conversions: list[Conversion] = []
         self.redispatches: list[cst.Call] = []
         self.if_tests: list[cst.BaseExpression] = []
+        self.handled_ops: list[frozenset[str]] = []  # ops the enclosing branches handle
         self.depth = 0
 
     # nested helpers (`def unwrap(x): return x.to(...)`) are inspected when they are used
@@ -49,8 +50,17 @@ class _HookVisitor(FastVisitor):
         self.local_converters[node.name.value] = node
         return False
 
-    def visit_If(self, node: cst.If) -> None:
+    def visit_If(self, node: cst.If) -> bool:
         self.if_tests.append(node.test)
+        # The body handles the ops its test names (`if func is aten.unbind.int:`); the else
+        # branch does not, so the two are walked apart.
+        self.walk(node.test)
+        self.handled_ops.append(_tested_ops(node.test, self.func))
+        self.walk(node.body)
+        self.handled_ops.pop()
+        if node.orelse is not None:
+            self.walk(node.orelse)
+        return False
 
     def leave_If(self, original_node: cst.If) -> None:
         self.if_tests.pop()
@@ -78,6 +88,25 @@ class _HookVisitor(FastVisitor):
             self.redispatches.append(node)
             for kind, conv_node in self._conversions_in_args(node):
                 self.conversions.append(Conversion(conv_node, kind, None, inline_in=node))
+        elif self._computes_handled_op(node):
+            # `aten._to_copy.default(x, dtype=...).unbind(dim)` in the unbind handler: the op
+            # itself, run on a converted input (C5.6), is a redispatch like `func(...)`.
+            self.redispatches.append(node)
+            inputs = [arg.value for arg in node.args]
+            if isinstance(node.func, cst.Attribute) and not _is_op_path(node.func):
+                inputs.append(node.func.value)  # the receiver of `x.unbind(dim)`
+            for expr in inputs:
+                for kind, conv_node in self._conversions_in(expr):
+                    self.conversions.append(Conversion(conv_node, kind, None, inline_in=node))
+
+    def _computes_handled_op(self, call: cst.Call) -> bool:
+        handled = frozenset().union(*self.handled_ops) if self.handled_ops else frozenset()
+        if not handled:
+            return False
+        name = _op_name(call.func) if _is_op_path(call.func) else None
+        if name is None and isinstance(call.func, cst.Attribute):
+            name = call.func.attr.value  # `x.unbind(dim)`: the method of the op's name
+        return name is not None and name in handled and name not in CONVERSION_OPS
 
     # --- helpers ---------------------------------------------------------------------------
     def _is_redispatch(self, call: cst.Call) -> bool:
@@ -167,6 +196,14 @@ class _HookVisitor(FastVisitor):
                         if kind is not None:
                             found.append((kind, node))
                     return
+                if _is_op_path(func) and _op_name(func) in CONVERSION_OPS:
+                    # `aten._to_copy.default(x, dtype=...)`: the op form of `x.to(...)`
+                    first = positional(node, 0)
+                    converted = set(names_in(first)) if first is not None else set()
+                    kind = _op_conversion_kind(node)
+                    if converted & (visitor.derived | self.bound) and kind is not None:
+                        found.append((kind, node))
+                    return
                 if isinstance(func, cst.Attribute):
                     receiver = set(names_in(func.value))
                     if receiver & (visitor.derived | self.bound):
@@ -228,6 +265,55 @@ def conversion_kind(call: cst.Call) -> str | None:
     if "device" in text:
         return "device"
     return "dtype"
+
+
+# aten ops that convert their input: the handler of one of them converting is applying the
+# request (AGL306's concern), not changing it.
+CONVERSION_OPS = frozenset({"_to_copy", "to", "_to_dtype", "to_dtype"})
+
+
+def _op_name(expr: cst.BaseExpression) -> str | None:
+    """`unbind` for `aten.unbind.int`, `torch.ops.aten.unbind.int`, `aten.unbind`."""
+    parts = (dotted(expr) or "").split(".")
+    if "aten" not in parts:
+        return None
+    at = parts.index("aten")
+    return parts[at + 1] if at + 1 < len(parts) else None
+
+
+def _is_op_path(expr: cst.BaseExpression) -> bool:
+    return _op_name(expr) is not None
+
+
+def _tested_ops(test: cst.BaseExpression, func: str) -> frozenset[str]:
+    """The aten ops a branch handles: `func is aten.X.y`, `func == X`, `func in (X, Y)`."""
+    if not isinstance(test, cst.Comparison) or dotted(test.left) != func:
+        return frozenset()
+    names: set[str] = set()
+    for target in test.comparisons:
+        if not isinstance(target.operator, (cst.Is, cst.Equal, cst.In)):
+            return frozenset()
+        value = target.comparator
+        items = (
+            [element.value for element in value.elements]
+            if isinstance(value, (cst.Tuple, cst.List, cst.Set))
+            else [value]
+        )
+        for item in items:
+            name = _op_name(item)
+            if name is not None:
+                names.add(name)
+    return frozenset(names)
+
+
+def _op_conversion_kind(call: cst.Call) -> str | None:
+    """`dtype` / `device` for `aten._to_copy.default(x, dtype=...)`, `aten.to.dtype(x, d)`."""
+    if keyword(call, "dtype") is not None or (dotted(call.func) or "").endswith("to.dtype"):
+        return "dtype"
+    device = keyword(call, "device")
+    if device is not None and not _is_meta(device):
+        return "device"
+    return None
 
 
 def _is_device_call(expr: cst.BaseExpression) -> bool:

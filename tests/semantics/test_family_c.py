@@ -348,3 +348,35 @@ def test_a_handler_that_reads_some_of_the_request_ignores_the_rest() -> None:
     aliasing_only = AliasingOnly(torch.ones(2, 3))
     converted = aliasing_only.to(torch.float64)
     assert converted.dtype == torch.float32 and converted is aliasing_only
+
+
+class ComputesOnAConvertedCopy(_Wrapped):
+    """torchao's UInt4Tensor: the handler of one op computes that op itself on a converted copy
+    (`aten._to_copy.default(self, dtype=...).unbind(dim)`) instead of redispatching `func`."""
+
+    request = {"dtype": torch.float64}
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        aten = torch.ops.aten
+        if func is aten.unbind.int:
+            data, dim = args[0]._data, args[1] if len(args) > 1 else 0  # a default is dropped
+            return aten._to_copy.default(data, **cls.request).unbind(dim)
+        if func is aten.detach.default:
+            return cls(args[0]._data)
+        raise NotImplementedError(func)
+
+
+class MovesToComputeOnACopy(ComputesOnAConvertedCopy):
+    request = {"device": torch.device("meta")}  # meta stands in for another device
+
+
+@rows("C5.6")
+def test_a_handler_computing_its_op_on_a_converted_copy_changes_the_result_dtype() -> None:
+    wrapped = ComputesOnAConvertedCopy(torch.ones(2, 3))
+    assert wrapped.dtype == torch.float32
+    parts = wrapped.unbind(0)
+    assert len(parts) == 2 and all(p.dtype == torch.float64 for p in parts)
+    assert torch.ones(2, 3).unbind(0)[0].dtype == torch.float32
+    moved = MovesToComputeOnACopy(torch.ones(2, 3)).unbind(0)
+    assert all(p.device.type == "meta" for p in moved)
