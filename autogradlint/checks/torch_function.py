@@ -106,7 +106,14 @@ class _HookVisitor(FastVisitor):
         name = _op_name(call.func) if _is_op_path(call.func) else None
         if name is None and isinstance(call.func, cst.Attribute):
             name = call.func.attr.value  # `x.unbind(dim)`: the method of the op's name
-        return name is not None and name in handled and name not in CONVERSION_OPS
+        # An in-place op (`copy_`) writes in its destination's dtype and device whatever its
+        # other inputs were converted to: nothing the caller sees changes.
+        return (
+            name is not None
+            and name in handled
+            and name not in CONVERSION_OPS
+            and not name.endswith("_")
+        )
 
     # --- helpers ---------------------------------------------------------------------------
     def _is_redispatch(self, call: cst.Call) -> bool:
