@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
@@ -31,9 +32,20 @@ class Conversion:
 class _HookVisitor(FastVisitor):
     """Collects conversions of args/kwargs and redispatch calls in one hook body, in order."""
 
-    def __init__(self, hook: cst.FunctionDef, params: list[str], imports: ImportTable) -> None:
+    def __init__(
+        self,
+        hook: cst.FunctionDef,
+        params: list[str],
+        imports: ImportTable,
+        helper: Callable[[str], cst.FunctionDef | None] | None = None,
+    ) -> None:
         self.hook = hook
         self.imports = imports
+        self.helper = helper  # a module-level function of the file, by name
+        self.helper_kinds: dict[str, str | None] = {}
+        # The later names of a converted value: `grouped = regroup(moved)` still holds the moved
+        # tensors (by the conversion's target).
+        self.carried: dict[str, set[str]] = {}
         self.func = params[0] if params else "func"
         self.derived: set[str] = set(params[2:4])  # args, kwargs
         self.local_converters: dict[str, cst.FunctionDef | cst.Lambda] = {}
@@ -76,12 +88,18 @@ class _HookVisitor(FastVisitor):
                 self._kwargs_store(target.target, node.value, node)
         derived = self._is_derived(node.value)
         conversions = self._conversions_in(node.value)
+        read = set(names_in(node.value))
         for target in node.targets:
             for name in _target_names(target.target):
                 if derived:
                     self.derived.add(name)
                 for kind, conv_node in conversions:
                     self.conversions.append(Conversion(conv_node, kind, name))
+                for names in self.carried.values():
+                    if read & names:
+                        names.add(name)
+                if conversions:
+                    self.carried.setdefault(name, {name})
 
     def visit_Call(self, node: cst.Call) -> None:
         if self._is_redispatch(node):
@@ -129,7 +147,10 @@ class _HookVisitor(FastVisitor):
             # `func._op(...)`, `func.overloadpacket(...)` still call the same operator
             if dotted(func.value) == self.func:
                 return True
-        return False
+            if func.attr.value in HOOKS:
+                return False  # `cls.__torch_function__(func, ...)`: the hook again, not the op
+        # `cls._evaluate(func, grouped_args)`: a helper handed the op runs it on what it gets
+        return any(not arg.star and dotted(arg.value) == self.func for arg in call.args)
 
     def _is_derived(self, expr: cst.BaseExpression) -> bool:
         for name in names_in(expr):
@@ -203,6 +224,14 @@ class _HookVisitor(FastVisitor):
                         if kind is not None:
                             found.append((kind, node))
                     return
+                if isinstance(func, cst.Name) and any(
+                    visitor._is_derived(arg.value) or set(names_in(arg.value)) & self.bound
+                    for arg in node.args
+                ):
+                    kind = visitor._helper_kind(func.value)
+                    if kind is not None:
+                        found.append((kind, node))  # `moved = _to_device(args, device)`
+                        return
                 if _is_op_path(func) and _op_name(func) in CONVERSION_OPS:
                     # `aten._to_copy.default(x, dtype=...)`: the op form of `x.to(...)`
                     first = positional(node, 0)
@@ -220,6 +249,20 @@ class _HookVisitor(FastVisitor):
 
         _Find().walk(expr)
         return found
+
+    def _helper_kind(self, name: str) -> str | None:
+        """The conversion a module-level function of the file returns of what it is given
+        (`for x in args: out.append(x.to(device))` then `return out`), if any. A helper that
+        converts its input to compute something else (a statistic) returns no converted
+        value: it is not one."""
+        if self.helper is None or name in self.local_converters or self.imports.is_imported(name):
+            return None
+        if name not in self.helper_kinds:
+            self.helper_kinds[name] = None  # a recursive helper stops here
+            function = self.helper(name)
+            if function is not None:
+                self.helper_kinds[name] = _returned_conversion(function)
+        return self.helper_kinds[name]
 
     def _converter_kind(self, fn: cst.BaseExpression) -> str | None:
         """The conversion a function passed to tree_map applies to its argument, if any."""
@@ -240,6 +283,84 @@ class _HookVisitor(FastVisitor):
 
         _Find().walk(body)
         return kinds[0] if kinds else None
+
+
+def _returned_conversion(function: cst.FunctionDef) -> str | None:
+    """`dtype` / `device` when `function` returns its parameters converted: `return
+    x.to(device)`, or a name it assigned or appended such conversions to (`for x in args:
+    out.append(x.to(device))` ... `return out`). A value computed from a converted one
+    (`torch.stack([(data >> 4).to(torch.uint8), ...])`, a statistic) is something else: the
+    caller does not get its own tensors back on another device or in another dtype."""
+    params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    derived = set(params)
+    into: dict[str, str] = {}  # name -> the conversion stored in it
+    returned: list[str] = []
+
+    class _Body(FastVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is function
+
+        def visit_For(self, node: cst.For) -> None:
+            if set(names_in(node.iter)) & derived:
+                derived.update(_target_names(node.target))
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            kind = _direct_conversion(node.value, derived)
+            for target in node.targets:
+                for name in _target_names(target.target):
+                    if kind is not None:
+                        into[name] = kind
+
+        def visit_Call(self, node: cst.Call) -> None:
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend"):
+                owner = dotted(func.value)
+                for arg in node.args:
+                    kind = _direct_conversion(arg.value, derived)
+                    if owner is not None and kind is not None:
+                        into[owner] = kind
+
+        def visit_Return(self, node: cst.Return) -> None:
+            value = node.value
+            if isinstance(value, cst.Name) and value.value in into:
+                returned.append(into[value.value])
+            elif value is not None:
+                kind = _direct_conversion(value, derived)
+                if kind is not None:
+                    returned.append(kind)
+
+    _Body().walk(function)
+    return returned[0] if returned else None
+
+
+def _direct_conversion(expr: cst.BaseExpression, derived: set[str]) -> str | None:
+    """The conversion `expr` applies to a value given (a name of `derived`, or an element or
+    attribute of one), itself or per element: `x.to(d)`, `x.to(d) if ... else x`,
+    `[a.cuda() for a in args]`; None for anything computed from it first."""
+    if isinstance(expr, cst.IfExp):
+        return _direct_conversion(expr.body, derived) or _direct_conversion(expr.orelse, derived)
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        for element in expr.elements:
+            kind = _direct_conversion(element.value, derived)
+            if kind is not None:
+                return kind
+        return None
+    if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+        inner = set(derived)
+        comp: cst.CompFor | None = expr.for_in
+        while comp is not None:
+            if set(names_in(comp.iter)) & inner:
+                inner.update(_target_names(comp.target))
+            comp = comp.inner_for_in
+        return _direct_conversion(expr.elt, inner)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        kind = conversion_kind(expr)
+        base = expr.func.value
+        while isinstance(base, (cst.Subscript, cst.Attribute)):
+            base = base.value
+        if kind is not None and isinstance(base, cst.Name) and base.value in derived:
+            return kind
+    return None
 
 
 def conversion_kind(call: cst.Call) -> str | None:
@@ -385,7 +506,7 @@ class TorchFunctionConversions(Check):
         params = params if is_static else params[1:]
         if len(params) < 3:
             return
-        visitor = _HookVisitor(hook, params, self.ctx.facts.imports)
+        visitor = _HookVisitor(hook, params, self.ctx.facts.imports, self.ctx.methods.function)
         visitor.walk(hook)
         if not visitor.redispatches:
             return
@@ -396,9 +517,8 @@ class TorchFunctionConversions(Check):
         module = self.ctx.facts.module
         seen: set[int] = set()
         for conversion in visitor.conversions:
-            flows = conversion.inline_in is not None or (
-                conversion.target is not None and conversion.target in redispatch_names
-            )
+            names = visitor.carried.get(conversion.target or "", set()) | {conversion.target}
+            flows = conversion.inline_in is not None or bool(names & redispatch_names)
             if not flows or id(conversion.node) in seen:
                 continue
             if _keeps_own(conversion, visitor.redispatches):
