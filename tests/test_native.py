@@ -461,3 +461,20 @@ def test_a_helper_handing_the_gradient_to_a_writing_kernel(tmp_path: Path) -> No
         assert [f[0] for f in found] == expected, found
         if expected == ["AGL202"]:
             assert "Through `_scale()`: `scale_` writes its result into it" in found[0][4]
+
+
+def test_an_installed_wheel_resolves_its_own_absolute_imports(tmp_path: Path) -> None:
+    """A wheel has no project marker: its root is its top package, and `from pkg.ops.utils
+    import kernel` inside it must still find pkg/ops/utils.py (liger-kernel's shared Triton
+    kernels), or nothing behind the import is read."""
+    from autogradlint.native.modules import module_file
+
+    package = tmp_path / "site" / "pkg"
+    (package / "ops").mkdir(parents=True)
+    for init in (package / "__init__.py", package / "ops" / "__init__.py"):
+        init.write_text("")
+    (package / "ops" / "utils.py").write_text("def kernel(): ...\n")
+    importer = str(package / "ops" / "loss.py")
+    assert module_file(importer, "pkg.ops.utils", str(package)) == str(package / "ops" / "utils.py")
+    # A project root that is not a package keeps resolving from itself only.
+    assert module_file(importer, "pkg.ops.utils", str(tmp_path)) is None

@@ -22,6 +22,7 @@ from ..speed.slicing import ast_dotted
 from ..speed.statements import chunk_starts
 from .bindings import Binding, Bindings
 from .compiled import DISPATCHER_NAMESPACES, named_extension
+from .triton_writes import base_only_params, written_params
 
 _MAX_BYTES = 2_000_000  # a helper file larger than this is not read (its calls stay unknown)
 _ALIASING = frozenset(
@@ -229,6 +230,35 @@ class Summaries:
         if found != self.path:
             self.consulted.add(found)
         return found, function
+
+    def kernel_writes(self, reach: Reach) -> bool:
+        """Whether the Triton kernel a launch reaches stores through the argument at that
+        launch's slot (or keyword)."""
+        if reach.kind != "triton":
+            return False
+        name, kernel = self._kernel_param(reach.callee, reach.path, reach.slot, reach.keyword)
+        return kernel is not None and name in written_params(kernel)
+
+    def kernel_reads_one_element(
+        self, callee: str, path: str | None, slot: int | None, keyword: str | None = None
+    ) -> bool:
+        """Whether the Triton kernel `callee` only ever loads the argument at `slot` at its
+        base (`tl.load(grad_ptr)`): one element, whatever the tensor's strides."""
+        name, kernel = self._kernel_param(callee, path or self.path, slot, keyword)
+        return kernel is not None and name in base_only_params(kernel)
+
+    def _kernel_param(
+        self, callee: str, path: str, slot: int | None, keyword: str | None
+    ) -> tuple[str | None, ast.FunctionDef | None]:
+        found = self.function(callee.lstrip("."), path)
+        if found is None:
+            return None, None
+        kernel = found[1]
+        params = [a.arg for a in (*kernel.args.posonlyargs, *kernel.args.args)]
+        name = keyword
+        if name is None and slot is not None and slot < len(params):
+            name = params[slot]
+        return name, kernel
 
     def foreign_graph_helper(self, written: str) -> tuple[str, list[Binding]] | None:
         """The source of a function of another project file that the linted file calls, and

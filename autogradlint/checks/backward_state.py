@@ -104,6 +104,63 @@ class BackwardState(Check):
                     consequence=_SECOND_BACKWARD_CHANGED,
                     severity="warning",
                 )
+        self._kernel_writes_saved(info, flow, ctx_name, saved, reported)
+
+    def _kernel_writes_saved(
+        self,
+        info: ClassInfo,
+        flow: MethodFlow,
+        ctx_name: str | None,
+        saved: dict[int, tuple[str, bool]],
+        reported: set[object],
+    ) -> None:
+        """A saved tensor handed to a helper whose Triton launch stores into it (liger's
+        `element_mul_kernel` scaling the gradient forward saved): a write the version counter
+        never hears of, so even a second backward does not raise (semantics D9.5)."""
+        summaries = self.ctx.summaries
+        for site in flow.calls:
+            call = site.node
+            written = dotted(call.func)
+            if site.in_nested_def or written is None:
+                continue
+            slots = {
+                position: slot
+                for position, arg in enumerate(call.args)
+                if arg.keyword is None
+                and not arg.star
+                and (slot := _saved_slot(arg.value, flow, site.order, ctx_name)) is not None
+                and slot[1] in saved
+                and slot[1] not in reported
+            }
+            if not slots or any(arg.star for arg in call.args):
+                continue
+            found = summaries.function(written)
+            summary = summaries.summary(*found) if found is not None else None
+            if summary is None:
+                continue
+            for position, (name, index) in slots.items():
+                reach = next(
+                    (
+                        r
+                        for r in summary.reaches
+                        if r.param == position and r.direct and summaries.kernel_writes(r)
+                    ),
+                    None,
+                )
+                if reach is None or index in reported:
+                    continue
+                reported.add(index)
+                detail, caller_holds = saved[index]
+                kernel = reach.callee.lstrip(".")
+                self.report(
+                    "AGL409",
+                    call.args[position].value,
+                    cls=info.name,
+                    name=name,
+                    detail=f"{detail}, stored into by the Triton kernel `{kernel}` through `{written}`",
+                    consequence=_KERNEL_CALLER_HOLDS if caller_holds else _KERNEL_SECOND_BACKWARD,
+                    severity=None if caller_holds else "warning",
+                )
 
     def _saved_from_forward(self, forward: cst.FunctionDef) -> dict[int, tuple[str, bool]]:
         """Slot -> (what forward's one `save_for_backward` call saved there, whether the
@@ -239,6 +296,19 @@ _SECOND_BACKWARD_CHANGED = (
     "The first backward is right; a second backward through the graph (retain_graph=True) "
     "starts from the changed tensor and silently returns another gradient (scaled twice, for "
     "`mul_`)."
+)
+
+
+# A kernel's write bypasses the version counter (D9.5): nothing raises, ever.
+_KERNEL_CALLER_HOLDS = (
+    "The caller holds that tensor: after backward it silently holds other values, and since a "
+    "kernel's write never bumps the version counter, a second backward (retain_graph=True) "
+    "does not raise either: it silently starts from the changed values."
+)
+_KERNEL_SECOND_BACKWARD = (
+    "The first backward is right; a kernel's write never bumps the version counter, so a second "
+    "backward through the graph (retain_graph=True) raises nothing and silently returns another "
+    "gradient (scaled twice, for a scaling kernel)."
 )
 
 

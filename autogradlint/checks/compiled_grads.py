@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import builtins
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -32,6 +33,28 @@ ALIASING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data"})
 
 # `len(g)`, `max(...)`: never a project function (the file is not scanned for its definitions)
 _BUILTINS = frozenset(dir(builtins))
+
+
+def makes_arguments_contiguous(decorator: ast.FunctionDef) -> bool:
+    """Whether a decorator's wrapper makes the arguments contiguous before calling what it
+    wraps: a nested def that calls `.contiguous()` and then the decorator's parameter (the
+    function), passing on what it built (`fn(ctx, *args, **kwargs)` after `args = [a.contiguous()
+    ... for a in args]`)."""
+    params = [a.arg for a in (*decorator.args.posonlyargs, *decorator.args.args)]
+    if not params:
+        return False
+    wrapped = params[0]
+    for inner in ast.walk(decorator):
+        if not isinstance(inner, ast.FunctionDef) or inner is decorator:
+            continue
+        calls = [n for n in ast.walk(inner) if isinstance(n, ast.Call)]
+        contiguous = any(
+            isinstance(c.func, ast.Attribute) and c.func.attr == "contiguous" for c in calls
+        )
+        forwards = any(isinstance(c.func, ast.Name) and c.func.id == wrapped for c in calls)
+        if contiguous and forwards:
+            return True
+    return False
 
 
 def _launch_evidence(reach: Reach) -> ReadEvidence:
@@ -97,16 +120,26 @@ class CompiledGradients(Check):
                     self._check_call(site, callee, flow, grads, info.name)
 
     def _guarded_by_decorator(self, method: cst.FunctionDef) -> bool:
-        """`@input_guard` (fla) and friends make every tensor argument contiguous."""
+        """A decorator that makes every tensor argument contiguous: one whose wrapper calls
+        `.contiguous()` and then the function it wraps (liger's `@ensure_contiguous`, fla's
+        `@input_guard`, read from their source), or one the configuration names."""
         for decorator in method.decorators:
             expr = decorator.decorator
             call = expr if isinstance(expr, cst.Call) else None
-            name = (dotted(call.func if call else expr) or "").rsplit(".", 1)[-1]
-            if name in self.ctx.settings.guard_decorators:
-                opt_out = call is not None and keyword(call, "no_guard_contiguous")
-                if not (isinstance(opt_out, cst.Name) and opt_out.value == "True"):
-                    return True
+            written = dotted(call.func if call else expr) or ""
+            named = written.rsplit(".", 1)[-1] in self.ctx.settings.guard_decorators
+            if not named and not self._contiguous_wrapper(written):
+                continue
+            opt_out = call is not None and keyword(call, "no_guard_contiguous")
+            if not (isinstance(opt_out, cst.Name) and opt_out.value == "True"):
+                return True
         return False
+
+    def _contiguous_wrapper(self, written: str) -> bool:
+        if not written or written in ("staticmethod", "classmethod"):
+            return False
+        found = self.ctx.summaries.function(written)
+        return found is not None and makes_arguments_contiguous(found[1])
 
     # --- one call deeper ---------------------------------------------------------------------
     def _through_helper(self, site: CallSite, flow: MethodFlow, grads: set[str], cls: str) -> None:
@@ -158,6 +191,10 @@ class CompiledGradients(Check):
         if reach.kind == "triton":
             if state.read_safe or reach.guarded:
                 return False
+            if self.ctx.summaries.kernel_reads_one_element(
+                reach.callee, reach.path, reach.slot, reach.keyword
+            ):
+                return False  # `tl.load(grad_ptr)`: one element, strides cannot matter
             fix = None if reach.strides else self._direct_fix(arg, reach)
             told = _launch_evidence(reach)
             self._raw_read(
@@ -378,6 +415,10 @@ class CompiledGradients(Check):
             elif not state.read_safe and not stride_safe and state.name not in stride_names:
                 if found.safe:
                     continue  # the C++ makes it contiguous or reads it through its strides
+                if kind == "triton" and self.ctx.summaries.kernel_reads_one_element(
+                    name, None, position
+                ):
+                    continue  # `tl.load(grad_ptr)`: one element, strides cannot matter
                 text = found.text
                 fix = self._contiguous_fix(arg.value)
                 if kind == "triton" and stride_names:

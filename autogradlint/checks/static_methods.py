@@ -39,19 +39,18 @@ class StaticMethods(Check):
             method = info.methods.get(name)
             if method is None or is_static(method):
                 continue
-            is_classmethod = any(dotted(d.decorator) == "classmethod" for d in method.decorators)
-            fix = None
-            if not is_classmethod:
-                # Through the class (`apply`, `Fn.forward(ctx, x)`) a plain function and a
-                # static method are the same; through an instance the plain one gets the
-                # instance as its first argument, so the fix is proven only without instances.
-                if known_instantiated is None:
-                    known_instantiated = instantiated(self.ctx.facts.source, info.name)
-                note = (
-                    f"`{info.name}(...)` is instantiated in this file: looked up on an instance, "
-                    f"`{name}` gets the instance as its first argument until it is static"
-                    if known_instantiated
-                    else ""
-                )
-                fix = add_decorator_fix(method, "staticmethod", note=note)
+            if any(dotted(d.decorator) == "classmethod" for d in method.decorators):
+                continue  # binds the class wherever it is looked up: works like static (D2.3)
+            # Through the class (`apply`, `Fn.forward(ctx, x)`) a plain function and a static
+            # method are the same; through an instance the plain one gets the instance as its
+            # first argument, so the fix is proven only without instances.
+            if known_instantiated is None:
+                known_instantiated = instantiated(self.ctx.facts.source, info.name)
+            note = (
+                f"`{info.name}(...)` is instantiated in this file: looked up on an instance, "
+                f"`{name}` gets the instance as its first argument until it is static"
+                if known_instantiated
+                else ""
+            )
+            fix = add_decorator_fix(method, "staticmethod", note=note)
             self.report("AGL402", method, anchor=method.name, fix=fix, cls=info.name, method=name)

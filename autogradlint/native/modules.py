@@ -107,6 +107,10 @@ def module_file(importer: str, module: str, root: str) -> str | None:
         bases = [base]
     else:
         bases = [root, os.path.join(root, "src")]
+        if os.path.isfile(os.path.join(root, "__init__.py")):
+            # The root of an installed wheel is its top package (native_root): `import
+            # pkg.ops.utils` inside it starts from the directory that holds `pkg`.
+            bases.append(os.path.dirname(root))
         if importer:
             bases.append(os.path.dirname(importer))
     for base in bases:

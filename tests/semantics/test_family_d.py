@@ -89,6 +89,32 @@ def test_non_static_methods_work_through_the_class_only() -> None:
     )
 
 
+class ClassMethods(Function):
+    """liger's chunked losses: `@classmethod def forward(cls, ctx, ...)`."""
+
+    @classmethod
+    def forward(cls, ctx, x):
+        ctx.save_for_backward(x)
+        return x * 2
+
+    @classmethod
+    def backward(cls, ctx, g):
+        return g * 2
+
+
+@rows("D2.3")
+def test_class_methods_work_through_the_class_and_an_instance_alike() -> None:
+    x = three()
+    ClassMethods.apply(x).sum().backward()
+    assert x.grad.tolist() == [2.0] * 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        instance = ClassMethods()
+    # A classmethod binds the class wherever it is looked up: the ctx slot stays the caller's.
+    assert instance.forward.__self__ is ClassMethods
+    assert instance.backward(None, torch.ones(2)).tolist() == [2.0, 2.0]
+
+
 def scale_by(keep: str) -> type[Function]:
     class Scale(Function):
         @staticmethod
@@ -437,6 +463,42 @@ def test_backward_writing_a_tensor_kept_on_ctx_scales_again_on_a_second_backward
     first = x.grad.clone()
     x.grad = None
     loss.backward()
+    assert first.tolist() == [6.0, 6.0, 6.0]
+    assert x.grad.tolist() == [12.0, 12.0, 12.0]  # silently scaled twice
+
+
+def _raw_scale(t: torch.Tensor, factor: float) -> None:
+    """What a Triton or C++ kernel does to a tensor it is handed: write through its pointer.
+    The tensor's version counter never hears of it."""
+    import ctypes
+
+    assert t.dtype == torch.float32 and t.is_contiguous()
+    memory = (ctypes.c_float * t.numel()).from_address(t.data_ptr())
+    for i in range(t.numel()):
+        memory[i] *= factor
+
+
+@rows("D9.5")
+def test_a_kernel_writing_a_saved_tensor_goes_unnoticed_and_scales_again() -> None:
+    class Loss(Function):
+        @staticmethod
+        def forward(ctx, x):
+            grads = torch.full_like(x, 3.0)  # the gradient computed in forward, as liger does
+            ctx.save_for_backward(grads)
+            return (x * 3).sum()
+
+        @staticmethod
+        def backward(ctx, g):
+            (grads,) = ctx.saved_tensors
+            _raw_scale(grads, float(g))  # an element-wise kernel scaling it in place
+            return grads
+
+    x = three()
+    loss = Loss.apply(x) * 2
+    loss.backward(retain_graph=True)
+    first = x.grad.clone()
+    x.grad = None
+    loss.backward()  # no "modified by an inplace operation": the version counter is unchanged
     assert first.tolist() == [6.0, 6.0, 6.0]
     assert x.grad.tolist() == [12.0, 12.0, 12.0]  # silently scaled twice
 
