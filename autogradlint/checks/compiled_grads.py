@@ -25,7 +25,7 @@ from ..analysis.summaries import Reach
 from ..analysis.walk import FastVisitor
 from ..fix.edits import Edits, Fix
 from .base import Check
-from .common import backward_methods, keyword, positional, source_of
+from .common import BackwardOf, backward_methods, keyword, positional, source_of
 from .gradient_copy import copy_gradient_first
 
 ALIASING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data"})
@@ -93,33 +93,43 @@ class CompiledGradients(Check):
         facts = self.ctx.facts
         for info, method in backward_methods(facts):
             self.ctx.enter(info.subject)
-            if self._guarded_by_decorator(method):
+            if self._guarded_by_decorator(method, read_source=False):
                 continue
-            flow = self.ctx.flow(method)
-            self.loaded: set[str] = set()  # names bound to loaded modules (by evidence)
-            self._states: dict[int, dict[tuple[int, int], GradState | None]] = {}
-            grads = set(flow.params[1:])
-            if flow.vararg:
-                grads.add(flow.vararg)
-            if not grads:
-                continue
-            self.method = method
-            for site in flow.calls:
-                callee = compiled_callee(site.node, facts, self.ctx.settings, self.ctx.native)
-                if (
-                    callee is None
-                    and self._may_lead_somewhere(site.node, flow)
-                    and self._takes_gradient(site, flow, grads)
-                ):
-                    callee = compiled_by_evidence(site.node, facts, self.ctx.native)
-                    callee = callee or self._loaded_module_call(site, flow)
-                    if callee is None:
-                        self._through_helper(site, flow, grads, info.name)
-                        continue
-                if callee is not None:
-                    self._check_call(site, callee, flow, grads, info.name)
+            reported = len(self.ctx.violations)
+            self._method(info, method)
+            # A decorator's source is read only when there is something it could answer for:
+            # resolving every decorator of every backward (often in other files) costs more.
+            if len(self.ctx.violations) > reported and self._guarded_by_decorator(method):
+                del self.ctx.violations[reported:]
 
-    def _guarded_by_decorator(self, method: cst.FunctionDef) -> bool:
+    def _method(self, info: BackwardOf, method: cst.FunctionDef) -> None:
+        """AGL201 / AGL202 for the calls of one backward."""
+        facts = self.ctx.facts
+        flow = self.ctx.flow(method)
+        self.loaded: set[str] = set()  # names bound to loaded modules (by evidence)
+        self._states: dict[int, dict[tuple[int, int], GradState | None]] = {}
+        grads = set(flow.params[1:])
+        if flow.vararg:
+            grads.add(flow.vararg)
+        if not grads:
+            return
+        self.method = method
+        for site in flow.calls:
+            callee = compiled_callee(site.node, facts, self.ctx.settings, self.ctx.native)
+            if (
+                callee is None
+                and self._may_lead_somewhere(site.node, flow)
+                and self._takes_gradient(site, flow, grads)
+            ):
+                callee = compiled_by_evidence(site.node, facts, self.ctx.native)
+                callee = callee or self._loaded_module_call(site, flow)
+                if callee is None:
+                    self._through_helper(site, flow, grads, info.name)
+                    continue
+            if callee is not None:
+                self._check_call(site, callee, flow, grads, info.name)
+
+    def _guarded_by_decorator(self, method: cst.FunctionDef, read_source: bool = True) -> bool:
         """A decorator that makes every tensor argument contiguous: one whose wrapper calls
         `.contiguous()` and then the function it wraps (liger's `@ensure_contiguous`, fla's
         `@input_guard`, read from their source), or one the configuration names."""
@@ -128,7 +138,7 @@ class CompiledGradients(Check):
             call = expr if isinstance(expr, cst.Call) else None
             written = dotted(call.func if call else expr) or ""
             named = written.rsplit(".", 1)[-1] in self.ctx.settings.guard_decorators
-            if not named and not self._contiguous_wrapper(written):
+            if not named and not (read_source and self._contiguous_wrapper(written)):
                 continue
             opt_out = call is not None and keyword(call, "no_guard_contiguous")
             if not (isinstance(opt_out, cst.Name) and opt_out.value == "True"):
