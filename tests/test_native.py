@@ -476,5 +476,11 @@ def test_an_installed_wheel_resolves_its_own_absolute_imports(tmp_path: Path) ->
     (package / "ops" / "utils.py").write_text("def kernel(): ...\n")
     importer = str(package / "ops" / "loss.py")
     assert module_file(importer, "pkg.ops.utils", str(package)) == str(package / "ops" / "utils.py")
-    # A project root that is not a package keeps resolving from itself only.
+    # A project root that is not a package keeps resolving from itself only, and a wheel does
+    # not reach the other packages installed beside it.
     assert module_file(importer, "pkg.ops.utils", str(tmp_path)) is None
+    other = tmp_path / "site" / "other"
+    other.mkdir()
+    (other / "__init__.py").write_text("")
+    (other / "mod.py").write_text("")
+    assert module_file(importer, "other.mod", str(package)) is None

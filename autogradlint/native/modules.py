@@ -107,9 +107,10 @@ def module_file(importer: str, module: str, root: str) -> str | None:
         bases = [base]
     else:
         bases = [root, os.path.join(root, "src")]
-        if os.path.isfile(os.path.join(root, "__init__.py")):
-            # The root of an installed wheel is its top package (native_root): `import
-            # pkg.ops.utils` inside it starts from the directory that holds `pkg`.
+        if parts[0] == os.path.basename(root) and os.path.isfile(os.path.join(root, "__init__.py")):
+            # The root of an installed wheel is its top package (native_root): its own `import
+            # pkg.ops.utils` starts from the directory that holds `pkg`. Only its own: that
+            # directory is shared (site-packages), and other packages there are not the project.
             bases.append(os.path.dirname(root))
         if importer:
             bases.append(os.path.dirname(importer))
