@@ -9,6 +9,7 @@ that parameter."""
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 
 # tl.store and the atomics all write through their first argument
@@ -45,6 +46,9 @@ class _Uses:
     other: frozenset[str]  # any other use: advanced, offset, stored, passed on
 
 
+# A kernel's tree is the one the summaries keep for its file (the same object each time):
+# every launch of it, and both questions above, read one analysis.
+@functools.lru_cache(maxsize=256)
 def _uses(kernel: ast.FunctionDef) -> _Uses:
     params = [a.arg for a in (*kernel.args.posonlyargs, *kernel.args.args, *kernel.args.kwonlyargs)]
     visitor = _Stores({p: {p} for p in params})

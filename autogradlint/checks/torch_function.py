@@ -111,7 +111,7 @@ class _HookVisitor(FastVisitor):
             # itself, run on a converted input (C5.6), is a redispatch like `func(...)`.
             self.redispatches.append(node)
             inputs = [arg.value for arg in node.args]
-            if isinstance(node.func, cst.Attribute) and not _is_op_path(node.func):
+            if isinstance(node.func, cst.Attribute) and _op_name(node.func) is None:
                 inputs.append(node.func.value)  # the receiver of `x.unbind(dim)`
             for expr in inputs:
                 for kind, conv_node in self._conversions_in(expr):
@@ -121,7 +121,7 @@ class _HookVisitor(FastVisitor):
         handled = frozenset().union(*self.handled_ops) if self.handled_ops else frozenset()
         if not handled:
             return False
-        name = _op_name(call.func) if _is_op_path(call.func) else None
+        name = _op_name(call.func)
         if name is None and isinstance(call.func, cst.Attribute):
             name = call.func.attr.value  # `x.unbind(dim)`: the method of the op's name
         # An in-place op (`copy_`) writes in its destination's dtype and device whatever its
@@ -197,11 +197,7 @@ class _HookVisitor(FastVisitor):
                 self.bound: set[str] = set()  # comprehension / lambda variables over derived values
 
             def _bind(self, comp: cst.CompFor | None) -> None:
-                # The element is visited before its `for` clauses: bind their targets first.
-                while comp is not None:
-                    if visitor._is_derived(comp.iter) or set(names_in(comp.iter)) & self.bound:
-                        self.bound |= set(_target_names(comp.target))
-                    comp = comp.inner_for_in
+                self.bound |= _comprehension_targets(comp, visitor.derived | self.bound)
 
             def visit_ListComp(self, node: cst.ListComp) -> None:
                 self._bind(node.for_in)
@@ -232,7 +228,7 @@ class _HookVisitor(FastVisitor):
                     if kind is not None:
                         found.append((kind, node))  # `moved = _to_device(args, device)`
                         return
-                if _is_op_path(func) and _op_name(func) in CONVERSION_OPS:
+                if _op_name(func) in CONVERSION_OPS:
                     # `aten._to_copy.default(x, dtype=...)`: the op form of `x.to(...)`
                     first = positional(node, 0)
                     converted = set(names_in(first)) if first is not None else set()
@@ -346,13 +342,7 @@ def _direct_conversion(expr: cst.BaseExpression, derived: set[str]) -> str | Non
                 return kind
         return None
     if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
-        inner = set(derived)
-        comp: cst.CompFor | None = expr.for_in
-        while comp is not None:
-            if set(names_in(comp.iter)) & inner:
-                inner.update(_target_names(comp.target))
-            comp = comp.inner_for_in
-        return _direct_conversion(expr.elt, inner)
+        return _direct_conversion(expr.elt, derived | _comprehension_targets(expr.for_in, derived))
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
         kind = conversion_kind(expr)
         base = expr.func.value
@@ -407,10 +397,6 @@ def _op_name(expr: cst.BaseExpression) -> str | None:
         return None
     at = parts.index("aten")
     return parts[at + 1] if at + 1 < len(parts) else None
-
-
-def _is_op_path(expr: cst.BaseExpression) -> bool:
-    return _op_name(expr) is not None
 
 
 def _tested_ops(test: cst.BaseExpression, func: str) -> frozenset[str]:
@@ -475,6 +461,18 @@ def _is_meta(expr: cst.BaseExpression) -> bool:
         first = positional(expr, 0)
         return first is not None and string_value(first) == "meta"
     return False
+
+
+def _comprehension_targets(comp: cst.CompFor | None, given: set[str]) -> set[str]:
+    """The names a comprehension's `for` clauses bind to values drawn from `given` (or from
+    an earlier clause's names): `a` in `[a.cuda() for a in args]`. The element is visited
+    before its clauses, so callers bind these first."""
+    bound: set[str] = set()
+    while comp is not None:
+        if set(names_in(comp.iter)) & (given | bound):
+            bound |= set(_target_names(comp.target))
+        comp = comp.inner_for_in
+    return bound
 
 
 def _target_names(target: cst.BaseExpression) -> list[str]:
