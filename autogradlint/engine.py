@@ -95,10 +95,8 @@ def analyse(
         if _nesting_depth(text) > MAX_NESTING:
             # libcst's native parser overflows its stack on such input (a segfault, not an
             # exception): never hand it over. CPython's message says what is wrong.
-            line, column = exc.lineno, (exc.offset or 1) - 1
-            return Analysis(
-                path, text=text, error=FileError(path, f"syntax error: {exc.msg}", line, column)
-            )
+            message, column = f"syntax error: {exc.msg}", (exc.offset or 1) - 1
+            return Analysis(path, text=text, error=FileError(path, message, exc.lineno, column))
         sliced = None  # newer syntax than this Python's ast? libcst may still cope
         ast_error = exc
     except (ValueError, RecursionError, MemoryError):
@@ -115,9 +113,10 @@ def analyse(
             line_map = sliced.line_map
     refused = too_complex(parse_input)
     if refused is not None:
-        line = line_map[refused.line - 1] if line_map and refused.line <= len(line_map) else None
-        line = line if line_map else refused.line
-        return Analysis(path, text=text, error=FileError(path, refused.describe(), line))
+        where: int | None = refused.line  # in the text libcst would have parsed
+        if line_map:
+            where = line_map[refused.line - 1] if refused.line <= len(line_map) else None
+        return Analysis(path, text=text, error=FileError(path, refused.describe(), where))
     try:
         module = parse_module(parse_input)
     except cst.ParserSyntaxError as exc:

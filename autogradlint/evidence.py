@@ -42,7 +42,9 @@ def parse_rows(text: str) -> dict[str, Row]:
 
 def _split_cells(text: str) -> list[str]:
     """Split on `|` outside backquotes (an error text may contain one)."""
-    cells, current, quoted = [], [], False
+    cells: list[str] = []
+    current: list[str] = []
+    quoted = False
     for char in text:
         if char == "`":
             quoted = not quoted

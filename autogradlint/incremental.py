@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from .engine import lint_source
 from .hygiene import audit
@@ -66,28 +67,29 @@ class IncrementalLinter:
         settings: Settings | None = None,
         project: FileView = EMPTY,
     ) -> FileResult:
-        options = {"enabled": enabled, "settings": settings, "project": project}
+        run = partial(lint_source, enabled=enabled, settings=settings, project=project)
         chunks = split(text, project.seeds)
-        units = [c for c in chunks if c.name is not None]
-        names = [c.name for c in units]
+        # Units by name (a chunk is a unit when it has one).
+        units = [(c.name, c) for c in chunks if c.name is not None]
+        names = [name for name, _ in units]
         if len(units) < MIN_UNITS or len(set(names)) < len(names) or "\r" in text or "\x00" in text:
             self.documents.pop(path, None)
-            return lint_source(text, path, **options)
-        bodies = {c.name: text[c.start : c.end] for c in units}
+            return run(text, path)
+        bodies = {name: text[c.start : c.end] for name, c in units}
         contexts = [c for c in chunks if c.name is None]
         key = ("".join(text[c.start : c.end] for c in contexts), enabled, settings, project)
         state = self.documents.setdefault(path, _State())
         if state.key != key:
             state.key, state.units, state.outlines = key, {}, ""
-        stubs = {c.name: stub(text, c) for c in units}
-        outlines = "\n".join(f"{n}:{_squeeze(stubs[n])}" for n in sorted(stubs))  # type: ignore[index]
+        stubs = {name: stub(text, c) for name, c in units}
+        outlines = "\n".join(f"{n}:{_squeeze(stubs[n])}" for n in sorted(stubs))
         if state.outlines != outlines:
             # Findings in the context: calls to units' forward, classes nested in functions.
-            reduced = _reduced(text, chunks, keep=set(), stubs=stubs)  # type: ignore[arg-type]
-            result = lint_source(reduced, path, suppress=False, **options)
+            reduced = _reduced(text, chunks, keep=set(), stubs=stubs)
+            result = run(reduced, path, suppress=False)
             if result.error is not None:
                 self.documents.pop(path, None)
-                return lint_source(text, path, **options)
+                return run(text, path)
             state.outlines = outlines
             state.context = [
                 (contexts.index(owner), _shift(f, -owner.first_line))
@@ -96,16 +98,16 @@ class IncrementalLinter:
             ]
         findings = [_shift(f, contexts[i].first_line) for i, f in state.context]
         fresh: dict[tuple[str, ...], list[Finding]] = {}
-        for unit in units:
-            named = _named(bodies, unit.name)  # type: ignore[arg-type]
-            memo = (bodies[unit.name], *(bodies[n] for n in sorted(named)))  # type: ignore[index]
+        for name, unit in units:
+            named = _named(bodies, name)
+            memo = (bodies[name], *(bodies[n] for n in sorted(named)))
             relative = state.units.get(memo)
             if relative is None:
-                reduced = _reduced(text, chunks, keep={unit.name, *named}, stubs={})  # type: ignore[arg-type]
-                result = lint_source(reduced, path, suppress=False, **options)
+                reduced = _reduced(text, chunks, keep={name, *named}, stubs={})
+                result = run(reduced, path, suppress=False)
                 if result.error is not None:
                     self.documents.pop(path, None)
-                    return lint_source(text, path, **options)
+                    return run(text, path)
                 relative = [
                     _shift(f, -unit.first_line)
                     for f in result.findings

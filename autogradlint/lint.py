@@ -52,7 +52,6 @@ def lint_file(
         path, findings=step.reported, parsed=analysis.parsed, depends=analysis.depends
     )
     if fixes and (any(v.fix for _, v in step.located) or step.comment_fixes):
-        options = {"enabled": enabled, "settings": settings, "project": project}
         result.fixes = [
             FixSuggestion(
                 fix.finding.rule_id,
@@ -63,7 +62,9 @@ def lint_file(
                 fix.note,
                 fix.edits,
             )
-            for fix in single_fixes(source, path, analysed=step, **options)
+            for fix in single_fixes(
+                source, path, analysed=step, enabled=enabled, settings=settings, project=project
+            )
         ]
     if classes:
         result.classes = class_summaries(analysis, settings)

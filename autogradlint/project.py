@@ -249,7 +249,7 @@ class Record:
     def bindings(self) -> dict[str, str]:
         """Local name -> absolute dotted target of each module-scope import (the last one of
         a name wins, as at run time)."""
-        return dict(_binding_name(kind, binding, self) for kind, *binding in self.imports)
+        return dict(_binding_name(binding, self) for binding in self.imports)
 
 
 @dataclass
@@ -403,15 +403,15 @@ def _last(dotted: str) -> str:
     return dotted.rsplit(".", 1)[-1]
 
 
-def _binding_name(kind: str, binding: list, record: Record) -> tuple[str, str]:  # type: ignore[type-arg]
+def _binding_name(binding: Binding, record: Record) -> tuple[str, str]:
     """(local name, absolute dotted target) of one import binding of `record`'s module."""
-    if kind == "import":
-        module, asname = binding
-        if asname is not None:
-            return asname, module
+    if len(binding) == 3:  # ("import", module, asname)
+        _, module, alias = binding
+        if alias is not None:
+            return alias, module
         head = module.split(".", 1)[0]
         return head, head
-    base, name, asname = binding
+    _, base, name, asname = binding
     return asname or name, _absolute(base, name, record)
 
 

@@ -15,10 +15,10 @@ class Bindings:
     def __init__(self, bindings: Iterable[Binding] = ()) -> None:
         self.aliases: dict[str, str] = {}
         for binding in bindings:
-            if binding[0] == "import":
+            if len(binding) == 3:  # ("import", module, asname)
                 self.bind_import(binding[1], binding[2])
             else:
-                self.bind_from(binding[1], binding[2], binding[3])  # type: ignore[misc]
+                self.bind_from(binding[1], binding[2], binding[3])
 
     def bind_import(self, module: str, asname: str | None) -> None:
         """`import module [as asname]`."""

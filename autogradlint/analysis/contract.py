@@ -307,8 +307,8 @@ class ContractView:
                 continue
             flow = self.flow(method)
             helper = StaticHelper(params=flow.params)
-            for node, order in flow.statements:
-                found = mutation(node)
+            for statement, order in flow.statements:
+                found = mutation(statement)
                 if found is None:
                     continue
                 origin = self.alias_of(found[0], flow, order, set(flow.params), {})
@@ -356,7 +356,8 @@ class ContractView:
                 return self.alias_of(
                     cst.Name(expr.value), flow, definition.order, roots, helpers, cls, depth + 1
                 )
-            value = definition.value
+            value = definition.expression
+            assert value is not None  # neither a parameter nor an augmented assignment
             if isinstance(value, cst.Call) and cls is not None:
                 helper = self.helper_of(value, helpers, cls)
                 if helper is not None:

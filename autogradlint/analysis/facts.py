@@ -158,9 +158,9 @@ def collect_facts(
         resolved = imports.resolve_dotted(text)
         if any(fnmatchcase(resolved, pattern) for pattern in loaders):
             for target in assign.targets:
-                name = dotted(target.target)
-                if name is not None:
-                    compiled.add(name)
+                bound = dotted(target.target)
+                if bound is not None:
+                    compiled.add(bound)
 
     classes = _classify(class_defs, imports, project)
     functions = {stmt.name.value: stmt for stmt in module.body if isinstance(stmt, cst.FunctionDef)}

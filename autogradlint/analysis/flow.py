@@ -47,12 +47,18 @@ class Definition:
     """`name = value` (or one element of an unpacking, or a loop target) at a point of the body."""
 
     name: str
-    value: cst.BaseExpression | None  # None for parameters
+    # None for parameters; the statement itself for an augmented assignment (`g *= 2`)
+    value: cst.BaseExpression | cst.AugAssign | None
     order: int
     mode: str
     index: int | None = None  # position in a tuple unpacking; -1 for a starred target
     kind: str = "assign"  # assign | unpack | loop | param | augassign | with
     node: cst.CSTNode | None = None
+
+    @property
+    def expression(self) -> cst.BaseExpression | None:
+        """The value as an expression: None for a parameter and an augmented assignment."""
+        return self.value if isinstance(self.value, cst.BaseExpression) else None
 
 
 @dataclass(frozen=True)
@@ -105,7 +111,7 @@ class _FlowVisitor(FastVisitor):
     def _define(
         self,
         target: cst.BaseExpression,
-        value: cst.BaseExpression | None,
+        value: cst.BaseExpression | cst.AugAssign | None,
         kind: str,
         node: cst.CSTNode,
         index: int | None = None,

@@ -47,12 +47,13 @@ def inherited(
 def function_like(
     classes: Iterable[tuple[str, Iterable[str]]],
     known: Iterable[str] = (),
-    seed: Callable[[set[str]], bool] = lambda lasts: any("Function" in last for last in lasts),
+    seed: Callable[[set[str]], bool] | None = None,
 ) -> set[str]:
     """The one rule every text-level layer uses to say which classes may be autograd Functions
     (an over-approximation: analysis/facts.py and the project index decide for real): `known`
     names, classes whose bases (by last component) satisfy `seed` (a base spelled
     `...Function`), and every class deriving from one of those, transitively."""
+    seed = seed or _spelled_function
     seeds = set(known)
     bases_of: dict[str, set[str]] = {}
     for name, bases in classes:
@@ -61,3 +62,8 @@ def function_like(
             seeds.add(name)
         bases_of.setdefault(name, set()).update(lasts)
     return descendants(seeds, bases_of)
+
+
+def _spelled_function(lasts: set[str]) -> bool:
+    """A base spelled `...Function` (by its last component)."""
+    return any("Function" in last for last in lasts)

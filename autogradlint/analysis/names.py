@@ -91,9 +91,9 @@ def iter_statements(body: cst.CSTNode) -> Iterator[cst.CSTNode]:
         if isinstance(node, (cst.Module, cst.IndentedBlock)):
             children.extend(node.body)
         elif isinstance(node, cst.BaseCompoundStatement):
-            body = getattr(node, "body", None)  # `match` has cases, not a body
-            if body is not None:
-                children.append(body)
+            suite = getattr(node, "body", None)  # `match` has cases, not a body
+            if suite is not None:
+                children.append(suite)
             for attr in ("orelse", "finalbody"):
                 extra = getattr(node, attr, None)
                 if extra is not None:

@@ -149,13 +149,13 @@ class Provenance:
                 if definition is not None and self.bound and expr.value in self.bound:
                     return set(self.bound[expr.value].producers)
                 return {EXTERNAL}
-            if definition.kind == "loop":
-                return recurse(definition.value, definition.order, definition.mode, depth + 1)
             if definition.kind == "with":
                 return {UNKNOWN}
             if definition.kind == "augassign":
                 return {definition.mode}
-            return recurse(definition.value, definition.order, definition.mode, depth + 1)
+            value = definition.expression
+            assert value is not None  # neither a parameter nor an augmented assignment
+            return recurse(value, definition.order, definition.mode, depth + 1)
         if isinstance(expr, cst.Attribute):
             if self._is_ctx(expr.value):
                 return {EXTERNAL}
@@ -221,9 +221,11 @@ class Provenance:
             return True
         if isinstance(expr, cst.Name):
             definition = self.flow.definition_before(expr.value, order)
-            if definition is None or definition.value is None or definition.kind != "assign":
+            if definition is None or definition.kind != "assign":
                 return False
-            return recurse(definition.value, definition.order, depth + 1)
+            value = definition.expression
+            assert value is not None  # an assignment binds an expression
+            return recurse(value, definition.order, depth + 1)
         if isinstance(expr, cst.Subscript):
             return recurse(expr.value, order, depth + 1)
         if isinstance(expr, cst.IfExp):
@@ -263,7 +265,9 @@ class Provenance:
                 return {OTHER}
             if definition.kind == "augassign":
                 return recurse(cst.Name(expr.value), definition.order, depth + 1)
-            found = recurse(definition.value, definition.order, depth + 1)
+            value = definition.expression
+            assert value is not None  # neither a parameter nor an augmented assignment
+            found = recurse(value, definition.order, depth + 1)
             # `x.requires_grad_()` as a statement turns x into a private leaf when x was detached.
             return found
         if isinstance(expr, cst.Attribute):

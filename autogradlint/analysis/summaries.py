@@ -388,22 +388,22 @@ class Summaries:
         inner = self.summary(found[0], found[1], depth + 1)
         if inner is None:
             return []
-        out: list[Reach] = []
-        for state, slot, keyword in passed:
-            index = inner.params.index(keyword) if keyword in inner.params else slot
+        deeper: list[Reach] = []
+        for given, position, named in passed:
+            slot = inner.params.index(named) if named in inner.params else position
             for reach in inner.reaches:
-                if reach.param == index:
-                    out.append(
+                if reach.param == slot:
+                    deeper.append(
                         replace(
                             reach,
-                            param=state.param,
-                            guarded=reach.guarded or state.guarded,
-                            direct=reach.direct and state.direct,
-                            copied=reach.copied or state.copied,
+                            param=given.param,
+                            guarded=reach.guarded or given.guarded,
+                            direct=reach.direct and given.direct,
+                            copied=reach.copied or given.copied,
                             via=(f"{name}()", *reach.via),
                         )
                     )
-        return out
+        return deeper
 
     # --- what is compiled ---------------------------------------------------------------------
     def compiled(self, path: str, call: ast.Call, values: dict[str, ast.expr]) -> str | None:

@@ -112,10 +112,10 @@ class _Stores(ast.NodeVisitor):
         self.generic_visit(node)
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr == "load" and len(node.args) == 1:
-            pointer = node.args[0]
-            if isinstance(pointer, ast.Name) and not node.keywords:
-                self.bases.add(id(pointer))
-                self.base_names.add(pointer.id)
+            loaded = node.args[0]
+            if isinstance(loaded, ast.Name) and not node.keywords:
+                self.bases.add(id(loaded))
+                self.base_names.add(loaded.id)
         if not (isinstance(func, ast.Attribute) and func.attr in _WRITES):
             return
         pointer = node.args[0] if node.args else None

@@ -48,9 +48,7 @@ def _fields(kind: type) -> tuple[str, ...]:
     names = _FIELDS.get(kind)
     if names is None:
         names = tuple(
-            f.name
-            for f in dataclasses.fields(kind)  # type: ignore[arg-type]
-            if not f.name.startswith(_TRIVIA_PREFIXES)
+            f.name for f in dataclasses.fields(kind) if not f.name.startswith(_TRIVIA_PREFIXES)
         )
         _FIELDS[kind] = names
     return names

@@ -344,8 +344,9 @@ def _kept_attribute(
         return expr.attr.value
     if isinstance(expr, cst.Name):
         definition = flow.definition_before(expr.value, order)
-        if definition is not None and definition.kind == "assign" and definition.value is not None:
-            value = _view_base(definition.value)
+        bound = definition.expression if definition is not None else None
+        if definition is not None and definition.kind == "assign" and bound is not None:
+            value = _view_base(bound)
             if isinstance(value, cst.Attribute) and dotted(value.value) == ctx_name:
                 return value.attr.value
     return None
@@ -426,7 +427,7 @@ def _tested_values(method: cst.FunctionDef, flow: MethodFlow) -> set[str]:
     found = set(visitor.found)
     for name in visitor.found:
         for definition in flow.defs.get(name, ()):
-            value = definition.value
+            value = definition.expression
             if definition.kind == "assign" and value is not None:
                 text = dotted(value)
                 if text is not None:
@@ -438,7 +439,7 @@ def _ctx_targets(node: cst.Assign, ctx_name: str | None) -> set[str]:
     """The ctx attributes one assignment binds, tuple targets included."""
     found: set[str] = set()
     for target in node.targets:
-        stack = [target.target]
+        stack: list[cst.BaseExpression] = [target.target]
         while stack:
             current = stack.pop()
             if isinstance(current, (cst.Tuple, cst.List)):
@@ -489,15 +490,17 @@ def _saved_slot(
     definition = flow.definition_before(expr.value, order)
     if definition is None or definition.value is None:
         return None
-    if definition.kind == "unpack":
-        if _is_saved(definition.value, ctx_name) and (definition.index or 0) >= 0:
-            return expr.value, definition.index or 0
-        return None
     if definition.kind == "augassign":
         return _saved_slot(cst.Name(expr.value), flow, definition.order, ctx_name, depth + 1)
+    value = definition.expression
+    assert value is not None  # neither a parameter nor an augmented assignment
+    if definition.kind == "unpack":
+        if _is_saved(value, ctx_name) and (definition.index or 0) >= 0:
+            return expr.value, definition.index or 0
+        return None
     if definition.kind != "assign":
         return None
-    found = _saved_slot(definition.value, flow, definition.order, ctx_name, depth + 1)
+    found = _saved_slot(value, flow, definition.order, ctx_name, depth + 1)
     return None if found is None else (expr.value, found[1])
 
 

@@ -355,9 +355,10 @@ class CompiledGradients(Check):
                 return (
                     GradState(expr.value, False, False, expr.value) if expr.value in grads else None
                 )
-            if definition.value is None or definition.kind in ("augassign", "with"):
+            value = definition.expression
+            if value is None or definition.kind == "with":
                 return None
-            inner = self._state(definition.value, flow, grads, definition.order, depth + 1)
+            inner = self._state(value, flow, grads, definition.order, depth + 1)
             return (
                 None
                 if inner is None
@@ -470,11 +471,23 @@ class CompiledGradients(Check):
         value: cst.BaseExpression,
         fix: Fix | None,
         severity: str | None,
-        **fields: str,
+        *,
+        callee: str,
+        cls: str,
+        evidence: str,
     ) -> None:
         """AGL201 at the gradient argument `value`."""
         grad = source_of(self.ctx.facts.module, value)
-        self.report("AGL201", value, fix=fix, severity=severity, grad=grad, **fields)
+        self.report(
+            "AGL201",
+            value,
+            fix=fix,
+            severity=severity,
+            grad=grad,
+            callee=callee,
+            cls=cls,
+            evidence=evidence,
+        )
 
     # --- fixes (FIX-B1; FIX-B2 is gradient_copy.copy_gradient_first) ------------------------
     def _contiguous_fix(self, value: cst.BaseExpression) -> Fix | None:
@@ -515,9 +528,10 @@ class CompiledGradients(Check):
     def _is_output(self, expr: cst.BaseExpression, flow: MethodFlow, order: int) -> bool:
         if isinstance(expr, cst.Name):
             definition = flow.definition_before(expr.value, order)
-            if definition is None or definition.value is None:
-                return False
-            return self._is_output(definition.value, flow, definition.order)
+            value = definition.expression if definition is not None else None
+            if definition is None or value is None:
+                return False  # a parameter, or `g *= 2`: the name holds what it held
+            return self._is_output(value, flow, definition.order)
         if isinstance(expr, cst.Attribute):
             return expr.attr.value.endswith("grad")
         if isinstance(expr, cst.Call):

@@ -15,7 +15,7 @@ class CustomOpSetup(Check):
 
     def run(self) -> None:
         for op in self.ctx.facts.custom_ops:
-            target = op.setup_context
+            target: cst.FunctionDef | cst.Lambda | None = op.setup_context
             if target is None:
                 target = _lambda(op.call)
             if target is None:

@@ -195,7 +195,8 @@ class DirectCalls(Check):
         }[how]
 
         def build(edits: Edits) -> None:
-            def rewrite(updated: cst.Call) -> cst.Call:
+            def rewrite(updated: cst.CSTNode) -> cst.CSTNode:
+                assert isinstance(updated, cst.Call)  # the call this edit was made for
                 args = updated.args[1:] if how == "none" else updated.args
                 return updated.with_changes(
                     func=cst.Attribute(cst.Name(cls), cst.Name("apply")), args=args

@@ -110,7 +110,7 @@ class DispatchHandlers(Check):
             if op in SIZED_OPS and not reads_size:
                 ignored.append("the requested size")
             if ignored:
-                anchor = node.test if isinstance(node, cst.If) else node.name  # type: ignore[union-attr]
+                anchor = node.test if isinstance(node, cst.If) else getattr(node, "name", node)
                 self.report(
                     "AGL306", node, anchor=anchor, hook=where, name=op, detail=" and ".join(ignored)
                 )

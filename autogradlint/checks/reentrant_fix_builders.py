@@ -101,7 +101,9 @@ def wrap_in_enable_grad(
             seen.add(id(definition))
             if definition.mode != DEFAULT or definition.node is None:
                 continue
-            value = definition.value
+            value = definition.expression
+            if value is None:  # `y += ...` computes in place: nothing to wrap
+                continue
             if provenance.producers(value, definition.order, definition.mode) <= {EXTERNAL}:
                 continue  # unpacking ctx.saved_tensors etc.: nothing is computed there
             where = statement_in_block(method, definition.node)
@@ -258,6 +260,7 @@ def backward_to_autograd_grad(
         return None
     block, index, _expr = located
     stmt = block.body[index]
+    assert isinstance(stmt, cst.SimpleStatementLine)  # expression_statement found one
     call = site.node
     if keyword(call, "inputs") is not None:
         return None
@@ -272,9 +275,12 @@ def backward_to_autograd_grad(
     else:
         grad = positional(call, 1, "grad_tensors")
     later = [ret for ret, order in flow.returns if order > site.order]
-    if not later or later[0].value is None:
+    if not later:
         return None
     ret = later[0]
+    returned = ret.value
+    if returned is None:
+        return None
     if not _runs_once_before(method, stmt, ret):
         return None  # an if, loop or try between them: x.grad may hold 0 or n backward passes
     grads: list[cst.Attribute] = []
@@ -287,13 +293,13 @@ def backward_to_autograd_grad(
         def visit_CompFor(self, node: cst.CompFor) -> bool:
             return False
 
-    _Grads().walk(ret.value)
+    _Grads().walk(returned)
     inputs: list[str] = []
     for attr in grads:
         assert isinstance(attr.value, cst.Name)
         if attr.value.value not in inputs:
             inputs.append(attr.value.value)
-    if not inputs or _code(ret.value).count(".grad") != len(grads):
+    if not inputs or _code(returned).count(".grad") != len(grads):
         return None  # `.grad` used in ways we cannot map (comprehensions, calls)
     reads = sum(
         1
@@ -319,8 +325,7 @@ def backward_to_autograd_grad(
             f"allow_unused=True{''.join(extra)})\n"
         )
         new_stmt = cst.parse_statement(code).with_changes(
-            leading_lines=stmt.leading_lines,
-            trailing_whitespace=getattr(stmt, "trailing_whitespace", cst.TrailingWhitespace()),
+            leading_lines=stmt.leading_lines, trailing_whitespace=stmt.trailing_whitespace
         )
 
         def edit(updated: cst.IndentedBlock) -> cst.IndentedBlock:
@@ -331,7 +336,7 @@ def backward_to_autograd_grad(
         edits.blocks[id(block)] = edit
         for attr in grads:
             assert isinstance(attr.value, cst.Name)
-            edits.nodes[id(attr)] = lambda _node, n=names[attr.value.value]: cst.Name(n)
+            edits.nodes[id(attr)] = _replace_with_name(names[attr.value.value])
 
     return Fix("unsafe", method, build, "return gradients from `torch.autograd.grad`")
 
@@ -428,3 +433,12 @@ def _fresh(name: str, method: cst.FunctionDef) -> str:
     while mentions(method, candidate):
         candidate, n = f"{name}{n}", n + 1
     return candidate
+
+
+def _replace_with_name(name: str) -> Callable[[cst.CSTNode], cst.CSTNode]:
+    """An expression edit that puts the name `name` where the node was."""
+
+    def edit(_node: cst.CSTNode) -> cst.CSTNode:
+        return cst.Name(name)
+
+    return edit

@@ -95,8 +95,8 @@ class SavedState(Check):
                         attr = element.value.attr.value  # type: ignore[attr-defined]
                         stashed.append((node, attr, f"{inputs_name}[{index}]"))
             elif isinstance(target, cst.Name) and isinstance(value, cst.Subscript):
-                index = _constant_index(value, inputs_name)
-                if index is not None and index in positions:
+                constant = _constant_index(value, inputs_name)
+                if constant is not None and constant in positions:
                     tensors.add(target.value)
         self._ctx_stash(name, flow, ctx_name, tensors, readers, inputs_name, positions, stashed)
 

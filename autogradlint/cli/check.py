@@ -6,6 +6,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -33,6 +34,9 @@ from .common import (
 )
 from .fix import FixSummary, fix_paths
 from .noqa import add_noqa_comments
+
+if TYPE_CHECKING:  # the confirmer is imported only by the runs that use it
+    from ..confirm.run import Outcome
 
 
 @main.command()
@@ -171,7 +175,7 @@ def check(paths: tuple[str, ...], **options: object) -> None:
     if opts.write_baseline or opts.baseline:
         _baseline(results, sources, errors, opts, err)
 
-    outcomes = []
+    outcomes: list[Outcome] = []
     if opts.confirm_findings:
         from ..confirm.plan import plan
         from ..confirm.run import confirm as run_confirm
@@ -336,7 +340,7 @@ def _report(
     results: list[FileResult],
     errors: list[FileError],
     sources: dict[str, list[str]],
-    outcomes: list[object],
+    outcomes: list[Outcome],
     config: Config,
     opts: CheckOptions,
 ) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,19 +18,26 @@ from ..runner import discover as discover_files
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
-class Console:
+class _LazyConsole:
     """rich's Console, imported on first use: a warm run that prints nothing never pays for it."""
 
-    def __init__(self, **options: object) -> None:
+    def __init__(self, **options: Any) -> None:
         self._options = options
-        self._console: object | None = None
+        self._console: Any = None
 
-    def __getattr__(self, name: str) -> object:
+    def __getattr__(self, name: str) -> Any:
         if self._console is None:
             from rich.console import Console as RichConsole
 
-            self._console = RichConsole(**self._options)  # type: ignore[arg-type]
+            self._console = RichConsole(**self._options)
         return getattr(self._console, name)
+
+
+if TYPE_CHECKING:
+    # The proxy stands for a rich Console: type-check its callers against the real one.
+    from rich.console import Console
+else:
+    Console = _LazyConsole
 
 
 def print_error(console: Console, message: str) -> None:
@@ -267,12 +275,15 @@ def report_sink(
     """Where the report goes: stdout, or `-o FILE` (created with its directories; never
     coloured unless --color=always). Yields a line printer and a rich console on one stream."""
     if output_file is None:
-        options: dict[str, object] = {"highlight": False, "soft_wrap": True}
-        if color == "always":
-            options["force_terminal"] = True
-        elif color == "never":
-            options["no_color"] = True
-        yield click.echo, Console(**options)
+        yield (
+            click.echo,
+            Console(
+                highlight=False,
+                soft_wrap=True,
+                force_terminal=True if color == "always" else None,
+                no_color=True if color == "never" else None,
+            ),
+        )
         return
     target = Path(output_file)
     try:

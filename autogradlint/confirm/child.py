@@ -358,10 +358,11 @@ def _standard_checks(fn: Any, args: list[Any], dev: str) -> list[str]:
     out: list[str] = []
     mark(f"B gradcheck {dev}")
     # float64 as gradcheck wants; a float32-only kernel gets float32 with loose tolerances
-    for dtype, tolerances, label in (
+    attempts: list[tuple[Any, dict[str, Any], str]] = [
         (torch.float64, {}, ""),
         (torch.float32, {"eps": 1e-3, "atol": 1e-2, "rtol": 1e-2}, " (float32)"),
-    ):
+    ]
+    for dtype, tolerances, label in attempts:
         inputs = [
             _leaf(a.detach().to(dtype), copy=True)
             if isinstance(a, torch.Tensor) and a.is_floating_point()

@@ -211,7 +211,7 @@ def _serve(
             if warmed is not None:
                 outcomes.append(_failed(target, devices, str(warmed)))
             else:
-                outcomes.append(run_target(target, devices, timeout, jobs[index]["factory"]))
+                outcomes.append(run_target(target, devices, timeout, str(jobs[index]["factory"])))
             continue
         output = _job_output(index, section, err_sections.get(index, []), done)
         outcomes.append(interpret(target, devices, timeout, output))

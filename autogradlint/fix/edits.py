@@ -79,7 +79,9 @@ class _Apply(cst.CSTTransformer):
     def __init__(self, edits: Edits) -> None:
         self.edits = edits
 
-    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):  # type: ignore[override]
+    def on_leave(  # type: ignore[override]
+        self, original_node: cst.CSTNode, updated_node: cst.CSTNode
+    ) -> cst.CSTNode:
         key = id(original_node)
         if key in self.edits.blocks and isinstance(updated_node, cst.IndentedBlock):
             updated_node = self.edits.blocks[key](updated_node)

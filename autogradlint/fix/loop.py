@@ -9,6 +9,7 @@ left as it was and the error says so.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 from ..engine import Analysis, analyse, locate
 from ..hygiene import CommentFix, audit, key
@@ -92,7 +93,15 @@ class Pass:
     comment_fixes: dict[tuple[str, int, int], CommentFix]  # hygiene fixes, by finding key
 
 
-def _pass(text: str, path: str, *, full: bool, enabled, settings, project) -> Pass:
+def _pass(
+    text: str,
+    path: str,
+    *,
+    full: bool,
+    enabled: frozenset[str] | None,
+    settings: Settings | None,
+    project: FileView,
+) -> Pass:
     enabled = frozenset(all_rules()) if enabled is None else enabled
     result = analyse(text, path, enabled=enabled, settings=settings, project=project, full=full)
     if result.error is not None:
@@ -138,9 +147,9 @@ def fix_text(
     compile, and returns the input untouched (with `error`) whenever anything goes wrong."""
     current = text
     applied: list[str] = []
-    options = {"enabled": enabled, "settings": settings, "project": project}
+    run = partial(_pass, enabled=enabled, settings=settings, project=project)
     for attempt in range(max_passes):
-        step = _pass(current, path, full=False, **options)
+        step = run(current, path, full=False)
         result, located = step.result, step.located
         if result.error is not None:
             if attempt == 0:
@@ -168,7 +177,7 @@ def fix_text(
         if wanted:
             made = _edits_for(current, result, [(v.fix, f.line) for f, v in wanted])  # type: ignore[misc]
         if made is None:  # fall back to the whole file, where every line maps to itself
-            step = _pass(current, path, full=True, **options)
+            step = run(current, path, full=True)
             result, wanted = step.result, _wanted(step.located, unsafe)
             if result.error is not None or not wanted:
                 return FixOutcome(text, error=_bug(path, "could not be placed in the file"))
@@ -205,8 +214,8 @@ def single_fixes(
 ) -> list[SingleFix]:
     """Each fixable finding's fix applied alone to `text` (never re-linted: a preview).
     `analysed` is the sliced pass when the caller has just made it."""
-    options = {"enabled": enabled, "settings": settings, "project": project}
-    step = analysed if analysed is not None else _pass(text, path, full=False, **options)
+    run = partial(_pass, enabled=enabled, settings=settings, project=project)
+    step = analysed if analysed is not None else run(text, path, full=False)
     result, located = step.result, step.located
     has_fixes = any(v.fix for _, v in located) or step.comment_fixes
     if not has_fixes or compile_error(text, path) is not None:
@@ -224,7 +233,7 @@ def single_fixes(
             continue
         made = _edits_for(text, result, [(fix, finding.line)])
         if made is None:
-            full = _pass(text, path, full=True, **options)
+            full = run(text, path, full=True)
             match = [v.fix for f, v in full.located if f == finding and v.fix is not None]
             made = _edits_for(text, full.result, [(match[0], finding.line)]) if match else None
         if not made or not made[0]:
@@ -236,6 +245,13 @@ def single_fixes(
     return sorted(out, key=lambda single: single.finding.sort_key)
 
 
-def analysed_pass(text: str, path: str, *, enabled, settings, project) -> Pass:
+def analysed_pass(
+    text: str,
+    path: str,
+    *,
+    enabled: frozenset[str] | None,
+    settings: Settings | None,
+    project: FileView,
+) -> Pass:
     """The sliced analysis and its findings, as the fix functions use them."""
     return _pass(text, path, full=False, enabled=enabled, settings=settings, project=project)

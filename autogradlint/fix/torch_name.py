@@ -62,7 +62,10 @@ def _bound_names(node: ast.AST) -> Iterator[str]:
         yield node.rest
 
 
-def _scope_bindings(scope: ast.AST) -> set[str]:
+Scope = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef
+
+
+def _scope_bindings(scope: Scope) -> set[str]:
     """Every name bound directly in `scope` (comprehension targets included: conservative),
     without entering the bodies of nested functions, lambdas and classes."""
     out: set[str] = set()
@@ -171,9 +174,9 @@ def _is_fallback(stmt: ast.stmt) -> bool:
     )
 
 
-def _enclosing_scopes(tree: ast.Module, line: int) -> list[ast.AST]:
+def _enclosing_scopes(tree: ast.Module, line: int) -> list[Scope]:
     """The functions, lambdas and classes whose lines hold `line`, outermost first."""
-    chain: list[ast.AST] = []
+    chain: list[Scope] = []
     nodes: list[ast.AST] = list(tree.body)
     while nodes:
         inner = [
@@ -209,7 +212,7 @@ class TorchNames:
             return "torch", False  # unparsable: the fix is refused later by verification
         chain = _enclosing_scopes(self.tree, line)
         # Methods do not see their class's names; code directly in a class body does.
-        visible = [s for s in chain if not isinstance(s, ast.ClassDef)]
+        visible: list[Scope] = [s for s in chain if not isinstance(s, ast.ClassDef)]
         if chain and isinstance(chain[-1], ast.ClassDef):
             visible.append(chain[-1])
         local: set[str] = set()
@@ -279,15 +282,15 @@ def import_edit(text: str, aliases: set[str], tree: ast.Module | None = None) ->
             break
         last = index
     if last == -1:
-        line = _first_line(body[0])
+        first = _first_line(body[0])
     else:
         end = body[last].end_lineno or body[last].lineno
         following = body[last + 1] if last + 1 < len(body) else None
         if following is not None and _first_line(following) > end:
-            line = _first_line(following)  # right above it: after its comments, in its block
+            first = _first_line(following)  # right above it: after its comments, in its block
         else:
-            line = end + 1
-    at = min(line - 1, len(lines))
+            first = end + 1
+    at = min(first - 1, len(lines))
     return LineEdit(at, at, block)
 
 

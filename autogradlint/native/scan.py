@@ -319,7 +319,7 @@ def _parameters(text: str) -> list[tuple[str, str]]:
     """(type, name) per parameter; defaults and templates tolerated."""
     params: list[tuple[str, str]] = []
     depth = 0
-    piece = []
+    piece: list[str] = []
     for char in text + ",":
         if char in "<([":
             depth += 1

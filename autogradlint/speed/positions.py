@@ -196,7 +196,9 @@ def _in_statement(
     _, keyword_line, column = seen
     generated = statement
     if isinstance(statement, cst.BaseSmallStatement):
-        body: cst.BaseStatement = cst.SimpleStatementLine(body=[statement])
+        body: cst.SimpleStatementLine | cst.BaseCompoundStatement = cst.SimpleStatementLine(
+            body=[statement]
+        )
     else:
         assert isinstance(statement, cst.BaseCompoundStatement)
         changes: dict[str, object] = {"leading_lines": ()}

@@ -95,7 +95,9 @@ def body_start(text: str, start: int, end: int) -> tuple[int, str] | None:
             rest = text[token.end() : line_end if line_end != -1 else end]
             if rest.strip() and not rest.strip().startswith("#"):
                 return None  # `class A: pass`
-            own = _INDENT.match(text, keyword).end() - keyword  # the statement's indentation
+            indented = _INDENT.match(text, keyword)
+            assert indented is not None  # `[ \t]*` matches everywhere
+            own = indented.end() - keyword  # the statement's indentation
             return _first_body_line(text, line_end + 1, end, own)
     return None
 
