@@ -9,6 +9,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from ..analysis.facts import ClassInfo
+from ..analysis.handled_ops import handled_ops
 from ..analysis.names import ImportTable, dotted, iter_statements
 from ..analysis.walk import FastVisitor, names_in
 from ..settings import DISPATCH_REQUEST_OPS, DISPATCH_SIZED_OPS
@@ -63,7 +64,7 @@ class DispatchHandlers(Check):
                 return node is hook  # nested helpers run when they are called
 
             def visit_If(self, node: cst.If) -> None:
-                ops = _ops_tested(node.test, func)
+                ops = set(handled_ops(node.test, func) & (REQUESTING_OPS | SIZED_OPS))
                 if ops:
                     reporter._branch(info, hook, node, ops, args, kwargs)
 
@@ -115,16 +116,6 @@ class DispatchHandlers(Check):
                     "AGL306", node, anchor=anchor, hook=where, name=op, detail=" and ".join(ignored)
                 )
                 return
-
-
-def _ops_tested(test: cst.BaseExpression, func: str) -> set[str]:
-    """The factory/conversion ops an `if` on `func` selects (`func is aten.empty_like.default`,
-    `func in (aten.new_zeros.default, ...)`, `func.overloadpacket == aten._to_copy`)."""
-    if func not in names_in(test):
-        return set()
-    code = cst.Module([]).code_for_node(test)
-    negated = re.search(r"\bnot\b|!=|is not", code) is not None
-    return set() if negated else set(_OP.findall(code))
 
 
 def _returns_in(body: cst.BaseSuite) -> list[cst.Return]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ..analysis.facts import ClassInfo
+from ..analysis.handled_ops import handled_ops, op_name
 from ..analysis.names import ImportTable, dotted
 from ..analysis.walk import FastVisitor, names_in
 from .base import Check
@@ -67,7 +68,7 @@ class _HookVisitor(FastVisitor):
         # The body handles the ops its test names (`if func is aten.unbind.int:`); the else
         # branch does not, so the two are walked apart.
         self.walk(node.test)
-        self.handled_ops.append(_tested_ops(node.test, self.func))
+        self.handled_ops.append(handled_ops(node.test, self.func))
         self.walk(node.body)
         self.handled_ops.pop()
         if node.orelse is not None:
@@ -111,7 +112,7 @@ class _HookVisitor(FastVisitor):
             # itself, run on a converted input (C5.6), is a redispatch like `func(...)`.
             self.redispatches.append(node)
             inputs = [arg.value for arg in node.args]
-            if isinstance(node.func, cst.Attribute) and _op_name(node.func) is None:
+            if isinstance(node.func, cst.Attribute) and op_name(node.func) is None:
                 inputs.append(node.func.value)  # the receiver of `x.unbind(dim)`
             for expr in inputs:
                 for kind, conv_node in self._conversions_in(expr):
@@ -121,7 +122,7 @@ class _HookVisitor(FastVisitor):
         handled = frozenset().union(*self.handled_ops) if self.handled_ops else frozenset()
         if not handled:
             return False
-        name = _op_name(call.func)
+        name = op_name(call.func)
         if name is None and isinstance(call.func, cst.Attribute):
             name = call.func.attr.value  # `x.unbind(dim)`: the method of the op's name
         # An in-place op (`copy_`) writes in its destination's dtype and device whatever its
@@ -228,7 +229,7 @@ class _HookVisitor(FastVisitor):
                     if kind is not None:
                         found.append((kind, node))  # `moved = _to_device(args, device)`
                         return
-                if _op_name(func) in CONVERSION_OPS:
+                if op_name(func) in CONVERSION_OPS:
                     # `aten._to_copy.default(x, dtype=...)`: the op form of `x.to(...)`
                     first = positional(node, 0)
                     converted = set(names_in(first)) if first is not None else set()
@@ -388,36 +389,6 @@ def conversion_kind(call: cst.Call) -> str | None:
 # aten ops that convert their input: the handler of one of them converting is applying the
 # request (AGL306's concern), not changing it.
 CONVERSION_OPS = frozenset({"_to_copy", "to", "_to_dtype", "to_dtype"})
-
-
-def _op_name(expr: cst.BaseExpression) -> str | None:
-    """`unbind` for `aten.unbind.int`, `torch.ops.aten.unbind.int`, `aten.unbind`."""
-    parts = (dotted(expr) or "").split(".")
-    if "aten" not in parts:
-        return None
-    at = parts.index("aten")
-    return parts[at + 1] if at + 1 < len(parts) else None
-
-
-def _tested_ops(test: cst.BaseExpression, func: str) -> frozenset[str]:
-    """The aten ops a branch handles: `func is aten.X.y`, `func == X`, `func in (X, Y)`."""
-    if not isinstance(test, cst.Comparison) or dotted(test.left) != func:
-        return frozenset()
-    names: set[str] = set()
-    for target in test.comparisons:
-        if not isinstance(target.operator, (cst.Is, cst.Equal, cst.In)):
-            return frozenset()
-        value = target.comparator
-        items = (
-            [element.value for element in value.elements]
-            if isinstance(value, (cst.Tuple, cst.List, cst.Set))
-            else [value]
-        )
-        for item in items:
-            name = _op_name(item)
-            if name is not None:
-                names.add(name)
-    return frozenset(names)
 
 
 def _op_conversion_kind(call: cst.Call) -> str | None:
