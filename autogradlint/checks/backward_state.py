@@ -344,9 +344,12 @@ def _kept_attribute(
         return expr.attr.value
     if isinstance(expr, cst.Name):
         definition = flow.definition_before(expr.value, order)
-        bound = definition.expression if definition is not None else None
-        if definition is not None and definition.kind == "assign" and bound is not None:
-            value = _view_base(bound)
+        if (
+            definition is not None
+            and definition.kind == "assign"
+            and definition.expression is not None
+        ):
+            value = _view_base(definition.expression)
             if isinstance(value, cst.Attribute) and dotted(value.value) == ctx_name:
                 return value.attr.value
     return None

@@ -528,10 +528,9 @@ class CompiledGradients(Check):
     def _is_output(self, expr: cst.BaseExpression, flow: MethodFlow, order: int) -> bool:
         if isinstance(expr, cst.Name):
             definition = flow.definition_before(expr.value, order)
-            value = definition.expression if definition is not None else None
-            if definition is None or value is None:
+            if definition is None or definition.expression is None:
                 return False  # a parameter, or `g *= 2`: the name holds what it held
-            return self._is_output(value, flow, definition.order)
+            return self._is_output(definition.expression, flow, definition.order)
         if isinstance(expr, cst.Attribute):
             return expr.attr.value.endswith("grad")
         if isinstance(expr, cst.Call):

@@ -18,7 +18,8 @@ from .common import string_value
 
 REQUESTING_OPS = DISPATCH_REQUEST_OPS
 SIZED_OPS = DISPATCH_SIZED_OPS
-_OP = re.compile(r"\b(" + "|".join(sorted(REQUESTING_OPS | SIZED_OPS)) + r")\b")
+READ_OPS = REQUESTING_OPS | SIZED_OPS  # the ops whose handlers the check reads
+_OP = re.compile(r"\b(" + "|".join(sorted(READ_OPS)) + r")\b")
 
 
 class DispatchHandlers(Check):
@@ -64,7 +65,7 @@ class DispatchHandlers(Check):
                 return node is hook  # nested helpers run when they are called
 
             def visit_If(self, node: cst.If) -> None:
-                ops = set(handled_ops(node.test, func) & (REQUESTING_OPS | SIZED_OPS))
+                ops = set(handled_ops(node.test, func) & READ_OPS)
                 if ops:
                     reporter._branch(info, hook, node, ops, args, kwargs)
 
@@ -111,7 +112,11 @@ class DispatchHandlers(Check):
             if op in SIZED_OPS and not reads_size:
                 ignored.append("the requested size")
             if ignored:
-                anchor = node.test if isinstance(node, cst.If) else getattr(node, "name", node)
+                anchor: cst.CSTNode = node
+                if isinstance(node, cst.If):
+                    anchor = node.test
+                elif isinstance(node, cst.FunctionDef):  # a handler registered for the op
+                    anchor = node.name
                 self.report(
                     "AGL306", node, anchor=anchor, hook=where, name=op, detail=" and ".join(ignored)
                 )
