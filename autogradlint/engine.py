@@ -10,7 +10,8 @@ import libcst as cst
 
 from .analysis.facts import FileFacts, collect_facts
 from .analysis.names import ImportTable
-from .checks import CheckContext, checks_for
+from .analysis.source_text import NeedsParse, rebuilt_tree
+from .checks import Check, CheckContext, checks_for
 from .hygiene import HYGIENE, audit
 from .meta import all_rules
 from .model import FileError, FileResult, Finding, Violation
@@ -22,6 +23,7 @@ from .speed.complexity import too_complex
 from .speed.gates import SUPPRESSIONS, subclasses_index
 from .speed.parsing import parse_module
 from .speed.positions import Layout, node_positions
+from .speed.rebuild import Unsupported, rebuild_module
 from .speed.slicing import slice_source
 
 
@@ -48,9 +50,12 @@ def analyse(
     settings: Settings | None = None,
     project: FileView = EMPTY,
     full: bool = False,
+    rebuild: bool = False,
 ) -> Analysis:
     """Parse and run the checks. `full=True` parses the whole file (fixes rewrite it).
-    `project` is what the rest of the project says about this file (project.py)."""
+    `project` is what the rest of the project says about this file (project.py).
+    `rebuild=True` (findings only, no fixes) first checks a tree rebuilt from `ast`, and
+    parses with libcst only when that reports something (speed/rebuild.py)."""
     rules = all_rules()
     enabled = frozenset(rules) if enabled is None else enabled
     settings = settings or Settings()
@@ -117,6 +122,16 @@ def analyse(
         if line_map:
             where = line_map[refused.line - 1] if refused.line <= len(line_map) else None
         return Analysis(path, text=text, error=FileError(path, refused.describe(), where))
+    if rebuild and tree is not None and not full:
+        # Most files hold nothing to report: check them on a tree built from `ast` (rebuild.py)
+        # and let libcst parse only the files where a check reports or needs a node's text.
+        run = _Run(
+            path, text, parse_input, checks, enabled, settings, project, imports, extra_triton
+        )
+        quick = run.on_rebuilt(tree, kept)
+        if quick is not None:
+            quick.layout = Layout(line_map, tree, kept)
+            return quick
     try:
         module = parse_module(parse_input)
     except cst.ParserSyntaxError as exc:
@@ -140,19 +155,9 @@ def analyse(
         return Analysis(path, text=text, error=FileError(path, "too deeply nested to parse"))
     except Exception as exc:  # noqa: BLE001 - libcst raises bare exceptions on odd input
         return Analysis(path, text=text, error=FileError(path, f"cannot parse: {exc}"))
+    run = _Run(path, text, parse_input, checks, enabled, settings, project, imports, extra_triton)
     try:
-        facts = collect_facts(
-            module,
-            text,
-            loaders=settings.loaders,
-            project=project,
-            imports=imports,
-        )
-        facts.triton_kernels |= extra_triton
-        facts.parsed = parse_input
-        ctx = CheckContext(facts=facts, enabled=enabled, settings=settings, path=path)
-        for check in checks:
-            check(ctx).run()
+        facts, ctx = run.checks_on(module)
     except RecursionError:
         error = FileError(path, "too deeply nested to analyse")
         return Analysis(path, text=text, module=module, error=error, parsed=True)
@@ -169,6 +174,63 @@ def analyse(
         facts=facts,
         depends=ctx.depends(),
     )
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What the checks of one file are run with, whichever tree they read."""
+
+    path: str
+    text: str
+    parse_input: str
+    checks: list[type[Check]]
+    enabled: frozenset[str]
+    settings: Settings
+    project: FileView
+    imports: ImportTable | None
+    extra_triton: set[str]
+
+    def checks_on(self, module: cst.Module) -> tuple[FileFacts, CheckContext]:
+        facts = collect_facts(
+            module,
+            self.text,
+            loaders=self.settings.loaders,
+            project=self.project,
+            imports=self.imports,
+        )
+        facts.triton_kernels |= self.extra_triton
+        facts.parsed = self.parse_input
+        ctx = CheckContext(
+            facts=facts, enabled=self.enabled, settings=self.settings, path=self.path
+        )
+        for check in self.checks:
+            check(ctx).run()
+        return facts, ctx
+
+    def on_rebuilt(self, tree: ast.Module, kept: list[bool] | None) -> Analysis | None:
+        """The analysis on a tree rebuilt from `ast`, when it reports nothing and read no
+        node's text; None sends the file to libcst's parse (and its findings' positions)."""
+        try:
+            module = rebuild_module(tree, self.text, kept)
+        except Unsupported:
+            return None
+        with rebuilt_tree():
+            try:
+                facts, ctx = self.checks_on(module)
+            except NeedsParse:
+                return None
+            except Exception:  # noqa: BLE001 - libcst's tree gives the error, if any
+                return None
+        if ctx.violations:
+            return None
+        return Analysis(
+            self.path,
+            text=self.text,
+            module=module,
+            parsed=True,
+            facts=facts,
+            depends=ctx.depends(),
+        )
 
 
 _LONE_CR = re.compile(r"\r(?!\n)")
@@ -208,6 +270,7 @@ def lint_source(
         enabled=enabled,
         settings=settings,
         project=project,
+        rebuild=True,
     )
     if result.error is not None:
         return FileResult(path, error=result.error, parsed=result.parsed)

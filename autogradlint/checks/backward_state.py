@@ -9,6 +9,7 @@ from ..analysis.contract import ALIASING, mutation, returned_names, save_for_bac
 from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
 from ..analysis.names import dotted
+from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor
 from .base import Check
 from .common import source_of
@@ -188,7 +189,7 @@ class BackwardState(Check):
                 if value.value in returned and not _rebound_after(flow, value.value, call.order):
                     out[position] = (f"output `{value.value}`", True)
                     continue
-            shown = cst.Module([]).code_for_node(arg.value)
+            shown = code_of(arg.value)
             out[position] = (f"intermediate `{shown}`", False)
         return out
 
@@ -479,7 +480,7 @@ def _saved_slot(
         index = expr.slice[0].slice if len(expr.slice) == 1 else None
         if _is_saved(expr.value, ctx_name):
             if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
-                return cst.Module([]).code_for_node(expr), int(index.value.value)
+                return code_of(expr), int(index.value.value)
             return None
         return _saved_slot(expr.value, flow, order, ctx_name, depth + 1)
     if isinstance(expr, cst.Attribute) and expr.attr.value in ALIASING:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ..analysis.facts import FileFacts, op_subject
+from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor
 from ..fix.edits import Edits, Fix
 
@@ -41,7 +42,7 @@ def string_value(expr: cst.BaseExpression | None) -> str | None:
 
 def source_of(module: cst.Module, node: cst.CSTNode, limit: int = 60) -> str:
     """Short source text of a node for messages (one line, truncated)."""
-    text = " ".join(module.code_for_node(node).split())
+    text = " ".join(code_of(node, module).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -21,6 +21,7 @@ from ..analysis.compiled import (
 )
 from ..analysis.flow import CallSite, MethodFlow
 from ..analysis.names import dotted
+from ..analysis.source_text import code_of
 from ..analysis.summaries import Reach
 from ..analysis.walk import FastVisitor
 from ..fix.edits import Edits, Fix
@@ -251,7 +252,7 @@ class CompiledGradients(Check):
         if definition is not None:
             value = definition.value
             loaded = isinstance(value, cst.Call) and summaries.loads(
-                self.ctx.facts.module.code_for_node(value)
+                code_of(value, self.ctx.facts.module)
             )
         else:
             loaded = head not in flow.defs and summaries.loads_module(head)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from ..analysis.facts import ClassInfo
-from ..analysis.handled_ops import handled_ops
+from ..analysis.handled_ops import handled_ops, op_name
 from ..analysis.names import ImportTable, dotted, iter_statements
 from ..analysis.walk import FastVisitor, names_in
 from ..settings import DISPATCH_REQUEST_OPS, DISPATCH_SIZED_OPS
@@ -19,7 +19,28 @@ from .common import string_value
 REQUESTING_OPS = DISPATCH_REQUEST_OPS
 SIZED_OPS = DISPATCH_SIZED_OPS
 READ_OPS = REQUESTING_OPS | SIZED_OPS  # the ops whose handlers the check reads
-_OP = re.compile(r"\b(" + "|".join(sorted(READ_OPS)) + r")\b")
+_QUALIFIED = re.compile(r"aten::(\w+)")
+
+
+def registered_ops(decorator: cst.BaseExpression) -> set[str]:
+    """The ops a handler's decorator registers it for, of those AGL306 reads:
+    `@implements(aten.empty_like.default)`, `@register([torch.ops.aten.new_zeros.default])`,
+    `@impl("aten::empty_like")`."""
+    found: set[str] = set()
+
+    class _Ops(FastVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            name = op_name(node)
+            if name is None:
+                return True
+            found.add(name)
+            return False  # `aten.X.default` names X once, not again as `aten.X`
+
+        def visit_SimpleString(self, node: cst.SimpleString) -> None:
+            found.update(_QUALIFIED.findall(node.value))
+
+    _Ops().walk(decorator)
+    return found & READ_OPS
 
 
 class DispatchHandlers(Check):
@@ -37,8 +58,7 @@ class DispatchHandlers(Check):
         # entered on the way to them.
         for node in iter_statements(self.ctx.facts.module):
             if isinstance(node, cst.FunctionDef) and node.decorators:
-                texts = [cst.Module([]).code_for_node(d.decorator) for d in node.decorators]
-                ops = {op for text in texts if "aten" in text for op in _OP.findall(text)}
+                ops = {op for d in node.decorators for op in registered_ops(d.decorator)}
                 if ops:
                     self._registered(node, ops)
 

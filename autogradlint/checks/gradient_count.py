@@ -7,6 +7,7 @@ import libcst as cst
 from ..analysis.contract import params
 from ..analysis.facts import ClassInfo
 from ..analysis.names import dotted
+from ..analysis.source_text import code_of
 from .base import Check
 
 
@@ -91,8 +92,7 @@ def slots(inputs: list[str], value: cst.BaseExpression | None) -> str:
     elements = tuple_elements(value) if value is not None else None
     if elements is None:
         elements = [value] if value is not None else []
-    module = cst.Module([])
-    shown = [module.code_for_node(e) for e in elements]
+    shown = [code_of(e) for e in elements]
     pairs = [
         f"{name} <- {shown[i] if i < len(shown) else '(nothing)'}" for i, name in enumerate(inputs)
     ]

@@ -16,6 +16,7 @@ from ..analysis.control import (
 from ..analysis.flow import DEFAULT, DISABLE, CallSite, MethodFlow, grad_mode_of
 from ..analysis.names import ImportTable, dotted
 from ..analysis.provenance import EXTERNAL, Provenance
+from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor, names_in
 from ..fix.edits import Edits, Fix
 from .common import (
@@ -27,11 +28,9 @@ from .common import (
     with_leading_lines_moved,
 )
 
-_EMPTY = cst.Module([])
-
 
 def _code(node: cst.CSTNode) -> str:
-    return _EMPTY.code_for_node(node)
+    return code_of(node)
 
 
 # Why a rewrite of the grad mode is safe only under conditions: it changes the mode for every

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from ..analysis.contract import (
@@ -163,11 +161,7 @@ class SavedState(Check):
         scalars = {
             p.name.value
             for p in inputs
-            if p.annotation is not None
-            and re.fullmatch(
-                r"(Optional\[)?(int|float|bool|str)\]?",
-                cst.Module([]).code_for_node(p.annotation.annotation).replace(" ", ""),
-            )
+            if p.annotation is not None and _scalar_annotation(p.annotation.annotation)
         }
         calls = save_for_backward_calls(flow, ctx_name)
         module = self.ctx.facts.module
@@ -311,3 +305,20 @@ class _MetadataUses(FastVisitor):
 
     def leave_Attribute(self, original_node: cst.Attribute) -> None:
         self._use(original_node, False)
+
+
+_SCALARS = frozenset({"int", "float", "bool", "str"})
+
+
+def _scalar_annotation(annotation: cst.BaseExpression) -> bool:
+    """`int`, `float`, `bool`, `str`, or `Optional[...]` of one: a parameter that is never a
+    tensor."""
+    if (
+        isinstance(annotation, cst.Subscript)
+        and isinstance(annotation.value, cst.Name)
+        and annotation.value.value == "Optional"
+        and len(annotation.slice) == 1
+        and isinstance(annotation.slice[0].slice, cst.Index)
+    ):
+        annotation = annotation.slice[0].slice.value
+    return isinstance(annotation, cst.Name) and annotation.value in _SCALARS

@@ -10,6 +10,7 @@ import libcst as cst
 from ..analysis.facts import ClassInfo
 from ..analysis.handled_ops import handled_ops, op_name
 from ..analysis.names import ImportTable, dotted
+from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor, names_in
 from .base import Check
 from .common import keyword, positional, source_of, string_value
@@ -175,7 +176,7 @@ class _HookVisitor(FastVisitor):
     def _fills_missing(self, key: str) -> bool:
         """Inside `if kwargs.get("device") is None:` / `if "device" not in kwargs:`."""
         for test in self.if_tests:
-            code = cst.Module([]).code_for_node(test).replace("'", '"')
+            code = code_of(test).replace("'", '"')
             if f'get("{key}") is None' in code or f'"{key}" not in' in code:
                 return True
             if f'get("{key}")' in code and code.lstrip().startswith("not"):
@@ -411,15 +412,12 @@ def _keeps_own(conversion: Conversion, redispatches: list[cst.Call]) -> bool:
     value = conversion.value
     if not (isinstance(value, cst.Attribute) and value.attr.value == conversion.kind):
         return False
-    module = cst.Module([])
-    own = module.code_for_node(value.value)
+    own = code_of(value.value)
     for call in redispatches:
         passes_kwargs = any(
             arg.star == "**" and dotted(arg.value) == conversion.target for arg in call.args
         )
-        if passes_kwargs and any(
-            not arg.star and module.code_for_node(arg.value) == own for arg in call.args
-        ):
+        if passes_kwargs and any(not arg.star and code_of(arg.value) == own for arg in call.args):
             return True
     return False
 

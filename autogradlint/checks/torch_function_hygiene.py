@@ -7,6 +7,7 @@ import libcst as cst
 from ..analysis.control import mentions
 from ..analysis.facts import ClassInfo
 from ..analysis.names import dotted
+from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor, names_in
 from ..fix.edits import Edits, Fix
 from .base import Check
@@ -171,7 +172,7 @@ class TorchFunctionHygiene(Check):
         _Visit().walk(hook)
         if found:
             node = found[0]
-            code = cst.Module([]).code_for_node(node)
+            code = code_of(node)
             self.report("AGL304", node, cls=info.name, code=code)
 
     def _mode_super(self, info: ClassInfo, hook: cst.FunctionDef) -> None:
