@@ -51,11 +51,14 @@ def analyse(
     project: FileView = EMPTY,
     full: bool = False,
     rebuild: bool = False,
+    record_depends: bool = True,
 ) -> Analysis:
     """Parse and run the checks. `full=True` parses the whole file (fixes rewrite it).
     `project` is what the rest of the project says about this file (project.py).
     `rebuild=True` (findings only, no fixes) first checks a tree rebuilt from `ast`, and
-    parses with libcst only when that reports something (speed/rebuild.py)."""
+    parses with libcst only when that reports something (speed/rebuild.py).
+    `record_depends=False` leaves out what else the result depends on (only a cache reads
+    it; stamping the C++ sources costs a stat per file)."""
     rules = all_rules()
     enabled = frozenset(rules) if enabled is None else enabled
     settings = settings or Settings()
@@ -126,7 +129,16 @@ def analyse(
         # Most files hold nothing to report: check them on a tree built from `ast` (rebuild.py)
         # and let libcst parse only the files where a check reports or needs a node's text.
         run = _Run(
-            path, text, parse_input, checks, enabled, settings, project, imports, extra_triton
+            path,
+            text,
+            parse_input,
+            checks,
+            enabled,
+            settings,
+            project,
+            imports,
+            extra_triton,
+            record_depends,
         )
         quick = run.on_rebuilt(tree, kept)
         if quick is not None:
@@ -155,7 +167,18 @@ def analyse(
         return Analysis(path, text=text, error=FileError(path, "too deeply nested to parse"))
     except Exception as exc:  # noqa: BLE001 - libcst raises bare exceptions on odd input
         return Analysis(path, text=text, error=FileError(path, f"cannot parse: {exc}"))
-    run = _Run(path, text, parse_input, checks, enabled, settings, project, imports, extra_triton)
+    run = _Run(
+        path,
+        text,
+        parse_input,
+        checks,
+        enabled,
+        settings,
+        project,
+        imports,
+        extra_triton,
+        record_depends,
+    )
     try:
         facts, ctx = run.checks_on(module)
     except RecursionError:
@@ -172,7 +195,7 @@ def analyse(
         parsed=True,
         layout=Layout(line_map, tree, kept),
         facts=facts,
-        depends=ctx.depends(),
+        depends=run.depends(ctx),
     )
 
 
@@ -189,6 +212,10 @@ class _Run:
     project: FileView
     imports: ImportTable | None
     extra_triton: set[str]
+    record_depends: bool
+
+    def depends(self, ctx: CheckContext) -> str:
+        return ctx.depends() if self.record_depends else ""
 
     def checks_on(self, module: cst.Module) -> tuple[FileFacts, CheckContext]:
         facts = collect_facts(
@@ -229,7 +256,7 @@ class _Run:
             module=module,
             parsed=True,
             facts=facts,
-            depends=ctx.depends(),
+            depends=self.depends(ctx),
         )
 
 
@@ -258,6 +285,7 @@ def lint_source(
     settings: Settings | None = None,
     project: FileView = EMPTY,
     suppress: bool = True,
+    record_depends: bool = True,
 ) -> FileResult:
     """Lint one file's contents. Parse errors become FileResult.error, never exceptions.
 
@@ -271,6 +299,7 @@ def lint_source(
         settings=settings,
         project=project,
         rebuild=True,
+        record_depends=record_depends,
     )
     if result.error is not None:
         return FileResult(path, error=result.error, parsed=result.parsed)

@@ -26,6 +26,7 @@ def lint_file(
     project: FileView = EMPTY,
     fixes: bool = False,
     classes: bool = False,
+    record_depends: bool = True,
 ) -> FileResult:
     """Findings of one file; with `fixes`, each fixable finding's fix as edits; with
     `classes`, the classes the confirmer can execute. Errors become FileResult.error."""
@@ -37,12 +38,26 @@ def lint_file(
         if not isinstance(decoded, str):
             from .engine import lint_source
 
-            return lint_source(source, path, enabled=enabled, settings=settings, project=project)
+            return lint_source(
+                source,
+                path,
+                enabled=enabled,
+                settings=settings,
+                project=project,
+                record_depends=record_depends,
+            )
         source = decoded
     if not (fixes or classes):
         from .engine import lint_source
 
-        return lint_source(source, path, enabled=enabled, settings=settings, project=project)
+        return lint_source(
+            source,
+            path,
+            enabled=enabled,
+            settings=settings,
+            project=project,
+            record_depends=record_depends,
+        )
     assert isinstance(source, str)
     step = analysed_pass(source, path, enabled=enabled, settings=settings, project=project)
     analysis = step.result

@@ -27,7 +27,8 @@ if TYPE_CHECKING:  # the pool and the cache are imported only by the runs that u
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 # One file to analyse: path, bytes, enabled rules, settings, what the project says about it,
-# and what the caller wants besides findings ("fixes" for json/sarif, "classes" for confirm).
+# and what the caller wants besides findings ("fixes" for json/sarif, "classes" for confirm,
+# "depends" when results are cached).
 Job = tuple[str, bytes, frozenset[str], Settings, FileView, frozenset[str]]
 Progress = Callable[[int], AbstractContextManager[Callable[[], None]]]
 # Below this many files to parse (or to read), starting worker processes costs more than it saves.
@@ -180,6 +181,7 @@ def _lint_job(job: Job) -> FileResult:
         project=view,
         fixes="fixes" in wants,
         classes="classes" in wants,
+        record_depends="depends" in wants,
     )
 
 
@@ -262,6 +264,8 @@ def lint_paths(
     workers while this process loads the engine; the analysis then runs in isolated workers
     forked after that, so none imports libcst again."""
     keyed = cache is not None or bool(project)
+    if cache is not None:
+        wants |= {"depends"}  # a cached result is valid while what it was decided from is
     items = [_File(path, os.path.abspath(path) if keyed else "") for path in files]
     named = {item.key for item in items}
     items += [

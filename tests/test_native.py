@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from autogradlint.config import Config
-from autogradlint.native.index import NativeIndex, index_for
+from autogradlint.native.index import NativeIndex, forget, index_for
 from autogradlint.native.scan import CHECKED, GUARDED, RAW, STRIDED, UNKNOWN, Source
 from autogradlint.runner import discover, lint_paths
 
@@ -111,7 +111,7 @@ def _cached_runs(tmp_path: Path, root: Path):  # type: ignore[no-untyped-def]
     cache = Cache(tmp_path / "cache", config.fingerprint())
 
     def run() -> list[Finding]:
-        index_for.cache_clear()
+        forget()
         results = lint_paths(files, config, root=root, cache=cache)
         cache.save()
         return [f for r in results for f in r.findings]
@@ -177,7 +177,7 @@ def test_bad_native_input_says_unknown_and_never_hangs(tmp_path: Path, junk: byt
     path = tmp_path / "junk.cu"
     path.write_bytes(junk + b'\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("f", &f); }')
     start = time.perf_counter()
-    index, _stamp = index_for(str(tmp_path))
+    index = index_for(str(tmp_path))
     found = index.evidence(None, "f", 0)
     assert found is None or found.how in (UNKNOWN, RAW, GUARDED, STRIDED, CHECKED)
     assert time.perf_counter() - start < 20  # a hang would never get here
@@ -186,7 +186,7 @@ def test_bad_native_input_says_unknown_and_never_hangs(tmp_path: Path, junk: byt
 def test_a_huge_header_is_not_read(tmp_path: Path) -> None:
     (tmp_path / "huge.h").write_bytes(b"// x\n" * 4_000_000)  # 20 MB
     (tmp_path / "ops.cpp").write_text(CPP)
-    index, _ = index_for(str(tmp_path))
+    index = index_for(str(tmp_path))
     assert index.evidence(None, "bwd_raw", 0).how == RAW  # type: ignore[union-attr]
 
 

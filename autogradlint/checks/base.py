@@ -65,7 +65,7 @@ class CheckContext:
             files |= self._summaries.consulted
         for native in natives:
             files |= native.python_files
-        stamps = {n.root: n.stamp for n in natives if n.stamp}
+        stamps = {n.root: n.stamp for n in natives if n.consulted}
         return encode(stamps, files)
 
     def enter(self, class_node: cst.ClassDef | str | None) -> None:

@@ -191,62 +191,9 @@ class _HookVisitor(FastVisitor):
 
     def _conversions_in(self, expr: cst.BaseExpression) -> list[tuple[str, cst.CSTNode]]:
         """Conversions applied to args/kwargs-derived values inside an expression."""
-        found: list[tuple[str, cst.CSTNode]] = []
-        visitor = self
-
-        class _Find(FastVisitor):
-            def __init__(self) -> None:
-                self.bound: set[str] = set()  # comprehension / lambda variables over derived values
-
-            def _bind(self, comp: cst.CompFor | None) -> None:
-                self.bound |= _comprehension_targets(comp, visitor.derived | self.bound)
-
-            def visit_ListComp(self, node: cst.ListComp) -> None:
-                self._bind(node.for_in)
-
-            def visit_SetComp(self, node: cst.SetComp) -> None:
-                self._bind(node.for_in)
-
-            def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
-                self._bind(node.for_in)
-
-            def visit_DictComp(self, node: cst.DictComp) -> None:
-                self._bind(node.for_in)
-
-            def visit_Call(self, node: cst.Call) -> None:
-                func = node.func
-                name = dotted(func) or ""
-                if name.rsplit(".", 1)[-1] in TREE_MAPS and len(node.args) >= 2:
-                    if visitor._is_derived(node.args[1].value):
-                        kind = visitor._converter_kind(node.args[0].value)
-                        if kind is not None:
-                            found.append((kind, node))
-                    return
-                if isinstance(func, cst.Name) and any(
-                    visitor._is_derived(arg.value) or set(names_in(arg.value)) & self.bound
-                    for arg in node.args
-                ):
-                    kind = visitor._helper_kind(func.value)
-                    if kind is not None:
-                        found.append((kind, node))  # `moved = _to_device(args, device)`
-                        return
-                if op_name(func) in CONVERSION_OPS:
-                    # `aten._to_copy.default(x, dtype=...)`: the op form of `x.to(...)`
-                    first = positional(node, 0)
-                    converted = set(names_in(first)) if first is not None else set()
-                    kind = _op_conversion_kind(node)
-                    if converted & (visitor.derived | self.bound) and kind is not None:
-                        found.append((kind, node))
-                    return
-                if isinstance(func, cst.Attribute):
-                    receiver = set(names_in(func.value))
-                    if receiver & (visitor.derived | self.bound):
-                        kind = conversion_kind(node)
-                        if kind is not None:
-                            found.append((kind, node))
-
-        _Find().walk(expr)
-        return found
+        finder = _ConversionFinder(self)
+        finder.walk(expr)
+        return finder.found
 
     def _helper_kind(self, name: str) -> str | None:
         """The conversion a module-level function of the file returns of what it is given
@@ -281,6 +228,63 @@ class _HookVisitor(FastVisitor):
 
         _Find().walk(body)
         return kinds[0] if kinds else None
+
+
+class _ConversionFinder(FastVisitor):
+    """Conversions applied to args/kwargs-derived values inside one expression (defined once:
+    a class per call costs more than the walk on a hook's many small expressions)."""
+
+    def __init__(self, visitor: _HookVisitor) -> None:
+        self.visitor = visitor
+        self.found: list[tuple[str, cst.CSTNode]] = []
+        self.bound: set[str] = set()  # comprehension / lambda variables over derived values
+
+    def _bind(self, comp: cst.CompFor | None) -> None:
+        self.bound |= _comprehension_targets(comp, self.visitor.derived | self.bound)
+
+    def visit_ListComp(self, node: cst.ListComp) -> None:
+        self._bind(node.for_in)
+
+    def visit_SetComp(self, node: cst.SetComp) -> None:
+        self._bind(node.for_in)
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+        self._bind(node.for_in)
+
+    def visit_DictComp(self, node: cst.DictComp) -> None:
+        self._bind(node.for_in)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        name = dotted(func) or ""
+        if name.rsplit(".", 1)[-1] in TREE_MAPS and len(node.args) >= 2:
+            if self.visitor._is_derived(node.args[1].value):
+                kind = self.visitor._converter_kind(node.args[0].value)
+                if kind is not None:
+                    self.found.append((kind, node))
+            return
+        if isinstance(func, cst.Name) and any(
+            self.visitor._is_derived(arg.value) or set(names_in(arg.value)) & self.bound
+            for arg in node.args
+        ):
+            kind = self.visitor._helper_kind(func.value)
+            if kind is not None:
+                self.found.append((kind, node))  # `moved = _to_device(args, device)`
+                return
+        if op_name(func) in CONVERSION_OPS:
+            # `aten._to_copy.default(x, dtype=...)`: the op form of `x.to(...)`
+            first = positional(node, 0)
+            converted = set(names_in(first)) if first is not None else set()
+            kind = _op_conversion_kind(node)
+            if converted & (self.visitor.derived | self.bound) and kind is not None:
+                self.found.append((kind, node))
+            return
+        if isinstance(func, cst.Attribute):
+            receiver = set(names_in(func.value))
+            if receiver & (self.visitor.derived | self.bound):
+                kind = conversion_kind(node)
+                if kind is not None:
+                    self.found.append((kind, node))
 
 
 def _returned_conversion(function: cst.FunctionDef) -> str | None:

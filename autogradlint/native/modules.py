@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from .index import NativeIndex, declared_extensions, index_for, native_root
+from .index import NativeIndex, declared_extensions, index_for, native_root, stamp_for
 
 _BINARY_SUFFIXES = (".so", ".pyd", ".dylib")
 
@@ -17,7 +17,7 @@ class ProjectNative:
         self.path = os.path.abspath(path) if path and not path.startswith("<") else ""
         self.extra = extra
         self._root: str | None = None
-        self.stamp = ""  # set once the C++ index was consulted: cached results depend on it
+        self.consulted = False  # the C++ index was read: cached results depend on its stamp
         self.python_files: set[str] = set()  # other Python files whose load_inline C++ was read
         self._modules: dict[str, bool] = {}
 
@@ -27,9 +27,14 @@ class ProjectNative:
             self._root = native_root(self.path or os.path.join(os.getcwd(), "<stdin>"))
         return self._root
 
+    @property
+    def stamp(self) -> str:
+        """The stamp of the C++ sources read (empty when none were)."""
+        return stamp_for(self.root, self.extra) if self.consulted else ""
+
     def index(self) -> NativeIndex:
-        index, stamp = index_for(self.root, self.extra)
-        self.stamp = stamp
+        index = index_for(self.root, self.extra)
+        self.consulted = True
         if self.path.endswith(".py"):
             index.add_python(self.path)  # `ext = load_inline(...)` in the file itself
         return index
