@@ -15,6 +15,17 @@ from .base import Check
 from .common import source_of
 from .gradient_copy import copy_gradient_first
 
+# What forward saved in a slot: its description, or the intermediate's expression (its text is
+# read only when a finding shows it), and whether the caller holds the tensor.
+_Saved = tuple[str | cst.BaseExpression, bool]
+
+
+def _described(saved: _Saved) -> tuple[str, bool]:
+    what, caller_holds = saved
+    if isinstance(what, str):
+        return what, caller_holds
+    return f"intermediate `{code_of(what)}`", caller_holds
+
 
 class BackwardState(Check):
     """AGL406 (in-place change of an incoming gradient), AGL408 (ctx state consumed) and
@@ -76,7 +87,7 @@ class BackwardState(Check):
             if slot is not None and slot[1] in saved and slot[1] not in reported:
                 name, index = slot
                 reported.add(index)
-                detail, caller_holds = saved[index]
+                detail, caller_holds = _described(saved[index])
                 self.report(
                     "AGL409",
                     found[1],
@@ -112,7 +123,7 @@ class BackwardState(Check):
         info: ClassInfo,
         flow: MethodFlow,
         ctx_name: str | None,
-        saved: dict[int, tuple[str, bool]],
+        saved: dict[int, _Saved],
         reported: set[object],
     ) -> None:
         """A saved tensor handed to a helper whose Triton launch stores into it (liger's
@@ -151,7 +162,7 @@ class BackwardState(Check):
                 if reach is None or index in reported:
                     continue
                 reported.add(index)
-                detail, caller_holds = saved[index]
+                detail, caller_holds = _described(saved[index])
                 kernel = reach.callee.lstrip(".")
                 self.report(
                     "AGL409",
@@ -163,10 +174,10 @@ class BackwardState(Check):
                     severity=None if caller_holds else "warning",
                 )
 
-    def _saved_from_forward(self, forward: cst.FunctionDef) -> dict[int, tuple[str, bool]]:
+    def _saved_from_forward(self, forward: cst.FunctionDef) -> dict[int, _Saved]:
         """Slot -> (what forward's one `save_for_backward` call saved there, whether the
         caller holds it): "input `x`" / "output `out`" (also through a view or `.detach()`
-        of one), else "intermediate `...`"."""
+        of one), else the intermediate's expression (shown only in a finding)."""
         flow = self.ctx.flow(forward)
         if not flow.params:
             return {}
@@ -176,7 +187,7 @@ class BackwardState(Check):
             return {}
         call = calls[0]
         returned = returned_names(flow)
-        out: dict[int, tuple[str, bool]] = {}
+        out: dict[int, _Saved] = {}
         for position, arg in enumerate(call.node.args):
             value = _view_base(arg.value)
             if isinstance(value, cst.Name) and value.value == "None":
@@ -189,8 +200,7 @@ class BackwardState(Check):
                 if value.value in returned and not _rebound_after(flow, value.value, call.order):
                     out[position] = (f"output `{value.value}`", True)
                     continue
-            shown = code_of(arg.value)
-            out[position] = (f"intermediate `{shown}`", False)
+            out[position] = (arg.value, False)
         return out
 
     def _backward_ctx_state(self, info: ClassInfo, backward: cst.FunctionDef) -> None:

@@ -174,14 +174,9 @@ class _HookVisitor(FastVisitor):
             self.conversions.append(Conversion(node, "device", base, value=value))
 
     def _fills_missing(self, key: str) -> bool:
-        """Inside `if kwargs.get("device") is None:` / `if "device" not in kwargs:`."""
-        for test in self.if_tests:
-            code = code_of(test).replace("'", '"')
-            if f'get("{key}") is None' in code or f'"{key}" not in' in code:
-                return True
-            if f'get("{key}")' in code and code.lstrip().startswith("not"):
-                return True
-        return False
+        """Inside `if kwargs.get("device") is None:` / `if "device" not in kwargs:` /
+        `if not kwargs.get("device"):`."""
+        return any(_tests_missing(test, key) for test in self.if_tests)
 
     def _conversions_in_args(self, call: cst.Call) -> list[tuple[str, cst.CSTNode]]:
         found: list[tuple[str, cst.CSTNode]] = []
@@ -228,6 +223,46 @@ class _HookVisitor(FastVisitor):
 
         _Find().walk(body)
         return kinds[0] if kinds else None
+
+
+def _tests_missing(test: cst.BaseExpression, key: str) -> bool:
+    """Whether `test` checks that `key` was not passed: `kw.get(key) is None`, `key not in
+    kw`, or a negation holding `kw.get(key)`."""
+    found = False
+
+    class _Find(FastVisitor):
+        def visit_Comparison(self, node: cst.Comparison) -> None:
+            nonlocal found
+            for target in node.comparisons:
+                if isinstance(target.operator, cst.Is) and _gets(node.left, key):
+                    found |= dotted(target.comparator) == "None"
+                if isinstance(target.operator, cst.NotIn):
+                    found |= string_value(node.left) == key
+
+    _Find().walk(test)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        found |= _mentions_get(test.expression, key)
+    return found
+
+
+def _gets(expr: cst.BaseExpression, key: str) -> bool:
+    """`something.get(key)` (a default after the key changes nothing here)."""
+    if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)):
+        return False
+    first = positional(expr, 0)
+    return expr.func.attr.value == "get" and first is not None and string_value(first) == key
+
+
+def _mentions_get(expr: cst.BaseExpression, key: str) -> bool:
+    found = False
+
+    class _Find(FastVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            nonlocal found
+            found |= _gets(node, key)
+
+    _Find().walk(expr)
+    return found
 
 
 class _ConversionFinder(FastVisitor):
