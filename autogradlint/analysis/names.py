@@ -79,18 +79,17 @@ def iter_statements(body: cst.CSTNode) -> Iterator[cst.CSTNode]:
     stack: list[cst.CSTNode] = [body]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.SimpleStatementLine):
-            yield from node.body
+        # Exact types: isinstance against libcst's classes goes through ABCMeta (slow).
+        kind = type(node)
+        if kind is cst.SimpleStatementLine or kind is cst.SimpleStatementSuite:
+            yield from node.body  # type: ignore[attr-defined]
             continue
-        if isinstance(node, cst.SimpleStatementSuite):
-            yield from node.body
-            continue
-        if not isinstance(node, cst.Module):
+        if kind is not cst.Module:
             yield node
         children: list[cst.CSTNode] = []
-        if isinstance(node, (cst.Module, cst.IndentedBlock)):
-            children.extend(node.body)
-        elif isinstance(node, cst.BaseCompoundStatement):
+        if kind is cst.Module or kind is cst.IndentedBlock:
+            children.extend(node.body)  # type: ignore[attr-defined]
+        elif kind in _COMPOUND:
             suite = getattr(node, "body", None)  # `match` has cases, not a body
             if suite is not None:
                 children.append(suite)
@@ -102,8 +101,22 @@ def iter_statements(body: cst.CSTNode) -> Iterator[cst.CSTNode]:
                 children.append(handler)
             for case in getattr(node, "cases", ()):
                 children.append(case)
-        elif isinstance(
-            node, (cst.Else, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally, cst.MatchCase)
-        ):
-            children.append(node.body)
+        elif kind in _CLAUSES:
+            children.append(node.body)  # type: ignore[attr-defined]
         stack.extend(reversed(children))
+
+
+def _concrete(base: type) -> frozenset[type]:
+    found: set[type] = set()
+    pending = [base]
+    while pending:
+        subclasses: list[type] = pending.pop().__subclasses__()
+        pending.extend(subclasses)
+        found.update(subclasses)
+    return frozenset(found)
+
+
+_COMPOUND = _concrete(cst.BaseCompoundStatement)
+_CLAUSES = frozenset(
+    {cst.Else, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally, cst.MatchCase}
+)

@@ -46,8 +46,25 @@ _CLAUSE = re.compile(r"(?:else|elif|except|finally)\b")
 def chunk_starts(text: str, indent: str = "", start: int = 0, end: int | None = None) -> list[int]:
     """Offsets where the statements at `indent` (with their decorators and clauses) start
     between `start` (the first, which holds any leading comments) and `end`; each later one
-    is the beginning of a line."""
-    end = len(text) if end is None else end
+    is the beginning of a line. The list is shared: callers never change it."""
+    whole = not indent and not start and end is None
+    if whole:
+        for seen, found in _WHOLE_TEXTS:
+            if seen is text:  # the slicer, the file's methods and its summaries ask alike
+                return found
+    starts = _chunk_starts(text, indent, start, len(text) if end is None else end)
+    if whole:
+        _WHOLE_TEXTS.insert(0, (text, starts))
+        del _WHOLE_TEXTS[4:]
+    return starts
+
+
+# The last texts scanned whole, by identity (one file's analysis asks for the same text's
+# top-level statements three times).
+_WHOLE_TEXTS: list[tuple[str, list[int]]] = []
+
+
+def _chunk_starts(text: str, indent: str, start: int, end: int) -> list[int]:
     starts = [start]
     width = len(indent)
     decorated = text.startswith("@", start + width if start else 0)
