@@ -248,7 +248,7 @@ class _Run:
                 return None
             except Exception:  # noqa: BLE001 - libcst's tree gives the error, if any
                 return None
-        if ctx.violations:
+        if ctx.violations:  # reported without Check.report: positions need libcst's tree
             return None
         return Analysis(
             self.path,

@@ -2,7 +2,8 @@
 
 A tree the engine rebuilt from `ast` (speed/rebuild.py) has no formatting, so it cannot give a
 node's text: `code_of` raises `NeedsParse` while one is checked, and the engine checks the file
-again on libcst's parse. Every check asks here, never `Module.code_for_node` directly.
+again on libcst's parse; so does a check's first finding (its message and position come from
+libcst's tree). Every check asks here, never `Module.code_for_node` directly.
 """
 
 from __future__ import annotations
@@ -31,8 +32,14 @@ def rebuilt_tree() -> Iterator[None]:
         _REBUILT.reset(token)
 
 
-def code_of(node: cst.CSTNode, module: cst.Module | None = None) -> str:
-    """The code of `node` as written (`module` gives the indentation of multi-line code)."""
+def require_source() -> None:
+    """Raise NeedsParse on a rebuilt tree: what comes next needs libcst's own (a finding's
+    message and position, a node's text)."""
     if _REBUILT.get():
         raise NeedsParse
+
+
+def code_of(node: cst.CSTNode, module: cst.Module | None = None) -> str:
+    """The code of `node` as written (`module` gives the indentation of multi-line code)."""
+    require_source()
     return (module or _BARE).code_for_node(node)
