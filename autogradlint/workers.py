@@ -22,8 +22,11 @@ def reader_pool(workers: int) -> ProcessPoolExecutor:
 
 def load_engine() -> None:
     """Import the engine (libcst) and read the rule files, once, in this process."""
-    from . import engine, lint  # noqa: F401 - lint: each worker would import it again
     from .meta import all_rules
+    from .speed.dataclass_code import cached_dataclass_code
+
+    with cached_dataclass_code("engine"):  # libcst's node classes, compiled in an earlier run
+        from . import engine, lint  # noqa: F401 - lint: each worker would import it again
 
     all_rules()
 

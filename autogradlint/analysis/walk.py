@@ -21,6 +21,7 @@ _TRIVIA_PREFIXES = (
     "rpar",
     "comma",
     "leading_lines",
+    "leading_whitespace",
     "lines_after_decorators",
     "semicolon",
     "newline",
@@ -40,8 +41,9 @@ _TRIVIA_PREFIXES = (
     "indent",
 )
 _FIELDS: dict[type, tuple[str, ...]] = {}
-# isinstance against libcst's node classes goes through ABCMeta (slow): remember per type.
-_IS_NODE: dict[type, bool] = {}
+# Per node type, a generated function listing its children: one attribute read per field
+# instead of a loop over field names with getattr (the walk is most of a check's time).
+_CHILDREN: dict[type, Callable[[Any], list[cst.CSTNode]]] = {}
 
 
 def _fields(kind: type) -> tuple[str, ...]:
@@ -54,24 +56,46 @@ def _fields(kind: type) -> tuple[str, ...]:
     return names
 
 
-def _is_node(kind: type) -> bool:
-    flag = _IS_NODE.get(kind)
-    if flag is None:
-        flag = _IS_NODE[kind] = issubclass(kind, cst.CSTNode)
-    return flag
+class _NodeTypes(dict[type, bool]):
+    """`_NODE[type]`: whether instances of a type are libcst nodes. isinstance against libcst's
+    classes goes through ABCMeta (slow): each type is asked once."""
+
+    def __missing__(self, kind: type) -> bool:
+        flag = self[kind] = issubclass(kind, cst.CSTNode)
+        return flag
+
+
+_NODE = _NodeTypes()
+
+
+def _child_lister(kind: type) -> Callable[[Any], list[cst.CSTNode]]:
+    """Generate `children` for one node type. libcst's sequence fields hold nodes only (every
+    one is typed `Sequence[<node>]`); a single field may hold a node, None, a sentinel or a
+    string, and `ImportFrom.names` either a sequence or a node."""
+    body = ["def children(node):", "    out = []"]
+    for name in _fields(kind):
+        body += [
+            f"    v = node.{name}",
+            "    t = v.__class__",
+            "    if t is list or t is tuple:",
+            "        out += v",
+            "    elif _NODE[t]:",
+            "        out.append(v)",
+        ]
+    body.append("    return out")
+    scope: dict[str, Any] = {"_NODE": _NODE}
+    exec("\n".join(body), scope)
+    lister: Callable[[Any], list[cst.CSTNode]] = scope["children"]
+    _CHILDREN[kind] = lister
+    return lister
 
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """The child nodes that carry code, in source order (formatting nodes are skipped)."""
-    out: list[cst.CSTNode] = []
-    for name in _fields(type(node)):
-        value = getattr(node, name)
-        kind = type(value)
-        if kind is list or kind is tuple:
-            out.extend(item for item in value if _is_node(type(item)))
-        elif value is not None and _is_node(kind):
-            out.append(value)
-    return out
+    """The child nodes that carry code, in field order (formatting nodes are skipped)."""
+    lister = _CHILDREN.get(type(node))
+    if lister is None:
+        lister = _child_lister(type(node))
+    return lister(node)
 
 
 class FastVisitor:
@@ -104,7 +128,10 @@ class FastVisitor:
             if leave is not None:
                 leave(self, node)
             return
-        for child in children(node):
+        lister = _CHILDREN.get(kind)
+        if lister is None:
+            lister = _child_lister(kind)
+        for child in lister(node):
             self.walk(child)
         if leave is not None:
             leave(self, node)
