@@ -23,11 +23,13 @@ def reader_pool(workers: int) -> ProcessPoolExecutor:
 def load_engine() -> None:
     """Import the engine (libcst) and read the rule files, once, in this process."""
     from .meta import all_rules
-    from .speed.dataclass_code import cached_dataclass_code
 
-    with cached_dataclass_code("engine"):  # libcst's node classes, compiled in an earlier run
-        from . import engine, lint  # noqa: F401 - lint: each worker would import it again
+    # A run asks before reading and again before analysing: the cache file is read once.
+    if "autogradlint.lint" not in sys.modules:
+        from .speed.dataclass_code import cached_dataclass_code
 
+        with cached_dataclass_code("engine"):  # libcst's node classes, compiled earlier
+            from . import engine, lint  # noqa: F401 - lint: each worker would import it again
     all_rules()
 
 
