@@ -375,9 +375,15 @@ def _report(
 
         echo(render_junit(results, errors))
     else:
-        from ..report.text import render_text
+        from ..report.text import Lines, PlainLines, RichLines, plain_stream, render_text
 
-        render_text(console, results, errors, sources, quiet=opts.quiet)
+        # A pipe or a file gets no styles: written directly, without importing rich. A file
+        # is a terminal only with --color=always (report_sink).
+        plain = opts.color != "always" and (
+            opts.output_file is not None or plain_stream(sys.stdout, opts.color)
+        )
+        lines: Lines = PlainLines(echo) if plain else RichLines(console)
+        render_text(lines, results, errors, sources, quiet=opts.quiet)
         if outcomes:
             from ..confirm.report import render_confirm_table
 
