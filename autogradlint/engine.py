@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -22,9 +23,10 @@ from .source_io import decode
 from .speed.complexity import too_complex
 from .speed.gates import SUPPRESSIONS, subclasses_index
 from .speed.parsing import parse_module
-from .speed.positions import Layout, node_positions
-from .speed.rebuild import Unsupported, rebuild_module
+from .speed.positions import Layout, Span, node_positions, statement_positions
+from .speed.rebuild import Unsupported, rebuild_module, top_level_lines
 from .speed.slicing import slice_source
+from .speed.twins import Twins
 
 
 @dataclass
@@ -40,6 +42,8 @@ class Analysis:
     layout: Layout = field(default_factory=Layout)  # how the module sits in the text
     facts: FileFacts | None = None  # what the checks read
     depends: str = ""  # other files the checks read (dependencies.py)
+    # Where the violations' nodes are, by id, when placed already (a rebuilt tree's twins).
+    spans: dict[int, Span] | None = None
 
 
 def analyse(
@@ -55,8 +59,9 @@ def analyse(
 ) -> Analysis:
     """Parse and run the checks. `full=True` parses the whole file (fixes rewrite it).
     `project` is what the rest of the project says about this file (project.py).
-    `rebuild=True` (findings only, no fixes) first checks a tree rebuilt from `ast`, and
-    parses with libcst only when that reports something (speed/rebuild.py).
+    `rebuild=True` (findings only, no fixes) checks a tree rebuilt from `ast` and parses with
+    libcst only the statements holding what a check reports or quotes (speed/rebuild.py,
+    speed/twins.py), or the whole slice when that cannot be done exactly.
     `record_depends=False` leaves out what else the result depends on (only a cache reads
     it; stamping the C++ sources costs a stat per file)."""
     rules = all_rules()
@@ -126,8 +131,8 @@ def analyse(
             where = line_map[refused.line - 1] if refused.line <= len(line_map) else None
         return Analysis(path, text=text, error=FileError(path, refused.describe(), where))
     if rebuild and tree is not None and not full:
-        # Most files hold nothing to report: check them on a tree built from `ast` (rebuild.py)
-        # and let libcst parse only the files where a check reports or needs a node's text.
+        # Most files hold nothing to report: check them on a tree built from `ast` (rebuild.py),
+        # and let libcst parse only the statements a finding or a quote needs (twins.py).
         run = _Run(
             path,
             text,
@@ -140,9 +145,8 @@ def analyse(
             extra_triton,
             record_depends,
         )
-        quick = run.on_rebuilt(tree, kept)
+        quick = run.on_rebuilt(Layout(line_map, tree, kept))
         if quick is not None:
-            quick.layout = Layout(line_map, tree, kept)
             return quick
     try:
         module = parse_module(parse_input)
@@ -234,29 +238,49 @@ class _Run:
             check(ctx).run()
         return facts, ctx
 
-    def on_rebuilt(self, tree: ast.Module, kept: list[bool] | None) -> Analysis | None:
-        """The analysis on a tree rebuilt from `ast`, when it reports nothing and read no
-        node's text; None sends the file to libcst's parse (and its findings' positions)."""
+    def on_rebuilt(self, layout: Layout) -> Analysis | None:
+        """The analysis on a tree rebuilt from `ast`, its findings placed and quoted on their
+        statements' libcst twins; None sends the file to libcst's whole parse."""
+        assert layout.tree is not None
         try:
-            module = rebuild_module(tree, self.text, kept)
+            module = rebuild_module(layout.tree, self.text, layout.kept)
         except Unsupported:
             return None
-        with rebuilt_tree():
-            try:
+        try:
+            twins = Twins(
+                module, top_level_lines(layout.tree, layout.kept), self.parse_input, layout.line_map
+            )
+            with rebuilt_tree(twins):
                 facts, ctx = self.checks_on(module)
-            except NeedsParse:
-                return None
-            except Exception:  # noqa: BLE001 - libcst's tree gives the error, if any
-                return None
-        if ctx.violations:  # reported without Check.report: positions need libcst's tree
+            violations = [
+                dataclasses.replace(
+                    v,
+                    node=twins.twin(v.node),
+                    anchor=None if v.anchor is None else twins.twin(v.anchor),
+                )
+                for v in ctx.violations
+            ]
+        except NeedsParse:
             return None
+        except Exception:  # noqa: BLE001 - libcst's tree gives the error, if any
+            return None
+        spans: dict[int, Span] | None = None
+        if violations:
+            module = twins.module()
+            wanted = {id(v.anchor or v.node): v.anchor or v.node for v in violations}
+            spans = statement_positions(module, wanted, layout, self.text)
+            if spans is None:
+                return None
         return Analysis(
             self.path,
             text=self.text,
             module=module,
+            violations=violations,
             parsed=True,
+            layout=layout,
             facts=facts,
             depends=self.depends(ctx),
+            spans=spans,
         )
 
 
@@ -306,7 +330,15 @@ def lint_source(
     located: list[Finding] = []
     if result.violations and result.module is not None and result.text is not None:
         located = [
-            f for f, _ in locate(result.module, result.text, result.violations, path, result.layout)
+            f
+            for f, _ in locate(
+                result.module,
+                result.text,
+                result.violations,
+                path,
+                result.layout,
+                result.spans,
+            )
         ]
     stamp = result.depends
     if not suppress:
@@ -337,12 +369,15 @@ def locate(
     violations: list[Violation],
     path: str,
     layout: Layout | None = None,
+    spans: dict[int, Span] | None = None,
 ) -> list[tuple[Finding, Violation]]:
     """Positions for violations (suppressions are hygiene.audit's); only files with findings
-    pay for positions."""
+    pay for positions. `spans`: positions already known, by node id."""
     rules = all_rules()
     anchors = [v.anchor or v.node for v in violations]
-    positions = node_positions(module, anchors, layout or Layout(), text)
+    positions = (
+        spans if spans is not None else node_positions(module, anchors, layout or Layout(), text)
+    )
     findings: dict[tuple[str, int, int], tuple[Finding, Violation]] = {}
     for violation in violations:
         line, col, end_line, end_col = positions[id(violation.anchor or violation.node)]

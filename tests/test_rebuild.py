@@ -1,12 +1,13 @@
 """The tree rebuilt from `ast` is libcst's tree, formatting aside, and never hides a finding.
 
 `check` runs the checks on a libcst tree built from the `ast` the slicer already has
-(speed/rebuild.py) and lets libcst parse only the files where a check reports, or asks for a
-node's text. Two properties keep that honest, on tricky snippets, on every example and fixture,
-and on every slice of the corpus and torch when they are present:
+(speed/rebuild.py); libcst parses only the statements holding what a check reports or quotes
+(speed/twins.py), or the whole slice when that cannot be done exactly. Two properties keep that
+honest, on tricky snippets, on every example and fixture, and on every slice of the corpus and
+torch when they are present:
 - the rebuilt tree equals libcst's parse of the same lines, field by field (whitespace,
   comments, parentheses and commas aside: no check reads them);
-- a file the rebuilt tree finds clean is clean on libcst's tree too.
+- a file reports the same findings, messages and positions both ways.
 """
 
 from __future__ import annotations
@@ -21,14 +22,14 @@ import libcst as cst
 import pytest
 from conftest import ROOT
 
-from autogradlint.analysis.source_text import NeedsParse, code_of, rebuilt_tree
 from autogradlint.analysis.walk import _TRIVIA_PREFIXES
-from autogradlint.engine import analyse, lint_source
+from autogradlint.engine import analyse, lint_source, locate
 from autogradlint.meta import all_rules
 from autogradlint.source_io import decode
 from autogradlint.speed.gates import can_hold_findings
 from autogradlint.speed.rebuild import Unsupported, rebuild_module
 from autogradlint.speed.slicing import slice_source
+from autogradlint.speed.twins import first_indent, first_line_end
 
 # Layout-only fields besides the trivia the walker skips.
 _LAYOUT = {"indent", "default_indent", "default_newline", "has_trailing_newline", "encoding"}
@@ -136,27 +137,23 @@ def test_match_statements_are_left_to_libcst() -> None:
     assert [f.rule_id for f in lint_source(code).findings] == ["AGL403"]
 
 
-def test_text_of_a_rebuilt_node_sends_the_file_to_libcst() -> None:
-    node = cst.parse_expression("f( x )")
-    assert code_of(node) == "f( x )"
-    with rebuilt_tree(), pytest.raises(NeedsParse):
-        code_of(node)
-    assert code_of(node) == "f( x )"
-
-
-def _clean_on_both(source: bytes, path: str) -> str | None:
-    """A file the rebuilt tree finds clean must be clean on libcst's tree."""
-    quick = analyse(source, path, rebuild=True)
+def _same_on_both(source: bytes, path: str) -> str | None:
+    """The rebuilt tree (with its twins) reports what libcst's whole parse reports: the same
+    findings, messages and positions, or the same error."""
+    quick = lint_source(source, path, suppress=False, record_depends=False)
     slow = analyse(source, path)
     if quick.error is not None or slow.error is not None:
         same = (quick.error and quick.error.message) == (slow.error and slow.error.message)
         return None if same else f"{path}: errors differ: {quick.error} / {slow.error}"
-    if not quick.violations and slow.violations:
-        return f"{path}: rebuilt tree missed {[v.rule_id for v in slow.violations]}"
+    located = []
+    if slow.violations and slow.module is not None and slow.text is not None:
+        located = [f for f, _ in locate(slow.module, slow.text, slow.violations, path, slow.layout)]
+    if quick.findings != located:
+        return f"{path}: rebuilt {quick.findings} / libcst {located}"
     return None
 
 
-def test_no_example_or_fixture_loses_a_finding() -> None:
+def test_every_example_and_fixture_reports_the_same_both_ways() -> None:
     files = sorted((ROOT / "examples").rglob("*.py")) + sorted(
         (ROOT / "tests" / "fixtures").rglob("*.py")
     )
@@ -168,7 +165,7 @@ def test_no_example_or_fixture_loses_a_finding() -> None:
             (case.fixed.encode(), f"{rule.id} fixed") for case in rule.invalid if case.fixed
         ]
     assert len(sources) > 100
-    problems = [_clean_on_both(source, path) for source, path in sources]
+    problems = [_same_on_both(source, path) for source, path in sources]
     assert [p for p in problems if p] == []
 
 
@@ -211,14 +208,21 @@ def test_every_slice_of_the_corpus_rebuilds_as_libcst_parses_it() -> None:
         except Unsupported:
             continue
         checked += 1
-        found = differences(rebuilt, cst.parse_module(sliced.source))
+        parsed = cst.parse_module(sliced.source)
+        found = differences(rebuilt, parsed)
         if found:
             problems.append(f"{path}: {found}")
+        # what twins.py infers for the whole file, as libcst infers it
+        if (first_indent(sliced.source), first_line_end(sliced.source)) != (
+            parsed.default_indent,
+            parsed.default_newline,
+        ):
+            problems.append(f"{path}: indentation or line ending inferred otherwise")
     assert checked > 100
     assert problems == []
 
 
 @pytest.mark.corpus
-def test_no_file_of_the_corpus_loses_a_finding() -> None:
-    problems = [_clean_on_both(path.read_bytes(), str(path)) for path in _corpus_files()]
+def test_every_file_of_the_corpus_reports_the_same_both_ways() -> None:
+    problems = [_same_on_both(path.read_bytes(), str(path)) for path in _corpus_files()]
     assert [p for p in problems if p] == []

@@ -10,7 +10,6 @@ from ..analysis.contract import ContractView
 from ..analysis.facts import FileFacts
 from ..analysis.flow import DEFAULT, MethodFlow, analyse_method
 from ..analysis.methods import FileMethods
-from ..analysis.source_text import require_source
 from ..analysis.summaries import Summaries
 from ..dependencies import encode
 from ..fix.edits import Fix
@@ -110,7 +109,6 @@ class Check:
     ) -> None:
         if rule_id not in self.ctx.enabled:
             return
-        require_source()  # on a tree rebuilt from `ast`, the first finding ends the pass
         meta = all_rules()[rule_id]
         self.ctx.violations.append(
             Violation(

@@ -87,15 +87,24 @@ def node_positions(
 ) -> dict[int, Span]:
     """Spans of `nodes` in the original text, by node id."""
     wanted = {id(node): node for node in nodes}
+    placed = statement_positions(module, wanted, layout, text)
+    return placed if placed is not None else _whole_module(module, wanted, layout.line_map)
+
+
+def statement_positions(
+    module: cst.Module, wanted: dict[int, cst.CSTNode], layout: Layout, text: str
+) -> dict[int, Span] | None:
+    """Spans of the `wanted` nodes (by id), each generated within its innermost statement
+    only; None when `ast`'s statements and the module's do not line up."""
     index = _statement_index(module, layout.statements)
     if index is None:
-        return _whole_module(module, wanted, layout.line_map)
+        return None
     owners = _innermost_statements(module, set(wanted))
     groups: dict[int, list[int]] = {}
     for key in wanted:
         owner = owners.get(key)
         if owner is None:
-            return _whole_module(module, wanted, layout.line_map)
+            return None
         groups.setdefault(id(owner), []).append(key)
     out: dict[int, Span] = {}
     lines = _Lines(text)
@@ -116,7 +125,7 @@ def node_positions(
                     module, statement, {k: wanted[k] for k in keys}, seen, layout, indent, extra
                 )
         if placed is None:
-            return _whole_module(module, wanted, layout.line_map)
+            return None
         out.update(placed)
     return out
 

@@ -6,11 +6,10 @@ names, literals as written), never its formatting, and CPython has already parse
 statements for the slicer. So the check path builds libcst nodes from that `ast`, with default
 formatting and without running libcst's constructors, at a tenth of the cost.
 
-What this tree lacks is formatting: whitespace, comments, parentheses, commas. Code that needs
-the text of a node asks `FileFacts.code`, which raises `NeedsParse` on a rebuilt tree; the
-engine then parses the slice with libcst and runs the checks again, as it does for every file
-with a finding (positions come from libcst's own tree). A construct this module does not
-rebuild (`match`, `except*`, newer syntax) raises `Unsupported`, with the same outcome.
+What this tree lacks is formatting: whitespace, comments, parentheses, commas. A finding's
+message and position, and any check that quotes a node, need libcst's own node: speed/twins.py
+parses the top-level statement that holds it and pairs the two. A construct this module does not
+rebuild (`match`, `except*`, newer syntax) raises `Unsupported`, and libcst parses the slice.
 
 tests/test_rebuild.py holds the rebuilt tree to libcst's parse of the same slice, field by field
 (formatting aside), on the fixtures, and on every slice of the corpus and torch when present.
@@ -128,12 +127,56 @@ _COMPOUND = (
     ast.With,
     ast.AsyncWith,
 )
+_COMPOUND_KINDS = frozenset(_COMPOUND)  # each has a builder in _Builder.compounds
 # One string literal, prefix and quotes included (anything else is implicit concatenation).
 _ONE_STRING = re.compile(
     r"""[rRbBuU]{0,2}(?:\"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"|'''(?:[^'\\]|\\.|'(?!''))*'''"""
     r"""|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')""",
     re.DOTALL,
 )
+
+
+def _first_line(node: ast.stmt) -> int:
+    """The line a statement starts on, its decorators included."""
+    decorators = getattr(node, "decorator_list", None)
+    if decorators:
+        return min(node.lineno, *(d.lineno for d in decorators))
+    return node.lineno
+
+
+def _statement_lines(
+    nodes: list[ast.stmt], keep: Sequence[bool] | None
+) -> list[ast.stmt | list[ast.stmt]]:
+    """The kept statements as libcst holds them: a compound statement alone, small statements
+    grouped by the line they share (`a = 1; b = 2` is one SimpleStatementLine)."""
+    out: list[ast.stmt | list[ast.stmt]] = []
+    line: list[ast.stmt] | None = None  # the small statements of the current physical line
+    last_line = -1
+    for node in nodes:
+        if keep is not None:
+            first = _first_line(node)
+            if not (first < len(keep) and keep[first]):
+                continue
+        if type(node) in _COMPOUND_KINDS:
+            out.append(node)
+            line = None
+            continue
+        if line is not None and node.lineno == last_line:
+            line.append(node)
+        else:
+            line = [node]
+            out.append(line)
+        last_line = node.end_lineno or node.lineno
+    return out
+
+
+def top_level_lines(tree: ast.Module, keep: Sequence[bool] | None) -> list[int]:
+    """The first line (decorators included) of each statement of `rebuild_module(tree, ...,
+    keep).body`, in the text's own numbering."""
+    return [
+        _first_line(item if isinstance(item, ast.stmt) else item[0])
+        for item in _statement_lines(tree.body, keep)
+    ]
 
 
 class _Builder:
@@ -221,41 +264,16 @@ class _Builder:
         content = self.lines[node.lineno - 1]
         return not content[: self._column(node.lineno, node.col_offset)].strip()
 
-    def _kept(self, node: ast.stmt) -> bool:
-        if self.keep is None:
-            return True
-        first = node.lineno
-        decorators = getattr(node, "decorator_list", None)
-        if decorators:
-            first = min(first, *(d.lineno for d in decorators))
-        return first < len(self.keep) and self.keep[first]
-
     # --- statements -----------------------------------------------------------------------
     def module(self, tree: ast.Module) -> cst.Module:
         return _node(cst.Module, body=self.statements(tree.body))
 
     def statements(self, nodes: list[ast.stmt]) -> list[Any]:
-        out: list[Any] = []
-        line: list[Any] | None = None  # the small statements of the current physical line
-        last_line = -1
-        for node in nodes:
-            if not self._kept(node):
-                continue
-            build = self.compounds.get(type(node))
-            if build is not None:
-                out.append(build(node))
-                line = None
-                continue
-            small = self.small(node)
-            if line is not None and node.lineno == last_line:
-                line.append(small)  # `a = 1; b = 2`
-            else:
-                line = [small]
-                out.append(line)
-            last_line = node.end_lineno or node.lineno
         return [
-            _node(cst.SimpleStatementLine, body=item) if isinstance(item, list) else item
-            for item in out
+            self.compounds[type(item)](item)
+            if isinstance(item, ast.stmt)
+            else _node(cst.SimpleStatementLine, body=[self.small(n) for n in item])
+            for item in _statement_lines(nodes, self.keep)
         ]
 
     def small(self, node: ast.stmt) -> Any:
