@@ -12,10 +12,12 @@ from .bindings import Bindings
 def dotted(expr: cst.BaseExpression) -> str | None:
     """`a.b.c` for a Name/Attribute chain, else None."""
     parts: list[str] = []
-    while isinstance(expr, cst.Attribute):
+    # Exact types: a failed isinstance against a libcst class goes through ABCMeta (this runs
+    # on most expressions of every analysed file).
+    while type(expr) is cst.Attribute:
         parts.append(expr.attr.value)
         expr = expr.value
-    if isinstance(expr, cst.Name):
+    if type(expr) is cst.Name:
         parts.append(expr.value)
         return ".".join(reversed(parts))
     return None

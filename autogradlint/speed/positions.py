@@ -26,6 +26,18 @@ Span = tuple[int, int, int, int]  # line, column, end line, end column (original
 # `def` line of a decorated def), column.
 StatementAt = tuple[str, int, int]
 _STATEMENT = (cst.BaseSmallStatement, cst.BaseCompoundStatement)
+
+
+class _StatementTypes(dict[type, bool]):
+    """`_IS_STATEMENT[type]`: isinstance against libcst's abstract classes goes through ABCMeta
+    (slow, and asked of every node a placement walks): each type is asked once."""
+
+    def __missing__(self, kind: type) -> bool:
+        flag = self[kind] = issubclass(kind, _STATEMENT)
+        return flag
+
+
+_IS_STATEMENT = _StatementTypes()
 # Compound statements whose header can be generated without their body.
 _HEADED = (cst.If, cst.For, cst.While, cst.With, cst.FunctionDef, cst.ClassDef)
 _PASS_BLOCK = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Pass()])])
@@ -173,7 +185,7 @@ def _innermost_statements(module: cst.Module, wanted: set[int]) -> dict[int, cst
     stack: list[cst.CSTNode] = []
 
     def visit(node: cst.CSTNode) -> None:
-        statement = isinstance(node, _STATEMENT)
+        statement = _IS_STATEMENT[type(node)]
         if statement:
             stack.append(node)
         if id(node) in wanted and stack:
