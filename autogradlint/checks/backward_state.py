@@ -493,12 +493,9 @@ def _saved_slot(
                 return code_of(expr), int(index.value.value)
             return None
         return _saved_slot(expr.value, flow, order, ctx_name, depth + 1)
-    if isinstance(expr, cst.Attribute) and expr.attr.value in ALIASING:
-        return _saved_slot(expr.value, flow, order, ctx_name, depth + 1)
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
-        if expr.func.attr.value in ALIASING:
-            return _saved_slot(expr.func.value, flow, order, ctx_name, depth + 1)
-        return None
+    base = _view_base(expr)  # a view of a saved tensor is that tensor's storage
+    if base is not expr:
+        return _saved_slot(base, flow, order, ctx_name, depth + 1)
     if not isinstance(expr, cst.Name):
         return None
     definition = flow.definition_before(expr.value, order)
