@@ -24,7 +24,7 @@ from .speed.complexity import too_complex
 from .speed.gates import SUPPRESSIONS, subclasses_index
 from .speed.parsing import parse_module
 from .speed.positions import Layout, Span, node_positions, statement_positions
-from .speed.rebuild import Unsupported, rebuild_module, top_level_lines
+from .speed.rebuild import Unsupported, rebuild_module
 from .speed.slicing import slice_source
 from .speed.twins import Twins
 
@@ -247,9 +247,7 @@ class _Run:
         except Unsupported:
             return None
         try:
-            twins = Twins(
-                module, top_level_lines(layout.tree, layout.kept), self.parse_input, layout.line_map
-            )
+            twins = Twins(module, layout.tree, layout.kept, self.parse_input, layout.line_map)
             with rebuilt_tree(twins):
                 facts, ctx = self.checks_on(module)
             violations = [

@@ -16,7 +16,7 @@ import pytest
 
 from autogradlint.analysis.source_text import NeedsParse, code_of, rebuilt_tree
 from autogradlint.engine import analyse, lint_source, locate
-from autogradlint.speed.rebuild import rebuild_module, top_level_lines
+from autogradlint.speed.rebuild import rebuild_module
 from autogradlint.speed.twins import Twins, first_indent, first_line_end
 
 
@@ -88,7 +88,7 @@ def test_findings_do_not_depend_on_the_path(layout: str) -> None:
 def _twins(source: str) -> tuple[cst.Module, Twins]:
     tree = ast.parse(source)
     module = rebuild_module(tree, source, None)
-    return module, Twins(module, top_level_lines(tree, None), source, None)
+    return module, Twins(module, tree, None, source, None)
 
 
 def test_a_quote_comes_from_the_statement_parsed_alone() -> None:
@@ -143,3 +143,38 @@ def test_the_file_indentation_is_libcsts(source: str, indent: str) -> None:
 @pytest.mark.parametrize("source", ["x = 1\n", "x = 1\r\ny = 2\n", "x = 1\ny = 2\r\n", "x = 1"])
 def test_the_file_line_ending_is_libcsts(source: str) -> None:
     assert first_line_end(source) == cst.parse_module(source).default_newline
+
+
+def test_a_finding_in_a_method_parses_that_method_only() -> None:
+    module, twins = _twins(BACKWARD_WITH_FINDINGS)
+    cls = module.body[1]
+    assert isinstance(cls, cst.ClassDef)
+    backward = cls.body.body[1]
+    assert isinstance(backward, cst.FunctionDef)
+    call = backward.body.body[1]
+    with rebuilt_tree(twins):
+        assert code_of(call) == "g.mul_(2)\n"
+    assert list(twins._members) == [(1, 1)] and not twins._parsed
+    # a method's own text comes from its class parsed whole: it holds the lines above it
+    whole = cst.parse_module(BACKWARD_WITH_FINDINGS).body[1]
+    assert isinstance(whole, cst.ClassDef)
+    with rebuilt_tree(twins):
+        quoted = code_of(backward)
+    assert quoted == code_of(whole.body.body[1])
+    assert quoted.startswith("\n@staticmethod\n")  # the blank line above it
+    assert list(twins._parsed) == [1]
+
+
+def test_placed_in_the_file_as_it_is() -> None:
+    """The module positions.py reads holds the method twins inside the rebuilt class."""
+    module, twins = _twins(BACKWARD_WITH_FINDINGS)
+    cls = module.body[1]
+    assert isinstance(cls, cst.ClassDef)
+    forward = cls.body.body[0]
+    twin = twins.twin(forward.body.body[0])
+    placed = twins.module()
+    placed_cls = placed.body[1]
+    assert isinstance(placed_cls, cst.ClassDef)
+    assert placed_cls.body.body[0] is twins.twin(forward)
+    assert placed_cls.body.body[1] is cls.body.body[1]  # untouched: never asked for
+    assert twin in placed_cls.body.body[0].body.body  # type: ignore[attr-defined]

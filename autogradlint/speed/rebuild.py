@@ -136,7 +136,7 @@ _ONE_STRING = re.compile(
 )
 
 
-def _first_line(node: ast.stmt) -> int:
+def first_line(node: ast.stmt) -> int:
     """The line a statement starts on, its decorators included."""
     decorators = getattr(node, "decorator_list", None)
     if decorators:
@@ -144,7 +144,7 @@ def _first_line(node: ast.stmt) -> int:
     return node.lineno
 
 
-def _statement_lines(
+def kept_statements(
     nodes: list[ast.stmt], keep: Sequence[bool] | None
 ) -> list[ast.stmt | list[ast.stmt]]:
     """The kept statements as libcst holds them: a compound statement alone, small statements
@@ -154,7 +154,7 @@ def _statement_lines(
     last_line = -1
     for node in nodes:
         if keep is not None:
-            first = _first_line(node)
+            first = first_line(node)
             if not (first < len(keep) and keep[first]):
                 continue
         if type(node) in _COMPOUND_KINDS:
@@ -168,15 +168,6 @@ def _statement_lines(
             out.append(line)
         last_line = node.end_lineno or node.lineno
     return out
-
-
-def top_level_lines(tree: ast.Module, keep: Sequence[bool] | None) -> list[int]:
-    """The first line (decorators included) of each statement of `rebuild_module(tree, ...,
-    keep).body`, in the text's own numbering."""
-    return [
-        _first_line(item if isinstance(item, ast.stmt) else item[0])
-        for item in _statement_lines(tree.body, keep)
-    ]
 
 
 class _Builder:
@@ -273,7 +264,7 @@ class _Builder:
             self.compounds[type(item)](item)
             if isinstance(item, ast.stmt)
             else _node(cst.SimpleStatementLine, body=[self.small(n) for n in item])
-            for item in _statement_lines(nodes, self.keep)
+            for item in kept_statements(nodes, self.keep)
         ]
 
     def small(self, node: ast.stmt) -> Any:
