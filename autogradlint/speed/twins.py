@@ -3,14 +3,17 @@
 The checks run on a tree rebuilt from `ast` (rebuild.py), which has no formatting. A finding's
 message quotes code as written and its position is counted on libcst's tree, so the nodes a
 check reports or quotes need their libcst twins. Rather than parse the whole slice and run every
-check again, the top-level statement holding such a node (the class, the def, ...) is parsed
-alone from the slice's own lines and walked beside its rebuilt copy, which holds the same nodes
-in the same order (tests/test_rebuild.py): each node meets its twin.
+check again, the statement holding such a node is parsed alone from the slice's own lines and
+walked beside its rebuilt copy, which holds the same nodes in the same order
+(tests/test_rebuild.py): each node meets its twin. That statement is the method holding the
+node (parsed under a stand-in `class _:` header, so its blocks are laid out as in its class),
+else the top-level statement (the class's own nodes, a method's own text, a module-level def).
 
 A statement parsed alone is the statement parsed in its file, but for what libcst infers from
 the file as a whole: the default indentation (from its first indented block) and line ending
 (its first). Those are worked out from the slice and compared; where they differ, or a pairing
-fails, `NeedsParse` sends the file to libcst's whole parse, as before.
+fails, `NeedsParse` sends the file to libcst's whole parse, as before. Parsed alone, a statement
+also lacks the comment and blank lines above it, so its own text is never taken from there.
 """
 
 from __future__ import annotations
