@@ -138,6 +138,25 @@ CASES["big_test_class"] = (
     + "\n        return F\n"
 )
 
+# A test class that holds a Function naming the class (`TestGrad.helper`), docstrings that
+# show `import` and a Function in an example, and a long def whose only marks are in its
+# docstring: what the text scan keeps is the nested Function and its headers, no more.
+_LONG_BODY = "".join(f"    value_{i} = {i}\n" for i in range(400))
+CASES["test_class_naming_itself"] = (
+    'import torch\n\n\nclass TestGrad:\n    """Run as:\n\n        import torch\n    """\n\n'
+    + _FILLER
+    + "    @staticmethod\n    def helper(x):\n        return x\n\n"
+    + "    def test_nested(self):\n"
+    + "        class F(torch.autograd.Function):\n"
+    + "            @staticmethod\n            def forward(ctx, x):\n"
+    + "                return TestGrad.helper(x)\n\n"
+    + "            @staticmethod\n            def backward(ctx, g):\n                return g\n\n"
+    + "        return F\n\n\n"
+    + 'def documented():\n    """For example:\n\n    from torch import autograd\n\n'
+    + '    class Example(torch.autograd.Function):\n        pass\n    """\n'
+    + _LONG_BODY
+)
+
 
 def _findings(source: str, *, full: bool) -> list[tuple[str, int, int]]:
     result = analyse(source, "case.py", full=full)
@@ -184,6 +203,13 @@ def test_the_slice_is_small() -> None:
     for name in ("big_hook_class", "big_if_block", "big_test_class"):
         big = slice_source(CASES[name])
         assert big is not None and "method_7" not in big.source, name
+    text = CASES["test_class_naming_itself"]
+    ranges = kept_ranges(text, chunk_starts(text), frozenset())
+    assert ranges is not None
+    visible = "".join(text[start:end] for start, end in ranges)
+    assert "class F(torch.autograd.Function)" in visible
+    for dropped in ("method_7", "Run as", "def documented", "value_1"):
+        assert dropped not in visible, dropped
     helper = slice_source(CASES["helper_class"])
     assert helper is not None
     assert "def scale" in helper.source

@@ -24,7 +24,7 @@ from ..settings import (
     DISPATCH_SIZED_OPS,
     HELPER_DEPTH,
 )
-from .statements import body_start, chunk_of, chunk_starts
+from .statements import body_start, chunk_of, chunk_starts, is_bare_string
 
 CALL_TAILS = (".forward(", "()(", ".apply(")
 
@@ -110,6 +110,7 @@ class _Marks:
     functions: list[int]  # class statements of Function classes
     others: list[int]  # hooks, direct Function calls, extension loaders
     imports: list[int]
+    calls: list[int]  # direct Function calls (also in `others`)
 
     def within(self, start: int, end: int) -> list[int]:
         return [
@@ -126,7 +127,7 @@ def kept_ranges(
     loaders: tuple[str, ...] = DEFAULT_LOADERS,
 ) -> list[tuple[int, int]] | None:
     """The (start, end) offsets of the statements a check may read, in order, found from the
-    text; None when it holds no class of interest. Top-level statements (whose chunks begin at
+    text; None when nothing in it can matter. Top-level statements (whose chunks begin at
     `starts`) are kept whole, except large defs and classes that merely contain something of
     interest: those keep their header and, recursively, the statements of their body that do."""
     decls = [
@@ -156,12 +157,20 @@ def kept_ranges(
         function_offsets,
         sorted(hook_offsets + calls + _loader_offsets(text, loaders)),
         [m.start() for m in _IMPORT.finditer(text)],
+        sorted(calls),
     )
-    keep = chunk_of(starts, marks.functions) | chunk_of(starts, marks.others)
+    bounds = [*starts, len(text)]
+    keep = {
+        index
+        for index in chunk_of(starts, marks.functions) | chunk_of(starts, marks.others)
+        if not _inert(text, bounds[index], bounds[index + 1], marks)
+    }
     whole: set[int] = set()  # chunks that must stay whole (Functions' helper classes and functions)
     top_classes = {name: offset for offset, name, _ in decls if text[offset - 1 : offset] in "\n"}
-    bounds = [*starts, len(text)]
-    callers = chunk_of(starts, marks.functions)
+    # Helpers are followed from top-level Function classes only, as slicing's _function_uses
+    # does: a class that merely holds a nested Function (a test case) is no caller, or its
+    # own `Case.` references would keep the whole class.
+    callers = chunk_of(starts, [at for at in marks.functions if text[at - 1 : at] in "\n"])
     for index in callers:
         start, end = bounds[index], bounds[index + 1]
         for used, offset in top_classes.items():
@@ -173,7 +182,9 @@ def kept_ranges(
     whole |= custom_ops
     keep |= whole
     for index in chunk_of(starts, marks.imports):
-        if not _NOT_MODULE_SCOPE.match(text, starts[index]):
+        if not _NOT_MODULE_SCOPE.match(text, starts[index]) and not _inert(
+            text, bounds[index], bounds[index + 1], marks
+        ):
             keep.add(index)  # module-scope imports (inside if/try at top level too)
     ranges: list[tuple[int, int]] = []
     for index in sorted(keep):
@@ -182,7 +193,7 @@ def kept_ranges(
             ranges.append((start, end))
         else:
             ranges.extend(_refine(text, start, end, marks, 0))
-    return ranges
+    return ranges or None
 
 
 _REGISTER = re.compile(r"register_autograd[ \t]*\(")
@@ -282,7 +293,8 @@ def _calls(text: str, name: str, start: int, end: int) -> bool:
 
 def _refine(text: str, start: int, end: int, marks: _Marks, depth: int) -> list[tuple[int, int]]:
     """One statement's kept ranges: itself, or its header and the body statements that hold a
-    mark (a Function class is always kept whole: every check reads all of it)."""
+    mark (a Function class is always kept whole: every check reads all of it), or nothing
+    when the only marks in its body are ones no check reads (local imports, docstrings)."""
     if end - start <= _BIG or depth >= _MAX_DEPTH:
         return [(start, end)]
     body = body_start(text, start, end)
@@ -299,12 +311,23 @@ def _refine(text: str, start: int, end: int, marks: _Marks, depth: int) -> list[
     out = [(start, offset)]
     for index in sorted(keep):
         inner_start, inner_end = bounds[index], bounds[index + 1]
-        if _NOT_MODULE_SCOPE.match(text, inner_start + len(indent)) and _only_imports(
-            marks, inner_start, inner_end
-        ):
+        if (
+            _NOT_MODULE_SCOPE.match(text, inner_start + len(indent))
+            and _only_imports(marks, inner_start, inner_end)
+        ) or _inert(text, inner_start, inner_end, marks):
             continue  # imports local to a nested def or class bind nothing checked code sees
         out.extend(_refine(text, inner_start, inner_end, marks, depth + 1))
-    return out if len(out) > 1 else [(start, end)]
+    # Its header alone would not parse; without a body statement worth reading, slicing's
+    # selector keeps nothing of it either.
+    return out if len(out) > 1 else []
+
+
+def _inert(text: str, start: int, end: int, marks: _Marks) -> bool:
+    """A docstring (a statement that is one string literal): the marks in it are text, not
+    code. slicing's selector keeps such a statement only on a line with a direct Function
+    call (found from the text too, AGL407), so one holding such a call stays."""
+    found = marks.calls[bisect_left(marks.calls, start) : bisect_left(marks.calls, end)]
+    return not found and is_bare_string(text, start, end)
 
 
 def _only_imports(marks: _Marks, start: int, end: int) -> bool:

@@ -18,13 +18,13 @@ from typing import NamedTuple
 # Comments and string literals, consumed whole (so a quote, `#` or line start inside them is
 # never seen). Prefixes (r, b, f, u) need no handling: a backslash escapes the next character
 # for termination in raw strings too.
-_STRINGS_AND_COMMENTS = r"""
-      \#[^\n]*
-    | \"\"\"[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*\"\"\"
+_STRINGS = r"""
+      \"\"\"[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*\"\"\"
     | '''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''
     | "[^"\\\n]*(?:\\.[^"\\\n]*)*"
     | '[^'\\\n]*(?:\\.[^'\\\n]*)*'
 """
+_STRINGS_AND_COMMENTS = r"\#[^\n]* |" + _STRINGS
 
 
 @functools.lru_cache(maxsize=32)
@@ -82,6 +82,18 @@ def _chunk_starts(text: str, indent: str, start: int, end: int) -> list[int]:
         decorated = text.startswith("@", code)
         starts.append(offset)
     return starts
+
+
+# A statement that is one string literal (a docstring), with the blank and comment lines after
+# it that its chunk holds. `f"{...}"` counts too: nothing in braces can bind a name.
+_BARE_STRING = re.compile(
+    r"[ \t]*[rRbBuUfF]{0,2}(?:" + _STRINGS + r")(?:\s|\#[^\n]*)*", re.VERBOSE | re.DOTALL
+)
+
+
+def is_bare_string(text: str, start: int, end: int) -> bool:
+    """Whether the statement text[start:end] is a string literal alone (a docstring)."""
+    return _BARE_STRING.fullmatch(text, start, end) is not None
 
 
 _HEADER_TOKENS = re.compile(_STRINGS_AND_COMMENTS + r"| [()\[\]{}:\n]", re.VERBOSE | re.DOTALL)
