@@ -20,16 +20,12 @@ from __future__ import annotations
 import builtins
 import contextlib
 import dataclasses
-import importlib.util
-import marshal
-import os
-import stat
-import sys
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from types import CodeType
 from typing import Any
+
+from . import kept_files
 
 _MOST = 5000  # entries; one load of the engine uses ~700
 
@@ -37,46 +33,14 @@ _MOST = 5000  # entries; one load of the engine uses ~700
 def cache_file(part: str) -> Path | None:
     """Where this interpreter and environment keep the code of one part of the program (the
     CLI, the engine); None when turned off."""
-    if os.environ.get("AUTOGRADLINT_NO_CODE_CACHE"):
-        return None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    if not os.path.isabs(base):
-        return None  # no home to speak of: compile as usual
-    key = zlib.crc32(f"{sys.prefix}\0{sys.version}".encode())  # not hashlib: 3 ms to import
-    magic = importlib.util.MAGIC_NUMBER.hex()
-    return Path(base) / "autogradlint" / f"dataclass-code-{part}-{magic}-{key:08x}.marshal"
+    return kept_files.cache_file(f"dataclass-code-{part}")
 
 
 def _load(path: Path) -> dict[str, CodeType]:
-    try:
-        with open(path, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-                return {}  # someone else could have written it
-            codes = marshal.load(handle)
-    except (OSError, EOFError, ValueError, TypeError):
-        return {}
+    codes = kept_files.load_owned(path)
     if not isinstance(codes, dict):
         return {}
     return {k: v for k, v in codes.items() if isinstance(k, str) and isinstance(v, CodeType)}
-
-
-def _save(path: Path, codes: dict[str, CodeType]) -> None:
-    try:
-        import tempfile  # only when writing: importing it costs more than a load saves
-
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=".dataclass-code-", dir=path.parent)
-        try:
-            with os.fdopen(handle, "wb") as out:
-                marshal.dump(codes, out)
-            os.replace(temporary, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
-    except OSError:
-        pass  # a read-only home: the next run compiles again, nothing else is lost
 
 
 class Counts:
@@ -120,4 +84,4 @@ def cached_dataclass_code(part: str) -> Iterator[Counts]:
             # Keep what another kind of load used too (one that found libcst imported
             # already asks for fewer), up to a bound an upgrade or two cannot pass.
             merged = {**known, **used}
-            _save(path, merged if len(merged) <= _MOST else used)
+            kept_files.save_atomic(path, merged if len(merged) <= _MOST else used)
