@@ -17,6 +17,7 @@ from .suppress import (
     Directive,
     Selector,
     Suppressions,
+    ascii_lowered,
     parse_suppressions,
     read_directive,
     selects,
@@ -158,16 +159,16 @@ def _nothing_to_report(text: str) -> bool:
     well formed and names only other tools' codes. Torch has thousands of `# noqa: F401`: the
     string-aware scan of every comment is then skipped. Reading a `noqa` inside a string as a
     comment can only send a file down the full path, never hide a report."""
-    lowered = text.lower()
-    if "autogradlint:" in lowered:
+    lowered = ascii_lowered(text)
+    if b"autogradlint:" in lowered:
         return False
     names = _rule_names()
-    at = lowered.find("noqa")
+    at = lowered.find(b"noqa")
     while at != -1:
         line_start = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
         hash_at = text.rfind("#", line_start, at)
         if hash_at != -1:
-            line_end = len(text) if (end := lowered.find("\n", at)) == -1 else end
+            line_end = len(text) if (end := lowered.find(b"\n", at)) == -1 else end
             directive = read_directive(text[hash_at:line_end], 1, 0, False)
             if directive is not None and (
                 directive.problem is not None
@@ -175,7 +176,7 @@ def _nothing_to_report(text: str) -> bool:
                 or any(_names_ours(s, names) for s in directive.selectors)
             ):
                 return False
-        at = lowered.find("noqa", at + 4)
+        at = lowered.find(b"noqa", at + 4)
     return True
 
 

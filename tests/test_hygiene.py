@@ -200,3 +200,11 @@ def test_the_no_findings_shortcut_reports_what_the_full_audit_does(source: str) 
     assert sorted((f.rule_id, f.line, f.col) for f in fast.findings) == sorted(
         (f.rule_id, f.line, f.col) for f, _ in full
     )
+
+
+def test_an_unused_code_is_found_after_text_that_lowercases_longer() -> None:
+    """`"İ".lower()` is two characters: counted in a lowered copy, the comment after them was
+    looked for in the wrong place, and the file was passed as having nothing to report."""
+    clean = PAIR.replace("return (g,)", "return g * b, g * a")
+    source = '"""' + "İ" * 40 + '"""\n' + with_comment("  # noqa: AGL201", clean)
+    assert found(source) == [("AGL901", LINE + 1)]
