@@ -210,15 +210,18 @@ def blank_outside(text: str, ranges: list[tuple[int, int]]) -> tuple[str, list[i
     blanked: list[int] = []
     cursor = 0
     line = 1
+    # Without a \r a line break is a \n: counted in place, the gaps (most of a large file)
+    # are never copied.
+    plain = "\r" not in text
     for start, end in [*ranges, (len(text), len(text))]:
         if start > cursor:
-            gap = line_breaks(text[cursor:start])
+            gap = text.count("\n", cursor, start) if plain else line_breaks(text[cursor:start])
             parts.append("\n" * gap)
             blanked += [line, line + gap]
             line += gap
         kept = text[start:end]
         parts.append(kept)
-        line += line_breaks(kept)
+        line += kept.count("\n") if plain else line_breaks(kept)
         cursor = end
     return "".join(parts), blanked
 
