@@ -157,6 +157,16 @@ CASES["test_class_naming_itself"] = (
     + _LONG_BODY
 )
 
+# `tl.load(` in a Triton kernel and `np.load(` resolve, through the module's imports, to no
+# configured loader: the kernel is not parsed for them. `load(` from cpp_extension is one.
+_KERNEL_BODY = "".join(f"    v{i} = tl.load(ptr + {i})\n" for i in range(200))
+CASES["triton_loads_are_not_loaders"] = (
+    "import numpy as np\nimport torch\nimport triton\nimport triton.language as tl\n"
+    "from torch.utils.cpp_extension import load\n\n"
+    "ext = load(name='ext', sources=['ext.cpp'])\nweights = np.load('w.npy')\n\n\n"
+    "@triton.jit\ndef kernel(ptr):\n" + _KERNEL_BODY + "\n\n" + FUNCTION.format(name="F")
+)
+
 
 def _findings(source: str, *, full: bool) -> list[tuple[str, int, int]]:
     result = analyse(source, "case.py", full=full)
@@ -210,6 +220,12 @@ def test_the_slice_is_small() -> None:
     assert "class F(torch.autograd.Function)" in visible
     for dropped in ("method_7", "Run as", "def documented", "value_1"):
         assert dropped not in visible, dropped
+    text = CASES["triton_loads_are_not_loaders"]
+    ranges = kept_ranges(text, chunk_starts(text), frozenset())
+    assert ranges is not None
+    visible = "".join(text[start:end] for start, end in ranges)
+    assert "ext = load(" in visible
+    assert "tl.load" not in visible and "np.load" not in visible
     helper = slice_source(CASES["helper_class"])
     assert helper is not None
     assert "def scale" in helper.source
@@ -361,3 +377,23 @@ def test_only_dispatch_handlers_registered_for_an_op_are_parsed() -> None:
     assert sliced is not None and "def _empty_like" in sliced.source
     assert _findings(handler, full=False) == _findings(handler, full=True)
     assert [(rule, line) for rule, line, _ in _findings(handler, full=False)] == _markers(handler)
+
+
+@pytest.mark.parametrize(
+    ("line", "callee"),
+    [
+        ("x = tl.load(p)", "tl.load"),
+        ("x = load(p)", "load"),
+        ("x = make().load(p)", None),  # a call's result: nothing to resolve
+        ("x = tl . load(p)", None),
+        ("x = (tl.\n    load(p))", None),  # the line before may end with `a.` and a comment
+        ("x = ms[0].load(p)", None),
+    ],
+)
+def test_a_loader_callee_is_resolved_only_when_it_starts_plainly(
+    line: str, callee: str | None
+) -> None:
+    from autogradlint.speed.preselect import _callee_before
+
+    at = line.rindex("load(")
+    assert _callee_before(line, at, line.index("(", at)) == callee

@@ -16,8 +16,11 @@ import functools
 import re
 from bisect import bisect_left
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 
+from ..analysis.bindings import Bindings
 from ..analysis.hierarchy import function_like
+from ..outline import module_imports
 from ..settings import (
     DEFAULT_LOADERS,
     DISPATCH_REQUEST_OPS,
@@ -85,12 +88,48 @@ def _loader_calls(loaders: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
 
 
 def _loader_offsets(text: str, loaders: tuple[str, ...]) -> list[int]:
-    return [
-        match.start()
-        for pattern in _loader_calls(loaders)
-        for match in pattern.finditer(text)
-        if not _word_char(text[match.start() - 1 : match.start()])
-    ]
+    """Calls that may load an extension. As slicing's selector does, a callee whose head is
+    bound by a module-scope import must resolve to a configured loader: `tl.load(` in a
+    Triton kernel (triton.language.load) or `np.load(` is none. The imports are read from the
+    text (outline.module_imports, as the project index reads them); a callee whose start is
+    not plain (`f().load(`, a chain broken over lines) is kept."""
+    out: list[int] = []
+    aliases: dict[str, str] | None = None
+    for pattern in _loader_calls(loaders):
+        for match in pattern.finditer(text):
+            at = match.start()
+            if _word_char(text[at - 1 : at]):
+                continue
+            callee = _callee_before(text, at, text.find("(", at))
+            if callee is not None:
+                head, dot, rest = callee.partition(".")
+                if aliases is None:
+                    encoded = text.encode("utf-8", "surrogatepass")
+                    aliases = Bindings(module_imports(encoded)).aliases
+                target = aliases.get(head)
+                resolved = f"{target}{dot}{rest}"
+                if target is not None and not any(fnmatchcase(resolved, p) for p in loaders):
+                    continue
+            out.append(at)
+    return out
+
+
+def _callee_before(text: str, at: int, end: int) -> str | None:
+    """The dotted callee ending in the name at `at` (`tl.load`), or None when it does not
+    start plainly: after `)` or `]`, a `.` before spaces, or at a line start (the line
+    before may end with `a.` and a comment)."""
+    start = at
+    while start > 0 and (_word_char(text[start - 1]) or text[start - 1] == "."):
+        start -= 1
+    callee = text[start:end].rstrip(" \t")
+    before = start
+    while before > 0 and text[before - 1] in " \t":
+        before -= 1
+    if before == 0 or text[before - 1] in ".)]\n\r\\" or not callee[:1].isidentifier():
+        return None
+    if any(not part.isidentifier() for part in callee.split(".")):
+        return None
+    return callee
 
 
 def _word_char(char: str) -> bool:
