@@ -159,7 +159,10 @@ CASES["test_class_naming_itself"] = (
 
 # `tl.load(` in a Triton kernel and `np.load(` resolve, through the module's imports, to no
 # configured loader: the kernel is not parsed for them. `load(` from cpp_extension is one.
-_KERNEL_BODY = "".join(f"    v{i} = tl.load(ptr + {i})\n" for i in range(200))
+_KERNEL_BODY = "".join(
+    f"    # load (lazily), as aten.to_copy would\n    v{i} = tl.load(ptr + {i})\n"
+    for i in range(200)
+)
 CASES["triton_loads_are_not_loaders"] = (
     "import numpy as np\nimport torch\nimport triton\nimport triton.language as tl\n"
     "from torch.utils.cpp_extension import load\n\n"
@@ -225,7 +228,7 @@ def test_the_slice_is_small() -> None:
     assert ranges is not None
     visible = "".join(text[start:end] for start, end in ranges)
     assert "ext = load(" in visible
-    assert "tl.load" not in visible and "np.load" not in visible
+    assert "tl.load" not in visible and "np.load" not in visible and "lazily" not in visible
     helper = slice_source(CASES["helper_class"])
     assert helper is not None
     assert "def scale" in helper.source
@@ -386,7 +389,9 @@ def test_only_dispatch_handlers_registered_for_an_op_are_parsed() -> None:
         ("x = load(p)", "load"),
         ("x = make().load(p)", None),  # a call's result: nothing to resolve
         ("x = tl . load(p)", None),
-        ("x = (tl.\n    load(p))", None),  # the line before may end with `a.` and a comment
+        ("x = (tl.\n    load(p))", None),
+        ("bos, eos = (\n    tl.load(p),\n", "tl.load"),
+        ("x = (a  # b.\n    load(p))", None),  # a comment may hide a `.`
         ("x = ms[0].load(p)", None),
     ],
 )

@@ -68,6 +68,13 @@ _DEF_NAME = re.compile(r"\n(?:async[ \t]+)?def[ \t]+(\w+)")
 _NOT_MODULE_SCOPE = re.compile(r"(?:@|def\b|async\b|class\b)")
 
 
+def _commented(text: str, offset: int) -> bool:
+    """Whether `offset` is on a line that starts with `#`: a comment, or text in a string;
+    either way no hook, handler or loader the selector keeps. (Not for direct Function calls:
+    the selector finds those from the text too.)"""
+    return text[text.rfind("\n", 0, offset) + 1 : offset].lstrip(" \t\f").startswith("#")
+
+
 def _at_line_start(text: str, offset: int) -> bool:
     return not text[text.rfind("\n", 0, offset) + 1 : offset].strip(" \t\f")
 
@@ -98,7 +105,7 @@ def _loader_offsets(text: str, loaders: tuple[str, ...]) -> list[int]:
     for pattern in _loader_calls(loaders):
         for match in pattern.finditer(text):
             at = match.start()
-            if _word_char(text[at - 1 : at]):
+            if _word_char(text[at - 1 : at]) or _commented(text, at):
                 continue
             callee = _callee_before(text, at, text.find("(", at))
             if callee is not None:
@@ -116,8 +123,8 @@ def _loader_offsets(text: str, loaders: tuple[str, ...]) -> list[int]:
 
 def _callee_before(text: str, at: int, end: int) -> str | None:
     """The dotted callee ending in the name at `at` (`tl.load`), or None when it does not
-    start plainly: after `)` or `]`, a `.` before spaces, or at a line start (the line
-    before may end with `a.` and a comment)."""
+    start plainly: after `)` or `]`, a `.` before spaces, or at a line start after a line
+    that ends with `.` or may hide one in a comment."""
     start = at
     while start > 0 and (_word_char(text[start - 1]) or text[start - 1] == "."):
         start -= 1
@@ -125,7 +132,16 @@ def _callee_before(text: str, at: int, end: int) -> str | None:
     before = start
     while before > 0 and text[before - 1] in " \t":
         before -= 1
-    if before == 0 or text[before - 1] in ".)]\n\r\\" or not callee[:1].isidentifier():
+    if text[before - 1 : before] in ("\n", "\r"):
+        # A line start inside brackets (`(\n    tl.load(...)`): plain when the line before
+        # holds code ending in no `.` or `\` and no comment that could hide one.
+        end_before = before - 1 - (text[before - 2 : before] == "\r\n")
+        previous = text[text.rfind("\n", 0, end_before) + 1 : end_before].rstrip(" \t\r")
+        if not previous.strip() or "#" in previous or previous.endswith((".", "\\")):
+            return None
+    elif before == 0 or text[before - 1] in ".)]\\":
+        return None
+    if not callee[:1].isidentifier():
         return None
     if any(not part.isidentifier() for part in callee.split(".")):
         return None
@@ -184,10 +200,10 @@ def kept_ranges(
         set(known_functions) | set(_FUNCTION_ALIAS.findall(text)),
     )
     function_offsets = [offset for offset, name, _ in decls if name in names]
-    hook_offsets = [m.start() for m in _HOOK_NAME.finditer(text)]
+    hook_offsets = [m.start() for m in _HOOK_NAME.finditer(text) if not _commented(text, m.start())]
     # Anywhere, not only on an `@` line: a decorator's arguments may span lines. The ast side
     # keeps only the defs a decorator registers; a mark elsewhere only keeps more for it to see.
-    hook_offsets += [m.start() for m in _HANDLER.finditer(text)]
+    hook_offsets += [m.start() for m in _HANDLER.finditer(text) if not _commented(text, m.start())]
     calls = direct_call_offsets(text, names)  # on Functions of this file or imported ones
     custom_ops = _custom_op_chunks(text, starts) if "register_autograd" in text else set()
     if not function_offsets and not hook_offsets and not calls and not custom_ops:
