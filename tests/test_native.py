@@ -484,3 +484,25 @@ def test_an_installed_wheel_resolves_its_own_absolute_imports(tmp_path: Path) ->
     (other / "__init__.py").write_text("")
     (other / "mod.py").write_text("")
     assert module_file(importer, "other.mod", str(package)) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "body"),
+    [
+        ("grad", "xgrad.data_ptr<float>(); grad.data_ptr<float>();"),
+        ("grad", "grad_out.data_ptr<float>(); grad -> data_ptr();"),
+        ("g", "gg.contiguous(); g.contiguous();"),
+        ("g", "ég.data_ptr(); _g.data_ptr(); (g).data_ptr(); g .data_ptr ("),
+        ("grad", "grad.stride(0); grad.data_ptr<float>();"),
+        ("grad", "no use at all"),
+    ],
+)
+def test_a_parameter_is_found_where_the_word_boundary_regex_finds_it(name: str, body: str) -> None:
+    """_word_then finds `name` with str.find; it answers as `re.search(r"\\bname<tail>")`."""
+    import re
+
+    from autogradlint.native import scan
+
+    for tail in (scan._GUARD, scan._RAW_READ, scan._STRIDE_READ, scan._INPLACE):
+        found = re.search(rf"\b{re.escape(name)}{tail}", body)
+        assert scan._word_then(name, tail, body) == (None if found is None else found.start())

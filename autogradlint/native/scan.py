@@ -336,22 +336,43 @@ def _parameters(text: str) -> list[tuple[str, str]]:
     return params
 
 
+_TAILS: dict[str, re.Pattern[str]] = {}  # what follows a parameter's name, compiled once
+
+
+def _word_then(name: str, tail: str, body: str) -> int | None:
+    """Where `re.search(rf"\\b{name}{tail}", body)` would match, found from the name with
+    `str.find`: a pattern that starts with `\\b` has no literal to skip ahead to, and `re`
+    tries it at every position of the body (once per parameter)."""
+    if not name[:1].isidentifier():
+        found = re.search(rf"\b{re.escape(name)}{tail}", body)
+        return None if found is None else found.start()
+    pattern = _TAILS.get(tail)
+    if pattern is None:
+        pattern = _TAILS[tail] = re.compile(tail)
+    at = body.find(name)
+    while at != -1:
+        before = body[at - 1 : at]
+        if not (before.isalnum() or before == "_") and pattern.match(body, at + len(name)):
+            return at
+        at = body.find(name, at + 1)
+    return None
+
+
 def _how_read(name: str, body: str) -> tuple[str, int]:
     """The strongest evidence in `body` of how parameter `name` is read, and its offset."""
+    guarded = _word_then(name, _GUARD, body)
+    if guarded is not None:
+        return GUARDED, guarded
     word = re.escape(name)
-    for pattern, verdict in (
-        (rf"\b{word}{_GUARD}", GUARDED),
-        (rf"{_CHECK}\s*\(\s*!?\s*\(?\s*{word}\s*(?:\.|->)\s*is_contiguous\b", CHECKED),
-    ):
-        found = re.search(pattern, body)
-        if found is not None:
-            return verdict, found.start()
-    raw = re.search(rf"\b{word}{_RAW_READ}", body)
-    strided = re.search(rf"\b{word}{_STRIDE_READ}", body)
-    if strided is not None and (raw is None or strided.start() < raw.start()):
-        return STRIDED, strided.start()
+    checked = re.search(rf"{_CHECK}\s*\(\s*!?\s*\(?\s*{word}\s*(?:\.|->)\s*is_contiguous\b", body)
+    if checked is not None:
+        return CHECKED, checked.start()
+    raw = _word_then(name, _RAW_READ, body)
+    strided = _word_then(name, _STRIDE_READ, body)
+    if strided is not None and (raw is None or strided < raw):
+        return STRIDED, strided
     if raw is not None:
-        return RAW, raw.start()
+        return RAW, raw
     return UNKNOWN, 0
 
 
@@ -364,9 +385,9 @@ def _written(name: str, body: str) -> int | None:
     method on it, or returning it (or its `.contiguous()`, the same buffer when it already is)
     after handing its pointer to a kernel: "the backward pass is completely in-place"."""
     word = re.escape(name)
-    found = re.search(rf"\b{word}{_INPLACE}", body)
+    found = _word_then(name, _INPLACE, body)
     if found is not None:
-        return found.start()
+        return found
     aliases = [name] + re.findall(
         rf"{_DECLARED_AS}{word}\s*(?:(?:\.|->)\s*contiguous\s*\(\s*\))?\s*;", body
     )
@@ -383,7 +404,7 @@ def _written(name: str, body: str) -> int | None:
             return store.start()
     for alias in aliases:
         escaped = re.escape(alias)
-        if re.search(rf"\b{escaped}{_RAW_READ}", body) is None:
+        if _word_then(alias, _RAW_READ, body) is None:
             continue  # returning an untouched tensor is not a write
         returned = re.search(rf"\breturn\s+{escaped}\s*;", body)
         if returned is not None:
