@@ -101,7 +101,7 @@ def _loader_offsets(text: str, loaders: tuple[str, ...]) -> list[int]:
     text (outline.module_imports, as the project index reads them); a callee whose start is
     not plain (`f().load(`, a chain broken over lines) is kept."""
     out: list[int] = []
-    aliases: dict[str, str] | None = None
+    imports: Bindings | None = None
     for pattern in _loader_calls(loaders):
         for match in pattern.finditer(text):
             at = match.start()
@@ -109,13 +109,11 @@ def _loader_offsets(text: str, loaders: tuple[str, ...]) -> list[int]:
                 continue
             callee = _callee_before(text, at, text.find("(", at))
             if callee is not None:
-                head, dot, rest = callee.partition(".")
-                if aliases is None:
-                    encoded = text.encode("utf-8", "surrogatepass")
-                    aliases = Bindings(module_imports(encoded)).aliases
-                target = aliases.get(head)
-                resolved = f"{target}{dot}{rest}"
-                if target is not None and not any(fnmatchcase(resolved, p) for p in loaders):
+                if imports is None:
+                    imports = Bindings(module_imports(text.encode("utf-8", "surrogatepass")))
+                if imports.is_imported(callee.partition(".")[0]) and not any(
+                    fnmatchcase(imports.resolve_dotted(callee), p) for p in loaders
+                ):
                     continue
             out.append(at)
     return out
@@ -140,8 +138,6 @@ def _callee_before(text: str, at: int, end: int) -> str | None:
         if not previous.strip() or "#" in previous or previous.endswith((".", "\\")):
             return None
     elif before == 0 or text[before - 1] in ".)]\\":
-        return None
-    if not callee[:1].isidentifier():
         return None
     if any(not part.isidentifier() for part in callee.split(".")):
         return None
