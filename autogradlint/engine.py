@@ -16,12 +16,11 @@ from .checks import Check, CheckContext, checks_for
 from .hygiene import HYGIENE, audit
 from .meta import all_rules
 from .model import FileError, FileResult, Finding, Violation
-from .outline import class_declarations
 from .project import EMPTY, FileView
 from .settings import Settings
 from .source_io import decode
 from .speed.complexity import too_complex
-from .speed.gates import SUPPRESSIONS, subclasses_index
+from .speed.gates import SUPPRESSIONS, Memo, declarations, subclasses_index
 from .speed.parsing import parse_module
 from .speed.positions import Layout, Span, node_positions, statement_positions
 from .speed.rebuild import Unsupported, rebuild_module
@@ -68,11 +67,11 @@ def analyse(
     enabled = frozenset(rules) if enabled is None else enabled
     settings = settings or Settings()
     raw = source.encode("utf-8") if isinstance(source, str) else source
+    memo: Memo = {}  # gates share tokens: each is looked for once per file
     mentions_index = bool(project) and (
-        subclasses_index(class_declarations(raw), project.seeds)
+        subclasses_index(declarations(raw, memo), project.seeds)
         or any(name.encode() in raw for name in project.function_names)
     )
-    memo: dict[object, bool] = {}  # gates share tokens: each is looked for once per file
     checks = [
         check
         for check, gate in checks_for(enabled)

@@ -16,15 +16,21 @@ ClassDecl = tuple[str, tuple[str, ...], bool]  # name, dotted bases as written, 
 _CLASS_RE = re.compile(rb"class[ \t]+(\w+)[ \t]*\(([^)]*)\)")
 
 
-def class_declarations(data: bytes) -> list[ClassDecl]:
-    """The class statements of one file, from bytes: what the cross-file index is built from."""
+def class_declarations(data: bytes, autograd: bool | None = None) -> list[ClassDecl]:
+    """The class statements of one file, from bytes: what the cross-file index is built from.
+    `autograd`: whether the file says `autograd`, when the caller has looked already."""
     if b"class" not in data:
         return []
-    autograd = b"autograd" in data
+    if autograd is None:
+        autograd = b"autograd" in data
     out: list[ClassDecl] = []
+    carriage = b"\r" in data  # a lone \r ends a line too (old Mac files)
     for match in _CLASS_RE.finditer(data):
         start = match.start()
-        if data[data.rfind(b"\n", 0, start) + 1 : start].strip(b" \t"):
+        line_start = data.rfind(b"\n", 0, start) + 1
+        if carriage:
+            line_start = data.rfind(b"\r", line_start, start) + 1 or line_start
+        if data[line_start:start].strip(b" \t\f"):  # a form feed may lead an indent
             continue  # `subclass Foo(...)` or `# a class Foo(...)`: not a class statement
         name = match.group(1).decode("ascii", "replace")
         bases = tuple(

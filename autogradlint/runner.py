@@ -13,11 +13,11 @@ from .config import Config
 from .dependencies import Current
 from .gitignore import IgnoreRule, is_ignored, parse_gitignore
 from .model import FileError, FileResult
-from .outline import Outline, class_declarations, module_imports, outline
+from .outline import Outline, module_imports, outline
 from .project import EMPTY, Details, FileView, ProjectIndex, Record, view_key
 from .settings import Settings
 from .source_io import kind_of, read_source
-from .speed.gates import can_hold_findings
+from .speed.gates import Memo, can_hold_findings, declarations
 
 if TYPE_CHECKING:  # the pool and the cache are imported only by the runs that use them
     from .cache import Cache
@@ -205,8 +205,9 @@ def _read_batch(batch: list[tuple[str, frozenset[str]]], hashed: bool) -> list[_
         if isinstance(data, FileError):
             out.append(_Read(error=data))
             continue
-        decls = class_declarations(data)
-        admitted = can_hold_findings(data, enabled, frozenset(), decls)
+        memo: Memo = {}  # the gates and the outline share what they look for
+        admitted = can_hold_findings(data, enabled, memo=memo)
+        decls = declarations(data, memo)
         digest = None
         if hashed:  # only the cache needs it
             from .cache import content_hash

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..analysis.hierarchy import function_like
 from ..outline import ClassDecl, class_declarations
@@ -19,15 +19,24 @@ from ..settings import DISPATCH_REQUEST_OPS, DISPATCH_SIZED_OPS
 
 class Pattern(NamedTuple):
     """A regex and a substring every match of it contains: `bytes in` runs at memory speed
-    (~2.5 GB/s here), a regex search at half that, so the regex runs only where it can match."""
+    (~2.5 GB/s here), a regex search at half that, so the regex runs only where it can match.
+    `by_decls`: the file's class statements (which the index reads anyway) answer instead of
+    the regex, so the file is not searched again."""
 
     needle: bytes
     regex: re.Pattern[bytes]
+    by_decls: bool = False
 
 
-def pattern(needle: bytes, regex: bytes) -> Pattern:
+def pattern(needle: bytes, regex: bytes, by_decls: bool = False) -> Pattern:
     assert needle in regex.replace(b"\\", b""), (needle, regex)  # a literal of the regex
-    return Pattern(needle, re.compile(regex))
+    return Pattern(needle, re.compile(regex), by_decls)
+
+
+# Each test's answer for one file, shared by the gates (they share tokens and patterns), and
+# under _DECLS the file's class statements once they are read.
+Memo = dict[object, Any]
+_DECLS = "class statements"
 
 
 @dataclass(frozen=True)
@@ -42,7 +51,7 @@ class Gate:
     # op a backward that the Function checks read too, with no Function class in sight.
     also: tuple[bytes, ...] = ()
 
-    def admits(self, raw: bytes, memo: dict[object, bool] | None = None) -> bool:
+    def admits(self, raw: bytes, memo: Memo | None = None) -> bool:
         """Substring tests first (memory speed, they reject almost every file), then patterns.
 
         Gates share tokens and patterns: `memo` keeps each test's answer for one file."""
@@ -53,14 +62,29 @@ class Gate:
         for token in self.requires:
             if not _contains(raw, token, memo):
                 return False
-        for needle, regex in self.patterns:
+        for needle, regex, by_decls in self.patterns:
             if not _contains(raw, needle, memo):
                 continue
             if regex not in memo:
-                memo[regex] = regex.search(raw) is not None
+                if by_decls:
+                    memo[regex] = any(_FUNCTION_WORD.search(base) for base in _bases(raw, memo))
+                else:
+                    memo[regex] = regex.search(raw) is not None
             if memo[regex]:
                 return True
         return False
+
+
+def declarations(raw: bytes, memo: Memo) -> list[ClassDecl]:
+    """The file's class statements, read once per file whichever gate or caller asks first."""
+    decls: list[ClassDecl] | None = memo.get(_DECLS)
+    if decls is None:
+        decls = memo[_DECLS] = class_declarations(raw, _contains(raw, b"autograd", memo))
+    return decls
+
+
+def _bases(raw: bytes, memo: Memo) -> Iterator[str]:
+    return (base for _name, bases, _flag in declarations(raw, memo) for base in bases)
 
 
 # Each absent token is a scan of the whole file; most files lack every token. A token that holds
@@ -74,7 +98,7 @@ _IMPLIED_BY: dict[bytes, tuple[bytes, ...]] = {
 }
 
 
-def _contains(raw: bytes, token: bytes, memo: dict[object, bool]) -> bool:
+def _contains(raw: bytes, token: bytes, memo: Memo) -> bool:
     found = memo.get(token)
     if found is None:
         found = all(_contains(raw, inner, memo) for inner in _IMPLIED_BY.get(token, ()))
@@ -86,10 +110,13 @@ def _contains(raw: bytes, token: bytes, memo: dict[object, bool]) -> bool:
 # file that imports Function under another name (`from torch.autograd import Function as F`).
 # Each pattern starts with a literal so `re` skips ahead instead of trying every byte (a leading
 # `\b` or `^`, or an alternation of the two, makes the same search five to ten times slower).
+# The first is answered from the class statements the index reads: a base (as written) that
+# names `Function`; the regex says the same of the text, where comments and strings match too.
 _FUNCTION_CLASS = (
-    pattern(b"Function", rb"class\s+\w+\s*\([^)]*Function\b"),
+    pattern(b"Function", rb"class\s+\w+\s*\([^)]*Function\b", by_decls=True),
     pattern(b"Function", rb"Function\s+as\s+\w+"),
 )
+_FUNCTION_WORD = re.compile(r"Function\b")
 CUSTOM_OP_AUTOGRAD = b"register_autograd"
 REENTRANT = Gate(
     ("AGL101", "AGL102", "AGL103", "AGL104", "AGL105"),
@@ -205,17 +232,21 @@ def can_hold_findings(
     enabled: Iterable[str],
     index: frozenset[str] = frozenset(),
     decls: Sequence[ClassDecl] | None = None,
+    memo: Memo | None = None,
 ) -> bool:
     """Whether an enabled gate admits the file, or it subclasses a Function of the index.
 
-    `decls` are the file's class_declarations when the caller already has them."""
+    `decls` are the file's class_declarations when the caller already has them; `memo`, what
+    earlier tests of the same bytes found (declarations() puts the class statements there)."""
     gates = _admitting_gates(frozenset(enabled))
-    memo: dict[object, bool] = {}
+    memo = {} if memo is None else memo
+    if decls is not None:
+        memo.setdefault(_DECLS, list(decls))
     if any(gate.admits(source, memo) for gate in gates):
         return True
     if not index or not any(gate.starts_from_functions for gate in gates):
         return False
-    return subclasses_index(class_declarations(source) if decls is None else decls, index)
+    return subclasses_index(declarations(source, memo), index)
 
 
 def subclasses_index(decls: Sequence[ClassDecl], index: frozenset[str]) -> bool:
