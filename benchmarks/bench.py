@@ -1,6 +1,6 @@
 """Time `autogradlint check` against `ruff check --select E,F,B` on the same trees, same run.
 
-Usage: python benchmarks/bench.py [--rounds N] [TREE ...]
+Usage: python benchmarks/bench.py [--rounds N] [--pause S] [TREE ...]
 Default trees: the installed torch package's source, and the public corpus when it has been
 fetched (~/.cache/autogradlint-corpus/src). For each tree: cold (--no-cache) and warm (a filled
 cache, nothing changed) medians of autogradlint, ruff's cold median (ruff: line length 100, as
@@ -52,12 +52,18 @@ def _run(cmd: list[str], cwd: Path) -> float:
     return elapsed
 
 
-def _interleaved(commands: list[list[str]], rounds: int, cwd: Path) -> list[float]:
+def _interleaved(
+    commands: list[list[str]], rounds: int, cwd: Path, pause: float = 0.0
+) -> list[float]:
     """Median wall time of each command, running them in turn every round, so a slow spell of
-    the machine hits all of them alike."""
+    the machine hits all of them alike. Each run starts after the same `pause`: on this host a
+    run that follows ruff's all-core burst is ~8% slower than one that follows a pause (1.58 s
+    against 1.46 s for the same cold check of torch), so without it whichever command comes
+    after ruff is charged for ruff's burst."""
     timings: list[list[float]] = [[] for _ in commands]
     for _ in range(rounds):
         for times, cmd in zip(timings, commands, strict=True):
+            time.sleep(pause)
             times.append(_run(cmd, cwd))
     return [statistics.median(times) for times in timings]
 
@@ -66,6 +72,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("trees", nargs="*", type=Path)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument(
+        "--pause",
+        type=float,
+        default=1.5,
+        help="seconds of rest before each timed run (0: back to back, as before 2026-12-02)",
+    )
     args = parser.parse_args()
     ruff = shutil.which("ruff")
     if ruff is None:
@@ -118,7 +130,10 @@ def main() -> None:
             warm_cmd = [*agl, "--cache-dir", cache_dir, str(tree)]
             _run(warm_cmd, tree)  # fill the cache
             ruff_s, lighter_s, cold_s, warm_s = _interleaved(
-                [ruff_cmd, lighter, [*agl, "--no-cache", str(tree)], warm_cmd], args.rounds, tree
+                [ruff_cmd, lighter, [*agl, "--no-cache", str(tree)], warm_cmd],
+                args.rounds,
+                tree,
+                args.pause,
             )
         name = tree.name if tree.name != "src" else "corpus"
         print(
@@ -128,8 +143,8 @@ def main() -> None:
         )
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     print(
-        f"peak RSS of any child process: {peak / 1024:.0f} MB (rounds: {args.rounds}, medians; "
-        "ruff's peak counts too)"
+        f"peak RSS of any child process: {peak / 1024:.0f} MB (rounds: {args.rounds}, medians, "
+        f"{args.pause:g} s rest before each run; ruff's peak counts too)"
     )
     # The language server with a real client over stdio (benchmarks/lsp_latency.py).
     latency = Path(__file__).with_name("lsp_latency.py")
