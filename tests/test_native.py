@@ -4,6 +4,7 @@ Each test is a small project on disk (setup.py, csrc/, a package), the way users
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -506,3 +507,51 @@ def test_a_parameter_is_found_where_the_word_boundary_regex_finds_it(name: str, 
     for tail in (scan._GUARD, scan._RAW_READ, scan._STRIDE_READ, scan._INPLACE):
         found = re.search(rf"\b{re.escape(name)}{tail}", body)
         assert scan._word_then(name, tail, body) == (None if found is None else found.start())
+
+
+def _walked(root: str) -> list[str]:
+    """What native_files promises: os.walk's files with hidden and excluded directories pruned,
+    the rest visited in sorted order, symlinked directories listed but not entered."""
+    import os
+
+    from autogradlint.native.index import _SKIP_DIRS, SUFFIXES
+
+    found: list[str] = []
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
+        found.extend(os.path.join(directory, f) for f in files if f.endswith(SUFFIXES))
+    return found
+
+
+def test_native_files_are_what_a_pruned_walk_finds_in_its_order(tmp_path: Path) -> None:
+    from autogradlint.native.index import native_files
+
+    for directory in ("csrc/b", "csrc/a/deep", ".hidden", "build", "site-packages/x", "zz"):
+        (tmp_path / directory).mkdir(parents=True)
+    for name in (
+        "csrc/b/k.cu",
+        "csrc/a/deep/h.cuh",
+        "csrc/a/ops.cpp",
+        "csrc/notes.txt",
+        ".hidden/secret.cpp",
+        "build/gen.cpp",
+        "site-packages/x/dep.cc",
+        "zz/last.h",
+        "top.c",
+    ):
+        (tmp_path / name).write_text("int x;\n")
+    (tmp_path / "csrc/loop").symlink_to(tmp_path / "csrc")  # a directory link: not entered
+    (tmp_path / "linked.cpp").symlink_to(tmp_path / "top.c")  # a file link: a file
+    (tmp_path / "dangling.cpp").symlink_to(tmp_path / "missing.cpp")
+    found = native_files(str(tmp_path))
+    assert found == _walked(str(tmp_path))
+    relative = sorted(os.path.relpath(p, tmp_path) for p in found)
+    assert relative == [
+        "csrc/a/deep/h.cuh",
+        "csrc/a/ops.cpp",
+        "csrc/b/k.cu",
+        "dangling.cpp",
+        "linked.cpp",
+        "top.c",
+        "zz/last.h",
+    ]
