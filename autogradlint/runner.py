@@ -433,20 +433,15 @@ def _store(cache: Cache, items: list[_File], keys: dict[str, str]) -> None:
 
 
 def _read_many(batch: list[tuple[str, frozenset[str]]], hashed: bool, workers: int) -> list[_Read]:
-    """Read and gate many files in forked workers while this process loads the engine."""
-    from .workers import load_engine, reader_pool
+    """Read and gate many files in forked readers while this process loads the engine."""
+    from functools import partial
+
+    from .workers import load_engine, map_in_forks
 
     # Reading (and outlining) ~1,500 files costs about what loading the engine costs here: one
     # reader then finishes alongside it, and more would only compete with it for the cores.
     readers = 1 if len(batch) <= FILES_PER_ENGINE_LOAD else workers
-    size = -(-len(batch) // (readers * 4))  # a few batches per reader balance the load
-    with reader_pool(readers) as pool:
-        futures = [
-            pool.submit(_read_batch, batch[i : i + size], hashed)
-            for i in range(0, len(batch), size)
-        ]
-        load_engine()  # while they read; the analysis workers inherit it
-        return [read for future in futures for read in future.result()]
+    return map_in_forks(partial(_read_batch, hashed=hashed), batch, readers, load_engine)
 
 
 def _analyse(pending: list[Job], workers: int, progress: Progress | None) -> list[FileResult]:

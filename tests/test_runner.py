@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -76,17 +78,17 @@ def test_pools_find_what_one_process_finds(
     monkeypatch.setattr(runner, "READ_POOL_THRESHOLD", 2)
     monkeypatch.setattr(runner, "POOL_THRESHOLD", 2)
     used: list[str] = []
-    real_reader, real_analysis = workers.reader_pool, isolation.run_isolated
+    real_reader, real_analysis = workers.map_in_forks, isolation.run_isolated
 
-    def reader(workers: int):  # type: ignore[no-untyped-def]
+    def reader(fn, items, readers, while_waiting):  # type: ignore[no-untyped-def]
         used.append("read")
-        return real_reader(workers)
+        return real_reader(fn, items, readers, while_waiting)
 
     def analysis(fn, jobs, **options):  # type: ignore[no-untyped-def]
         used.append(f"analyse in {options['workers']}")
         return real_analysis(fn, jobs, **options)
 
-    monkeypatch.setattr(workers, "reader_pool", reader)
+    monkeypatch.setattr(workers, "map_in_forks", reader)
     monkeypatch.setattr(isolation, "run_isolated", analysis)
     parallel = lint(2, "parallel-cache")
     assert used == ["read", "analyse in 2"]
@@ -97,3 +99,29 @@ def test_pools_find_what_one_process_finds(
     assert by_name["broken.py"][1] is not None and "syntax" in by_name["broken.py"][1]
     if cached:  # and a warm parallel run reuses every entry
         assert lint(2, "parallel-cache") == serial
+
+
+def _squares(items):  # type: ignore[no-untyped-def]
+    return [item * item for item in items]
+
+
+def _dies_on_seven(items):  # type: ignore[no-untyped-def]
+    if 7 in items and os.getpid() != PARENT:
+        os._exit(3)  # a reader that dies in the middle of its work
+    return [item * item for item in items]
+
+
+PARENT = os.getpid()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the readers are forks (Linux)")
+def test_forked_readers_give_every_result_in_order_even_when_one_dies() -> None:
+    waited: list[int] = []
+    items = list(range(1000))
+    assert workers.map_in_forks(_squares, items, 2, lambda: waited.append(os.getpid())) == [
+        i * i for i in items
+    ]
+    assert waited == [os.getpid()]  # this process loaded the engine meanwhile
+    # The reader that takes the chunk holding 7 dies: its chunks are read here instead.
+    assert workers.map_in_forks(_dies_on_seven, items, 2) == [i * i for i in items]
+    assert workers.map_in_forks(_squares, [], 2) == []
