@@ -4,7 +4,6 @@ are unchanged; each is stat'ed at most once per run, and only when such a result
 
 from __future__ import annotations
 
-import json
 import os
 
 
@@ -14,6 +13,8 @@ def encode(natives: dict[str, str], files: set[str]) -> str:
         return ""
     entries = [["native", root, stamp] for root, stamp in sorted(natives.items())]
     entries += [["file", path, _file_stamp(path)] for path in sorted(files)]
+    import json  # only a cached run records what a result depends on
+
     return json.dumps(entries, separators=(",", ":"))
 
 
@@ -28,6 +29,8 @@ class Current:
         if not encoded:
             return True
         try:
+            import json
+
             entries = json.loads(encoded)
             return all(self._now(kind, key) == stamp for kind, key, stamp in entries)
         except (ValueError, TypeError):

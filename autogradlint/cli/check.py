@@ -33,7 +33,6 @@ from .common import (
     stdin_view,
 )
 from .fix import FixSummary, fix_paths
-from .noqa import add_noqa_comments
 
 if TYPE_CHECKING:  # the confirmer is imported only by the runs that use it
     from ..confirm.run import Outcome
@@ -166,6 +165,8 @@ def check(paths: tuple[str, ...], **options: object) -> None:
     sources = {r.path: _read_lines(r.path, data) for r in results if r.findings}
 
     if opts.add_noqa:
+        from .noqa import add_noqa_comments  # rare: not on every run's start-up
+
         added, noqa_errors = add_noqa_comments(results, config, paths, respect_gitignore)
         if not (opts.quiet or opts.silent):
             err.print(f"Added {added} noqa directive{'s' * (added != 1)}.", highlight=False)
