@@ -14,11 +14,6 @@ from typing import Any
 from .meta import rule_names
 from .settings import Settings
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 KNOWN_KEYS = {
     "select",
     "ignore",
@@ -293,6 +288,10 @@ def load_file(path: Path) -> Config | None:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
     if path.suffix == ".toml":
+        if sys.version_info >= (3, 11):  # imported here: a tree without a TOML file never needs it
+            import tomllib
+        else:  # pragma: no cover
+            import tomli as tomllib
         try:
             doc = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
