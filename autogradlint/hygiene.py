@@ -163,9 +163,11 @@ def _nothing_to_report(text: str) -> bool:
     if b"autogradlint:" in lowered:
         return False
     names = _rule_names()
+    carriage = "\r" in text  # else the search for one would scan back to the file's start
     at = lowered.find(b"noqa")
     while at != -1:
-        line_start = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
+        newline = text.rfind("\n", 0, at)
+        line_start = max(newline, text.rfind("\r", newline + 1, at) if carriage else -1) + 1
         hash_at = text.rfind("#", line_start, at)
         if hash_at != -1:
             line_end = len(text) if (end := lowered.find(b"\n", at)) == -1 else end

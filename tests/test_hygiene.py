@@ -186,6 +186,7 @@ QUIET_CASES = [
     "x = '#'  # NOQA:E501 # noqa AGL1\n",
     "# autogradlint: file-ignore[AGL4]\nx = 1\n",
     "x = 1  # something # noqa: E731, F811\r\ny = 2  # noqa: AGL2\r\n",
+    "x = 1  # noqa: E731\ry = '#'  # noqa: AGL2\r",  # lone \r line ends (old Mac files)
 ]
 
 

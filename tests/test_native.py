@@ -512,8 +512,6 @@ def test_a_parameter_is_found_where_the_word_boundary_regex_finds_it(name: str, 
 def _walked(root: str) -> list[str]:
     """What native_files promises: os.walk's files with hidden and excluded directories pruned,
     the rest visited in sorted order, symlinked directories listed but not entered."""
-    import os
-
     from autogradlint.native.index import _SKIP_DIRS, SUFFIXES
 
     found: list[str] = []
