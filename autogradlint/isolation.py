@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from .speed.collector import for_a_command
+
 DEFAULT_TIME_BUDGET = float(os.environ.get("AUTOGRADLINT_FILE_TIMEOUT", "60"))
 DEFAULT_MEMORY_BUDGET = int(os.environ.get("AUTOGRADLINT_FILE_MEMORY_MB", "4096")) << 20
 QUEUED_PER_WORKER = 2  # the running job and the next...
@@ -53,7 +55,7 @@ def _worker(conn: Connection, fn: Callable[[Any], Any], memory_budget: int) -> N
     _limit_memory(memory_budget)
     # libcst allocates ~100,000 nodes per file and frees them at once: collecting every 700
     # allocations only costs time (5-7% of a parse). Workers are short-lived.
-    gc.set_threshold(100_000, 50, 100)
+    for_a_command()
     while True:
         try:
             job = conn.recv()

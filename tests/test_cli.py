@@ -188,3 +188,19 @@ def test_function_subclass_defined_across_files_is_recognised(tmp_path: Path) ->
     result = run("check", "--output-format", "json", str(tmp_path))
     codes = {(Path(i["filename"]).name, i["code"]) for i in json.loads(result.output)}
     assert ("child.py", "AGL402") in codes
+
+
+def test_a_command_collects_garbage_rarely() -> None:
+    """A command's objects live until it exits: the console entry point tells the collector
+    not to traverse them every 700 allocations (speed/collector.py)."""
+    script = (
+        "import gc, os, sys\n"
+        "from autogradlint.cli.app import run\n"
+        "exit = os._exit\n"
+        "os._exit = lambda code: (print(gc.get_threshold()), sys.stdout.flush(), exit(code))\n"
+        "sys.argv = ['autogradlint', '--version']\n"
+        "run()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "(100000, 50, 100)"
