@@ -90,7 +90,7 @@ class Config:
             object.__setattr__(self, "_enabled", cached)
         return cached
 
-    def enabled_for(self, path: Path) -> frozenset[str]:
+    def enabled_for(self, path: str | Path) -> frozenset[str]:
         """Enabled rules for one file, after per-file-ignores (patterns relative to root)."""
         enabled = self.enabled_rules()
         if not self.per_file_ignores:
@@ -136,7 +136,8 @@ def _compiled(patterns: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns))
 
 
-def _relative(path: Path, root: Path) -> str:
+def _relative(path: str | Path, root: Path) -> str:
+    path = Path(path)
     try:
         return path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:

@@ -125,3 +125,23 @@ def test_forked_readers_give_every_result_in_order_even_when_one_dies() -> None:
     # The reader that takes the chunk holding 7 dies: its chunks are read here instead.
     assert workers.map_in_forks(_dies_on_seven, items, 2) == [i * i for i in items]
     assert workers.map_in_forks(_squares, [], 2) == []
+
+
+@pytest.mark.parametrize("named", [".", "./", "pkg", "./pkg/", "pkg//", "pkg/.", "pkg/../pkg"])
+def test_found_paths_are_spelled_as_pathlib_spells_them(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, named: str
+) -> None:
+    """Discovery hands over strings (a Path per file costs more than the walk), spelled as
+    the Path objects it used to hand over: reports and caches keep their paths."""
+    monkeypatch.chdir(tree)
+    config = Config(root=tree)
+    found = discover([named], config).files
+    walked = sorted(
+        str(Path(directory, name))
+        for directory, _dirs, names in os.walk(named)
+        for name in names
+        if name.endswith(".py")
+    )
+    assert all(isinstance(path, str) for path in found)
+    assert sorted(found) == walked
+    assert len(found) == 28

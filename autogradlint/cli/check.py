@@ -130,7 +130,7 @@ def check(paths: tuple[str, ...], **options: object) -> None:
         sys.exit(EXIT_CLEAN)
     if opts.show_files:
         found = discover_files(paths, config, respect_gitignore=respect_gitignore)
-        for path in sorted(str(p.resolve()) for p in found.files):
+        for path in sorted(str(Path(p).resolve()) for p in found.files):
             click.echo(printable(path))
         sys.exit(EXIT_ERROR if found.errors else EXIT_CLEAN)
 
@@ -280,7 +280,7 @@ def _lint(
     return results, errors, None
 
 
-def _warn_empty(paths: tuple[str, ...], files: list[Path], config: Config, err: Console) -> None:
+def _warn_empty(paths: tuple[str, ...], files: list[str], config: Config, err: Console) -> None:
     """Say which named directories held no Python file to check (a typo, a venv, an exclude)."""
     # Discovery keeps the named prefix, so a lexical match settles almost every directory;
     # resolving (a syscall per path component) is only for the rare `..` or symlinked name.
@@ -290,10 +290,10 @@ def _warn_empty(paths: tuple[str, ...], files: list[Path], config: Config, err: 
         if not where.is_dir():
             continue
         depth = len(where.parts)
-        if any(f.parts[:depth] == where.parts for f in files):
-            continue
+        if any(Path(f).parts[:depth] == where.parts for f in files):
+            continue  # usually the first file: the rest are never made Paths
         if resolved is None:
-            resolved = [f.resolve() for f in files]
+            resolved = [Path(f).resolve() for f in files]
         base = where.resolve()
         if not any(base == f or base in f.parents for f in resolved):
             print_warning(err, f"no Python files to check under {named}")

@@ -209,8 +209,8 @@ def project_files(
     config: Config,
     respect_gitignore: bool,
     named: tuple[str, ...] = (),
-    found: list[Path] | None = None,
-) -> tuple[Path | None, list[Path]]:
+    found: list[str] | None = None,
+) -> tuple[Path | None, list[str]]:
     """The project the named paths belong to, and all its Python files: every front end
     builds the same index from them, whatever paths were named (project.py). When the root
     itself was named, its files were just found: they are not walked again."""

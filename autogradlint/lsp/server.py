@@ -187,7 +187,7 @@ class AutogradLintServer(LanguageServer):
             asyncio.ensure_future(self.lint(uri))
 
 
-def record_of(path: Path, source: str | None = None) -> Record:
+def record_of(path: str | Path, source: str | None = None) -> Record:
     """The index's record of one file, from an editor buffer or from disk."""
     data = source.encode("utf-8", "surrogatepass") if source is not None else read_source(path)
     if not isinstance(data, bytes):
