@@ -433,10 +433,10 @@ def _absolute(base: str, name: str, record: Record) -> str:
 def view_key(view: FileView) -> str:
     """A file's cached result stays valid while its view does (a change elsewhere in the
     project re-analyses only the files it concerns)."""
+    if not view:
+        return ""  # most files: asked once each, before anything to hash
     import hashlib
 
-    if not view:
-        return ""
     # Sorted: a frozenset's repr follows string hashes, which differ from run to run.
     stable = (
         view.module,

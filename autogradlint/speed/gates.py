@@ -118,17 +118,19 @@ _FUNCTION_CLASS = (
 )
 _FUNCTION_WORD = re.compile(r"Function\b")
 CUSTOM_OP_AUTOGRAD = b"register_autograd"
+# Required tokens are tested in order, each only where the ones before it are present:
+# `autograd` first (the custom-op test has looked for it already), then the rarer ones.
 REENTRANT = Gate(
     ("AGL101", "AGL102", "AGL103", "AGL104", "AGL105"),
     _FUNCTION_CLASS,
-    (b"Function", b"def backward", b"autograd"),
+    (b"autograd", b"def backward", b"Function"),
     True,
     (CUSTOM_OP_AUTOGRAD,),
 )
 COMPILED_GRADS = Gate(
     ("AGL201", "AGL202"),
     _FUNCTION_CLASS,
-    (b"Function", b"def backward", b"autograd"),
+    (b"autograd", b"def backward", b"Function"),
     True,
     (CUSTOM_OP_AUTOGRAD,),
 )
@@ -161,7 +163,7 @@ def _contract(*ids: str, custom_ops: bool = False) -> Gate:
     """The gate of a Function-contract check (every Function class can break the contract);
     `custom_ops`: the check also reads torch.library custom ops' backwards."""
     also = (CUSTOM_OP_AUTOGRAD,) if custom_ops else ()
-    return Gate(ids, _FUNCTION_CLASS, (b"Function", b"autograd"), True, also)
+    return Gate(ids, _FUNCTION_CLASS, (b"autograd", b"Function"), True, also)
 
 
 GRADIENT_COUNT = _contract("AGL401", custom_ops=True)
