@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import functools
 import os
+import re
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -25,7 +26,7 @@ from .analysis.bindings import Binding
 from .analysis.hierarchy import descendants
 from .outline import ClassDecl, Outline, module_imports
 from .source_io import decode
-from .speed.statements import chunk_starts
+from .speed.statements import body_start, chunk_starts, keyword_line
 
 FUNCTION_BASES = frozenset(
     {
@@ -139,25 +140,122 @@ def _package_of(directory: str) -> str:
 
 # --- details of one file, from bytes -----------------------------------------------------------
 def signatures_of(text: str) -> tuple[tuple[str, Signature], ...]:
-    """The forward signature of each class that defines one, from `ast` of just those class
-    statements (one parse of them together; one each only if that fails)."""
+    """The forward signature of each top-level class that defines one, in class order: from
+    `ast` of each forward's header alone where the text says exactly which statements are
+    the class's methods (speed/statements.py), else of the whole class statement."""
     starts = chunk_starts(text)
     bounds = [*starts, len(text)]
-    chunks: list[str] = []
+    signatures: list[tuple[str, Signature]] = []
+    for index, start in enumerate(starts):
+        end = bounds[index + 1]
+        chunk = text[start:end]
+        if not (chunk.lstrip().startswith(("class ", "@")) and "def forward" in chunk):
+            continue
+        read = None if "\r" in text else _from_forward_header(text, start, end)
+        if read is None:  # the whole class, as `ast` reads it
+            read = _from_class_statements(chunk if chunk.endswith("\n") else chunk + "\n")
+        signatures.extend(read)
+    return tuple(signatures)
+
+
+def signatures_from_classes(text: str) -> tuple[tuple[str, Signature], ...]:
+    """What `signatures_of` finds, from `ast` of every class statement that mentions a
+    forward (the reference its shortcut is held to, and its fallback)."""
+    starts = chunk_starts(text)
+    bounds = [*starts, len(text)]
+    signatures: list[tuple[str, Signature]] = []
     for index, start in enumerate(starts):
         chunk = text[start : bounds[index + 1]]
         if chunk.lstrip().startswith(("class ", "@")) and "def forward" in chunk:
-            chunks.append(chunk if chunk.endswith(("\n", "\r")) else chunk + "\n")
-    joined = parse_quietly("".join(chunks))
-    trees = [joined] if joined is not None else [parse_quietly(chunk) for chunk in chunks]
-    signatures: list[tuple[str, Signature]] = []
-    for tree in trees:
-        for node in tree.body if tree is not None else ():
-            if isinstance(node, ast.ClassDef):
-                signature = _forward_signature(node)
-                if signature is not None:
-                    signatures.append((node.name, signature))
+            signatures.extend(
+                _from_class_statements(chunk if chunk.endswith(("\n", "\r")) else chunk + "\n")
+            )
     return tuple(signatures)
+
+
+def _from_class_statements(text: str) -> list[tuple[str, Signature]]:
+    tree = parse_quietly(text)
+    out: list[tuple[str, Signature]] = []
+    for node in tree.body if tree is not None else ():
+        if isinstance(node, ast.ClassDef):
+            signature = _forward_signature(node)
+            if signature is not None:
+                out.append((node.name, signature))
+    return out
+
+
+_CLASS_NAME = re.compile(r"[ \t]*class[ \t]+(\w+)")
+_METHOD_NAME = re.compile(r"(?:async[ \t]+)?def[ \t]+(\w+)")
+_CODE_AT_COLUMN_0 = re.compile(r"\n[^\s#]")
+
+
+def _from_forward_header(text: str, start: int, end: int) -> list[tuple[str, Signature]] | None:
+    """The class statement text[start:end]'s forward signature from its forward's header
+    alone (a class body holds ~50 times the text of the header); None where the text leaves
+    any doubt about which statements are the class's methods: a decorator over several
+    lines, a body line at column 0 (a string), more than one class."""
+    body = body_start(text, start, end)
+    if body is None or _CODE_AT_COLUMN_0.search(text, body[0] - 1, end):
+        return None
+    keyword = keyword_line(text, start, end)
+    if keyword is None:
+        return None
+    named = _CLASS_NAME.match(text, keyword)
+    if named is None:
+        return []  # a def: no class
+    if not named.group(1).isascii():
+        return None  # `ast` normalises non-ASCII names (NFKC)
+    offset, indent = body
+    methods: dict[str, tuple[int, int]] = {}
+    statements = chunk_starts(text, indent, offset, end)
+    for index, first in enumerate(statements):
+        last = statements[index + 1] if index + 1 < len(statements) else end
+        found = _method(text, first, last, indent)
+        if found is None:
+            return None
+        if found:
+            methods[found] = (first, last)
+    if "forward" not in methods:
+        return []
+    first, last = methods["forward"]
+    header = body_start(text, first, last)
+    source = text[first:last] if header is None else text[first : header[0]] + header[1] + "pass"
+    tree = parse_quietly("class _C:\n" + source + "\n")
+    if tree is None:
+        return None
+    holder = tree.body[0]
+    assert isinstance(holder, ast.ClassDef)  # the text parsed starts with `class _C:`
+    defs = [n for n in holder.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if len(defs) != 1 or defs[0].name != "forward":
+        return None
+    found_parameters = _parameters(defs[0], "setup_context" in methods)
+    signature = Signature(
+        found_parameters.required,
+        len(found_parameters.names),
+        found_parameters.star,
+        found_parameters.setup_context,
+    )
+    return [(named.group(1), signature)]
+
+
+def _method(text: str, start: int, end: int, indent: str) -> str | None:
+    """The name of the def a class-body statement is, "" when it is no def, None when its
+    decorators or comments are not plain single lines at the body's indentation."""
+    for line in text[start:end].split("\n"):
+        code = line.strip()
+        if not code or code.startswith("#"):
+            continue
+        if not line.startswith(indent) or line[len(indent)] in " \t":
+            return None  # a deeper line before the def: a decorator over several lines
+        if code.startswith("@"):
+            if any(c in code for c in "\"'#\\") or sum(map(code.count, "([{")) != sum(
+                map(code.count, ")]}")
+            ):
+                return None
+            continue
+        method = _METHOD_NAME.match(code)
+        return method.group(1) if method is not None else ""
+    return ""
 
 
 def parse_quietly(text: str) -> ast.Module | None:
@@ -191,9 +289,14 @@ def forward_parameters(node: ast.ClassDef) -> ForwardParameters | None:
     forward = methods.get("forward")
     if forward is None:
         return None
+    return _parameters(forward, "setup_context" in methods)
+
+
+def _parameters(
+    forward: ast.FunctionDef | ast.AsyncFunctionDef, setup_context: bool
+) -> ForwardParameters:
     args = forward.args
     positional = [*args.posonlyargs, *args.args]
-    setup_context = "setup_context" in methods
     if not setup_context:
         positional = positional[1:]  # ctx
     required = len(positional) - len(args.defaults)

@@ -226,3 +226,19 @@ def test_finding_positions_match_a_whole_module_pass(corpus: Path) -> None:
         assert fast == whole, path
         checked += 1
     assert checked > 40
+
+
+def test_forward_signatures_from_headers_match_whole_classes(corpus: Path) -> None:
+    """The index reads a Function's forward from its header alone; on real code that gives
+    what `ast` of the whole class statement gives (project.signatures_of)."""
+    from autogradlint.project import signatures_from_classes, signatures_of
+
+    compared = 0
+    for path in corpus.rglob("*.py"):
+        raw = path.read_bytes()
+        if b"def forward" not in raw:
+            continue
+        text = raw.decode("utf-8", "replace")
+        assert signatures_of(text) == signatures_from_classes(text), path
+        compared += 1
+    assert compared > 500

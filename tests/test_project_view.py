@@ -172,3 +172,40 @@ def test_a_warm_run_of_one_file_reads_nothing_it_need_not(package: Path) -> None
     assert _check(package, "--cache-dir", str(cache), str(ops)) == []  # base changed: seen
     (package / "src" / "mypkg" / "base.py").write_text(BASE)
     assert _check(package, "--cache-dir", str(cache), str(ops)) == first
+
+
+_FORWARDS = {
+    "plain": "class A(Function):\n    @staticmethod\n    def forward(ctx, x, y=1, *rest):\n"
+    "        return x\n",
+    "setup_context style": "class A(Function):\n    @staticmethod\n    def forward(x, y):\n"
+    "        return x\n\n    @staticmethod\n    def setup_context(ctx, inputs, output):\n"
+    "        pass\n",
+    "one-line def": "class A(Function):\n    def forward(ctx, x): return x\n",
+    "decorator over lines": "class A(Function):\n    @deco(\n    a=1)\n    def forward(ctx, x):\n"
+    "        return x\n    def setup_context(ctx, i, o):\n        pass\n",
+    "header over lines": "class A(Function):\n    @staticmethod\n    def forward(\n"
+    "        ctx,  # the context\n        x: tuple[int, int] = (1, 2),\n    ):\n        return x\n",
+    "last def wins": "class A(Function):\n    def forward(ctx, x):\n        return x\n"
+    "    def forward(ctx, x, y):\n        return x\n",
+    "forward under if": "class A(Function):\n    if True:\n        def forward(ctx, x):\n"
+    "            return x\n",
+    "string at column 0": 'class A(Function):\n    def forward(ctx, x):\n        s = """\ndef f(a):\n'
+    '"""\n        return x\n',
+    "decorated class": "@dataclass(\n    frozen=True)\nclass A(Function):\n    def forward(ctx, x):\n"
+    "        return x\n",
+    "crlf": "class A(Function):\r\n    def forward(ctx, x, y):\r\n        return x\r\n",
+    "tabs": "class A(Function):\n\tdef forward(ctx, x, y):\n\t\treturn x\n",
+    "non-ascii name": "class \ufb01le(Function):\n    def forward(ctx, x):\n        return x\n",
+    "no forward method": "class A(Function):\n    forward = staticmethod(f)\n    # def forward\n",
+    "async and nested": "class A(Function):\n    class B:\n        def forward(self, z):\n"
+    "            pass\n    async def forward(ctx, x, *, k=1):\n        return x\n",
+}
+
+
+@pytest.mark.parametrize("case", list(_FORWARDS))
+def test_forward_signatures_read_from_headers_are_those_of_the_whole_class(case: str) -> None:
+    from autogradlint.project import signatures_from_classes, signatures_of
+
+    found = signatures_of(_FORWARDS[case])
+    assert found == signatures_from_classes(_FORWARDS[case])
+    assert bool(found) is (case not in ("forward under if", "no forward method"))

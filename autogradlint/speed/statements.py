@@ -101,10 +101,9 @@ _KEYWORD = re.compile(r"[ \t]*(?:async[ \t]+)?(?:def|class)\b")
 _DECORATOR_OR_COMMENT = re.compile(r"[ \t]*(?:[@#]|\r?\n)")
 
 
-def body_start(text: str, start: int, end: int) -> tuple[int, str] | None:
-    """For the def or class (with any decorators) in text[start:end]: the offset of the line
-    where its indented body starts, and that body's indentation; None for anything else (a
-    one-line body, an `if`, code that does not parse)."""
+def keyword_line(text: str, start: int, end: int) -> int | None:
+    """Where the `def` or `class` line of the statement text[start:end] starts, past its
+    decorators and comments (each on one line); None for any other statement."""
     keyword = start
     while not _KEYWORD.match(text, keyword):
         if not _DECORATOR_OR_COMMENT.match(text, keyword):
@@ -112,6 +111,16 @@ def body_start(text: str, start: int, end: int) -> tuple[int, str] | None:
         keyword = text.find("\n", keyword, end) + 1
         if keyword <= 0:
             return None
+    return keyword
+
+
+def body_start(text: str, start: int, end: int) -> tuple[int, str] | None:
+    """For the def or class (with any decorators) in text[start:end]: the offset of the line
+    where its indented body starts, and that body's indentation; None for anything else (a
+    one-line body, an `if`, code that does not parse)."""
+    keyword = keyword_line(text, start, end)
+    if keyword is None:
+        return None
     depth = 0
     for token in _HEADER_TOKENS.finditer(text, keyword, end):
         char = token.group()
