@@ -26,7 +26,7 @@ from .analysis.bindings import Binding
 from .analysis.hierarchy import descendants
 from .outline import ClassDecl, Outline, module_imports
 from .source_io import decode
-from .speed.statements import body_start, chunk_starts, keyword_line
+from .speed.statements import body_start, chunk_starts, def_name, keyword_line
 
 FUNCTION_BASES = frozenset(
     {
@@ -185,7 +185,6 @@ def _from_class_statements(text: str) -> list[tuple[str, Signature]]:
 
 
 _CLASS_NAME = re.compile(r"[ \t]*class[ \t]+(\w+)")
-_METHOD_NAME = re.compile(r"(?:async[ \t]+)?def[ \t]+(\w+)")
 _CODE_AT_COLUMN_0 = re.compile(r"\n[^\s#]")
 
 
@@ -210,7 +209,7 @@ def _from_forward_header(text: str, start: int, end: int) -> list[tuple[str, Sig
     statements = chunk_starts(text, indent, offset, end)
     for index, first in enumerate(statements):
         last = statements[index + 1] if index + 1 < len(statements) else end
-        found = _method(text, first, last, indent)
+        found = def_name(text, first, last, indent)
         if found is None:
             return None
         if found:
@@ -236,26 +235,6 @@ def _from_forward_header(text: str, start: int, end: int) -> list[tuple[str, Sig
         found_parameters.setup_context,
     )
     return [(named.group(1), signature)]
-
-
-def _method(text: str, start: int, end: int, indent: str) -> str | None:
-    """The name of the def a class-body statement is, "" when it is no def, None when its
-    decorators or comments are not plain single lines at the body's indentation."""
-    for line in text[start:end].split("\n"):
-        code = line.strip()
-        if not code or code.startswith("#"):
-            continue
-        if not line.startswith(indent) or line[len(indent)] in " \t":
-            return None  # a deeper line before the def: a decorator over several lines
-        if code.startswith("@"):
-            if any(c in code for c in "\"'#\\") or sum(map(code.count, "([{")) != sum(
-                map(code.count, ")]}")
-            ):
-                return None
-            continue
-        method = _METHOD_NAME.match(code)
-        return method.group(1) if method is not None else ""
-    return ""
 
 
 def parse_quietly(text: str) -> ast.Module | None:

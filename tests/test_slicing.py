@@ -402,3 +402,37 @@ def test_a_loader_callee_is_resolved_only_when_it_starts_plainly(
 
     at = line.rindex("load(")
     assert _callee_before(line, at, line.index("(", at)) == callee
+
+
+def test_a_large_helper_class_keeps_only_the_methods_the_functions_call() -> None:
+    """`Helpers.prepare(x)` in a Function: `ast` reads the class header and its static
+    `prepare`; the text scan hands it that much (a few more names that prose after
+    `Helpers.` suggests), not the whole class, and both selections stay equal."""
+    filler = "".join(
+        f"    @staticmethod\n    def other_{i}(x):\n        return x + {i}  # padding\n\n"
+        for i in range(80)
+    )
+    text = (
+        "import torch\n\n"
+        "class Helpers:\n"
+        '    """Called as Helpers. (prose), and as Helpers.\n    prepare."""\n\n'
+        f"{filler}"
+        "    @staticmethod\n    def prepare(x):\n        return x.contiguous()\n\n"
+        "    def hidden(self, x):  # not static: slicing keeps it out, the text keeps it\n"
+        "        return x\n\n"
+        "class Fn(torch.autograd.Function):\n"
+        "    @staticmethod\n    def forward(ctx, x):\n"
+        '        return Helpers.prepare(x) * 2  # prose: see Helpers. "hidden"\n\n'
+        "    @staticmethod\n    def backward(ctx, g):\n"
+        "        return (Helpers.\n                hidden(None, g))\n"
+    )
+    spans = kept_ranges(text, chunk_starts(text), frozenset())
+    assert spans is not None
+    kept = "".join(text[start:end] for start, end in spans)
+    assert "def prepare" in kept and "def hidden" in kept and "class Helpers" in kept
+    assert "other_" not in kept
+    sliced = slice_source(text)
+    whole = slice_source(text, whole=True)
+    assert sliced is not None and whole is not None
+    assert (sliced.source, sliced.line_map) == (whole.source, whole.line_map)
+    assert "def prepare" in sliced.source

@@ -27,7 +27,7 @@ from ..settings import (
     DISPATCH_SIZED_OPS,
     HELPER_DEPTH,
 )
-from .statements import body_start, chunk_of, chunk_starts, is_bare_string
+from .statements import body_start, chunk_of, chunk_starts, def_name, is_bare_string
 
 CALL_TAILS = (".forward(", "()(", ".apply(")
 
@@ -216,22 +216,25 @@ def kept_ranges(
         for index in chunk_of(starts, marks.functions) | chunk_of(starts, marks.others)
         if not _inert(text, bounds[index], bounds[index + 1], marks)
     }
-    whole: set[int] = set()  # chunks that must stay whole (Functions' helper classes and functions)
+    whole: set[int] = set()  # chunks that must stay whole (Functions' helper functions)
     top_classes = {name: offset for offset, name, _ in decls if text[offset - 1 : offset] in "\n"}
     # Helpers are followed from top-level Function classes only, as slicing's _function_uses
     # does: a class that merely holds a nested Function (a test case) is no caller, or its
     # own `Case.` references would keep the whole class.
     callers = chunk_of(starts, [at for at in marks.functions if text[at - 1 : at] in "\n"])
+    helpers: dict[int, set[str]] = {}  # helper class -> the names called on it
     for index in callers:
         start, end = bounds[index], bounds[index + 1]
         for used, offset in top_classes.items():
             # `Helpers.` as a whole word: str.find per class runs at memory speed, where a
             # `(\w+)\.` pattern (no literal to start from) tries every position of the class.
-            if _owner_used(text, used + ".", start, end):
-                whole |= chunk_of(starts, [offset])
+            called = _attributes_used(text, used + ".", start, end)
+            if called:
+                (helper,) = chunk_of(starts, [offset])
+                helpers[helper] = helpers.get(helper, set()) | called
     whole |= _helper_chunks(text, starts, bounds, callers)
     whole |= custom_ops
-    keep |= whole
+    keep |= whole | helpers.keys()
     for index in chunk_of(starts, marks.imports):
         if not _NOT_MODULE_SCOPE.match(text, starts[index]) and not _inert(
             text, bounds[index], bounds[index + 1], marks
@@ -242,6 +245,8 @@ def kept_ranges(
         start, end = bounds[index], bounds[index + 1]
         if index in whole:
             ranges.append((start, end))
+        elif index in helpers:
+            ranges.extend(_helper_class(text, start, end, helpers[index], marks))
         else:
             ranges.extend(_refine(text, start, end, marks, 0))
     return ranges or None
@@ -318,14 +323,57 @@ def holds_graph_call(text: str) -> bool:
     return False
 
 
-def _owner_used(text: str, prefix: str, start: int, end: int) -> bool:
-    """Whether text[start:end] has `prefix` (`Helpers.`) starting a word."""
+# After the dot of an attribute, Python allows only blanks, line breaks inside brackets, line
+# continuations and comments before the name (possessive: no backtracking over long comments).
+_ATTRIBUTE = re.compile(r"(?:[ \t\f\r\n\\]++|\#[^\n]*+)*+(\w+)")
+
+
+def _attributes_used(text: str, prefix: str, start: int, end: int) -> set[str]:
+    """The names text[start:end] may read off `prefix` (`Helpers.` starting a word: `prepare`
+    for `Helpers.prepare(x)`). Text in strings and comments may add names (`a Helpers. Then`),
+    never take one away: every attribute the code reads is among them."""
+    names: set[str] = set()
     at = text.find(prefix, start, end)
     while at != -1:
         if not _word_char(text[at - 1 : at]):
-            return True
+            attribute = _ATTRIBUTE.match(text, at + len(prefix), end)
+            if attribute is not None:
+                names.add(attribute.group(1))
         at = text.find(prefix, at + 1, end)
-    return False
+    return names
+
+
+def _helper_class(
+    text: str, start: int, end: int, names: set[str], marks: _Marks
+) -> list[tuple[int, int]]:
+    """A class whose methods the Functions call (`Helpers.prepare(x)`): its header and the
+    defs of those names, and what its other statements hold that a check reads (as in
+    `_refine`). slicing's `_helper_ranges` keeps the named static methods only: this may
+    keep more, never less; a statement the text leaves in doubt is kept."""
+    if end - start <= _BIG:
+        return [(start, end)]
+    body = body_start(text, start, end)
+    if body is None:
+        return [(start, end)]
+    offset, indent = body
+    if not _only_imports(marks, start, offset):
+        return [(start, end)]  # itself a Function class or a hook: checks read all of it
+    starts = chunk_starts(text, indent, offset, end)
+    bounds = [*starts, end]
+    marked = chunk_of(starts, marks.within(offset, end))
+    out = [(start, offset)]
+    for index, inner_start in enumerate(starts):
+        inner_end = bounds[index + 1]
+        name = def_name(text, inner_start, inner_end, indent)
+        if name is None or name in names:
+            out.append((inner_start, inner_end))
+        elif index in marked and not _inert(text, inner_start, inner_end, marks):
+            if not (
+                _NOT_MODULE_SCOPE.match(text, inner_start + len(indent))
+                and _only_imports(marks, inner_start, inner_end)
+            ):
+                out.extend(_refine(text, inner_start, inner_end, marks, 1))
+    return out if len(out) > 1 else []
 
 
 def _calls(text: str, name: str, start: int, end: int) -> bool:

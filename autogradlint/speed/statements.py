@@ -114,6 +114,30 @@ def keyword_line(text: str, start: int, end: int) -> int | None:
     return keyword
 
 
+def def_name(text: str, start: int, end: int, indent: str) -> str | None:
+    """The name of the def that the statement text[start:end], at `indent` in a class body,
+    is; "" when it is no def; None when its decorators or comments are not plain single
+    lines at that indentation (the text then leaves doubt: read it with `ast`)."""
+    for line in text[start:end].split("\n"):
+        code = line.strip()
+        if not code or code.startswith("#"):
+            continue
+        if not line.startswith(indent) or line[len(indent)] in " \t":
+            return None  # a deeper line before the def: a decorator over several lines
+        if code.startswith("@"):
+            if any(c in code for c in "\"'#\\") or sum(map(code.count, "([{")) != sum(
+                map(code.count, ")]}")
+            ):
+                return None
+            continue
+        method = _DEF_NAME.match(code)
+        return method.group(1) if method is not None else ""
+    return ""
+
+
+_DEF_NAME = re.compile(r"(?:async[ \t]+)?def[ \t]+(\w+)")
+
+
 def body_start(text: str, start: int, end: int) -> tuple[int, str] | None:
     """For the def or class (with any decorators) in text[start:end]: the offset of the line
     where its indented body starts, and that body's indentation; None for anything else (a
