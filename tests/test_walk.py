@@ -98,3 +98,20 @@ def test_a_visitor_sees_nodes_in_field_order_and_can_skip_children() -> None:
 
     Names().walk(cst.parse_module("a = b(c, d=e) + (lambda f: g)(h)\n"))
     assert seen == ["a", "b", "c", "e", "d", "h"]  # an argument's value, then its keyword
+
+
+def test_the_ast_walk_gives_what_ast_walk_gives_in_its_order() -> None:
+    """speed/ast_walk.walk stands in for `ast.walk` in the slicer and the summaries."""
+    import ast
+
+    from autogradlint.speed.ast_walk import walk
+
+    sources = [path.read_text() for path in (ROOT / "examples").rglob("*.py")]
+    sources.append(
+        "async def f(a, /, b=1, *c, d, **e) -> int:\n"
+        "    match a:\n        case [1, *rest] | {'k': _}:\n            pass\n"
+        "    x = [y async for y in z if (w := y)]\n    return f'{x!r:>{b}}' + (lambda: 0)()\n"
+    )
+    for source in sources:
+        tree = ast.parse(source)
+        assert [id(node) for node in walk(tree)] == [id(node) for node in ast.walk(tree)]

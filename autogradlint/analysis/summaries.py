@@ -17,6 +17,7 @@ from ..native.modules import ProjectNative, module_file
 from ..outline import module_imports
 from ..project import parse_quietly
 from ..settings import HELPER_DEPTH, Settings
+from ..speed.ast_walk import walk as walk_ast
 from ..speed.preselect import holds_graph_call
 from ..speed.slicing import ast_dotted
 from ..speed.statements import chunk_starts
@@ -542,7 +543,7 @@ class Summaries:
 def _stride_owners(call: ast.Call) -> set[str]:
     """Names whose `.stride(...)` / `.stride()` a launch is given."""
     owners: set[str] = set()
-    for node in ast.walk(call):
+    for node in walk_ast(call):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr == "stride":
                 owner = ast_dotted(node.func.value)

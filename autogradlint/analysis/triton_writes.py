@@ -12,6 +12,8 @@ import ast
 import functools
 from dataclasses import dataclass
 
+from ..speed.ast_walk import walk as walk_ast
+
 # tl.store and the atomics all write through their first argument
 _WRITES = frozenset(
     {
@@ -57,7 +59,7 @@ def _uses(kernel: ast.FunctionDef) -> _Uses:
     known = set(params)
     other = {
         node.id
-        for node in ast.walk(kernel)
+        for node in walk_ast(kernel)
         if isinstance(node, ast.Name) and node.id in known and id(node) not in visitor.bases
     }
     return _Uses(

@@ -25,6 +25,7 @@ from ..analysis.source_text import code_of
 from ..analysis.summaries import Reach
 from ..analysis.walk import FastVisitor
 from ..fix.edits import Edits, Fix
+from ..speed.ast_walk import walk as walk_ast
 from .base import Check
 from .common import BackwardOf, backward_methods, keyword, positional, source_of
 from .gradient_copy import copy_gradient_first
@@ -45,10 +46,10 @@ def makes_arguments_contiguous(decorator: ast.FunctionDef) -> bool:
     if not params:
         return False
     wrapped = params[0]
-    for inner in ast.walk(decorator):
+    for inner in walk_ast(decorator):
         if not isinstance(inner, ast.FunctionDef) or inner is decorator:
             continue
-        calls = [n for n in ast.walk(inner) if isinstance(n, ast.Call)]
+        calls = [n for n in walk_ast(inner) if isinstance(n, ast.Call)]
         contiguous = any(
             isinstance(c.func, ast.Attribute) and c.func.attr == "contiguous" for c in calls
         )

@@ -21,6 +21,7 @@ from ..analysis.bindings import Binding, Bindings
 from ..analysis.hierarchy import function_like
 from ..project import forward_parameters
 from ..settings import DEFAULT_LOADERS, DISPATCH_REQUEST_OPS, DISPATCH_SIZED_OPS, HELPER_DEPTH
+from .ast_walk import walk as walk_ast
 from .preselect import direct_call_offsets, holds_graph_call, kept_ranges, triton_kernels
 from .statements import blank_outside, chunk_starts
 
@@ -252,7 +253,7 @@ def custom_op_spans(statements: list[ast.stmt]) -> list[tuple[int, int]]:
         return []
     names: set[str] = set()
     for call in calls:
-        for sub in ast.walk(call):
+        for sub in walk_ast(call):
             if isinstance(sub, ast.Name):
                 names.add(sub.id)
             elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
@@ -264,7 +265,7 @@ def custom_op_spans(statements: list[ast.stmt]) -> list[tuple[int, int]]:
         literals = {
             sub.value
             for decorator in stmt.decorator_list
-            for sub in ast.walk(decorator)
+            for sub in walk_ast(decorator)
             if isinstance(sub, ast.Constant) and isinstance(sub.value, str)
         }
         if stmt.name in names or literals & names:
@@ -282,7 +283,7 @@ def registers_handler(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     if "args" not in named or "kwargs" not in named:
         return False
     for decorator in node.decorator_list:
-        for sub in ast.walk(decorator):
+        for sub in walk_ast(decorator):
             if (
                 isinstance(sub, ast.Attribute)
                 and sub.attr in DISPATCH_REQUEST_OPS | DISPATCH_SIZED_OPS
@@ -316,7 +317,7 @@ def _function_uses(
         called: set[str] = set()
         for stmt in frontier:
             mine: set[str] = set()
-            for node in ast.walk(stmt):
+            for node in walk_ast(stmt):
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                     mine.add(node.func.id)
                 elif depth == 0 and isinstance(node, ast.Attribute):
@@ -399,7 +400,7 @@ def _expressions_at(statements: list[ast.stmt], line: int) -> list[ast.AST]:
             continue
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, ast.AST):
-                out.extend(ast.walk(item))
+                out.extend(walk_ast(item))
     return out
 
 
