@@ -101,40 +101,46 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
 class FastVisitor:
     """Subclass and define `visit_<Node>` / `leave_<Node>` (and optionally `on_visit`)."""
 
-    _dispatch: dict[type, tuple[Callable[..., Any] | None, Callable[..., Any] | None]] = {}
-    _on_visit: Callable[..., Any] | None = None
+    # Per node type: its visit and leave functions (unbound) and its child lister, found with
+    # one dict lookup per node (the walk is most of a check's time).
+    _dispatch: dict[type, tuple[Callable[..., Any] | None, Callable[..., Any] | None, Any]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._dispatch = {}
-        cls._on_visit = getattr(cls, "on_visit", None)
+        if getattr(cls, "on_visit", None) is not None:
+            cls.walk = FastVisitor._walk_asking  # type: ignore[method-assign]
+
+    def _entry(self, kind: type) -> tuple[Any, Any, Any]:
+        name = kind.__name__
+        entry = (
+            getattr(type(self), f"visit_{name}", None),
+            getattr(type(self), f"leave_{name}", None),
+            _CHILDREN.get(kind) or _child_lister(kind),
+        )
+        self._dispatch[kind] = entry
+        return entry
 
     def walk(self, node: cst.CSTNode) -> None:
-        kind = type(node)
-        handlers = self._dispatch.get(kind)
-        if handlers is None:
-            name = kind.__name__
-            # bound methods differ per instance: store the unbound functions
-            handlers = (
-                getattr(type(self), f"visit_{name}", None),
-                getattr(type(self), f"leave_{name}", None),
-            )
-            self._dispatch[kind] = handlers
-        on_visit = type(self)._on_visit  # the plain function (self._on_visit would bind it)
-        if on_visit is not None and on_visit(self, node) is False:
-            return
-        visit, leave = handlers
+        kind = node.__class__
+        entry = self._dispatch.get(kind)
+        if entry is None:
+            entry = self._entry(kind)
+        visit, leave, lister = entry
         if visit is not None and visit(self, node) is False:
             if leave is not None:
                 leave(self, node)
             return
-        lister = _CHILDREN.get(kind)
-        if lister is None:
-            lister = _child_lister(kind)
         for child in lister(node):
             self.walk(child)
         if leave is not None:
             leave(self, node)
+
+    def _walk_asking(self, node: cst.CSTNode) -> None:
+        """`walk` for visitors with an `on_visit`, asked first at every node."""
+        if self.on_visit(node) is False:  # type: ignore[attr-defined]
+            return
+        FastVisitor.walk(self, node)
 
 
 def names_in(expr: cst.CSTNode) -> list[str]:
