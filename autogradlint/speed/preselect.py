@@ -350,14 +350,10 @@ def _helper_class(
     defs of those names, and what its other statements hold that a check reads (as in
     `_refine`). slicing's `_helper_ranges` keeps the named static methods only: this may
     keep more, never less; a statement the text leaves in doubt is kept."""
-    if end - start <= _BIG:
-        return [(start, end)]
-    body = body_start(text, start, end)
+    body = _split_body(text, start, end, marks, 0)
     if body is None:
         return [(start, end)]
     offset, indent = body
-    if not _only_imports(marks, start, offset):
-        return [(start, end)]  # itself a Function class or a hook: checks read all of it
     starts = chunk_starts(text, indent, offset, end)
     bounds = [*starts, end]
     marked = chunk_of(starts, marks.within(offset, end))
@@ -367,12 +363,8 @@ def _helper_class(
         name = def_name(text, inner_start, inner_end, indent)
         if name is None or name in names:
             out.append((inner_start, inner_end))
-        elif index in marked and not _inert(text, inner_start, inner_end, marks):
-            if not (
-                _NOT_MODULE_SCOPE.match(text, inner_start + len(indent))
-                and _only_imports(marks, inner_start, inner_end)
-            ):
-                out.extend(_refine(text, inner_start, inner_end, marks, 1))
+        elif index in marked:
+            out.extend(_member(text, inner_start, inner_end, indent, marks, 1))
     return out if len(out) > 1 else []
 
 
@@ -394,14 +386,10 @@ def _refine(text: str, start: int, end: int, marks: _Marks, depth: int) -> list[
     """One statement's kept ranges: itself, or its header and the body statements that hold a
     mark (a Function class is always kept whole: every check reads all of it), or nothing
     when the only marks in its body are ones no check reads (local imports, docstrings)."""
-    if end - start <= _BIG or depth >= _MAX_DEPTH:
-        return [(start, end)]
-    body = body_start(text, start, end)
+    body = _split_body(text, start, end, marks, depth)
     if body is None:
         return [(start, end)]
     offset, indent = body
-    if not _only_imports(marks, start, offset):
-        return [(start, end)]  # itself a Function class or a hook: checks read all of it
     starts = chunk_starts(text, indent, offset, end)
     keep = chunk_of(starts, marks.within(offset, end))
     if not keep:
@@ -409,16 +397,37 @@ def _refine(text: str, start: int, end: int, marks: _Marks, depth: int) -> list[
     bounds = [*starts, end]
     out = [(start, offset)]
     for index in sorted(keep):
-        inner_start, inner_end = bounds[index], bounds[index + 1]
-        if (
-            _NOT_MODULE_SCOPE.match(text, inner_start + len(indent))
-            and _only_imports(marks, inner_start, inner_end)
-        ) or _inert(text, inner_start, inner_end, marks):
-            continue  # imports local to a nested def or class bind nothing checked code sees
-        out.extend(_refine(text, inner_start, inner_end, marks, depth + 1))
+        out.extend(_member(text, bounds[index], bounds[index + 1], indent, marks, depth + 1))
     # Its header alone would not parse; without a body statement worth reading, slicing's
     # selector keeps nothing of it either.
     return out if len(out) > 1 else []
+
+
+def _split_body(
+    text: str, start: int, end: int, marks: _Marks, depth: int
+) -> tuple[int, str] | None:
+    """Where the body of the large def or class text[start:end] starts, and its indentation,
+    when its statements can be kept one by one; None when it is kept whole: small, deep,
+    not readable from the text, or itself a Function class or a hook (checks read all of
+    those)."""
+    if end - start <= _BIG or depth >= _MAX_DEPTH:
+        return None
+    body = body_start(text, start, end)
+    if body is None or not _only_imports(marks, start, body[0]):
+        return None
+    return body
+
+
+def _member(
+    text: str, start: int, end: int, indent: str, marks: _Marks, depth: int
+) -> list[tuple[int, int]]:
+    """What is kept of a body statement that holds a mark: nothing for imports local to a
+    nested def or class (they bind nothing checked code sees) or a docstring."""
+    if (
+        _NOT_MODULE_SCOPE.match(text, start + len(indent)) and _only_imports(marks, start, end)
+    ) or _inert(text, start, end, marks):
+        return []
+    return _refine(text, start, end, marks, depth)
 
 
 def _inert(text: str, start: int, end: int, marks: _Marks) -> bool:
