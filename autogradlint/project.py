@@ -153,7 +153,7 @@ def signatures_of(text: str) -> tuple[tuple[str, Signature], ...]:
             continue
         read = None if "\r" in text else _from_forward_header(text, start, end)
         if read is None:  # the whole class, as `ast` reads it
-            read = _from_class_statements(chunk if chunk.endswith("\n") else chunk + "\n")
+            read = _from_class_statements(_ended(chunk))
         signatures.extend(read)
     return tuple(signatures)
 
@@ -167,10 +167,12 @@ def signatures_from_classes(text: str) -> tuple[tuple[str, Signature], ...]:
     for index, start in enumerate(starts):
         chunk = text[start : bounds[index + 1]]
         if chunk.lstrip().startswith(("class ", "@")) and "def forward" in chunk:
-            signatures.extend(
-                _from_class_statements(chunk if chunk.endswith(("\n", "\r")) else chunk + "\n")
-            )
+            signatures.extend(_from_class_statements(_ended(chunk)))
     return tuple(signatures)
+
+
+def _ended(chunk: str) -> str:
+    return chunk if chunk.endswith(("\n", "\r")) else chunk + "\n"
 
 
 def _from_class_statements(text: str) -> list[tuple[str, Signature]]:

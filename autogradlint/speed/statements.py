@@ -118,7 +118,10 @@ def def_name(text: str, start: int, end: int, indent: str) -> str | None:
     """The name of the def that the statement text[start:end], at `indent` in a class body,
     is; "" when it is no def; None when its decorators or comments are not plain single
     lines at that indentation (the text then leaves doubt: read it with `ast`)."""
-    for line in text[start:end].split("\n"):
+    while start < end:  # line by line, only as far as the def line
+        line_end = text.find("\n", start, end)
+        line_end = end if line_end == -1 else line_end
+        line, start = text[start:line_end], line_end + 1
         code = line.strip()
         if not code or code.startswith("#"):
             continue
