@@ -17,7 +17,7 @@ import functools
 import os
 import re
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
@@ -26,7 +26,7 @@ from .analysis.bindings import Binding
 from .analysis.hierarchy import descendants
 from .outline import ClassDecl, Outline, module_imports
 from .source_io import decode
-from .speed.statements import body_start, chunk_starts, def_name, keyword_line
+from .speed.statements import body_start, chunk_starts, class_members, keyword_line
 
 FUNCTION_BASES = frozenset(
     {
@@ -143,17 +143,11 @@ def signatures_of(text: str) -> tuple[tuple[str, Signature], ...]:
     """The forward signature of each top-level class that defines one, in class order: from
     `ast` of each forward's header alone where the text says exactly which statements are
     the class's methods (speed/statements.py), else of the whole class statement."""
-    starts = chunk_starts(text)
-    bounds = [*starts, len(text)]
     signatures: list[tuple[str, Signature]] = []
-    for index, start in enumerate(starts):
-        end = bounds[index + 1]
-        chunk = text[start:end]
-        if not (chunk.lstrip().startswith(("class ", "@")) and "def forward" in chunk):
-            continue
+    for start, end in _forward_classes(text):
         read = None if "\r" in text else _from_forward_header(text, start, end)
         if read is None:  # the whole class, as `ast` reads it
-            read = _from_class_statements(_ended(chunk))
+            read = _from_class_statements(_ended(text[start:end]))
         signatures.extend(read)
     return tuple(signatures)
 
@@ -161,14 +155,20 @@ def signatures_of(text: str) -> tuple[tuple[str, Signature], ...]:
 def signatures_from_classes(text: str) -> tuple[tuple[str, Signature], ...]:
     """What `signatures_of` finds, from `ast` of every class statement that mentions a
     forward (the reference its shortcut is held to, and its fallback)."""
+    signatures: list[tuple[str, Signature]] = []
+    for start, end in _forward_classes(text):
+        signatures.extend(_from_class_statements(_ended(text[start:end])))
+    return tuple(signatures)
+
+
+def _forward_classes(text: str) -> Iterator[tuple[int, int]]:
+    """Where the top-level statements that may be classes defining a forward are."""
     starts = chunk_starts(text)
     bounds = [*starts, len(text)]
-    signatures: list[tuple[str, Signature]] = []
     for index, start in enumerate(starts):
         chunk = text[start : bounds[index + 1]]
         if chunk.lstrip().startswith(("class ", "@")) and "def forward" in chunk:
-            signatures.extend(_from_class_statements(_ended(chunk)))
-    return tuple(signatures)
+            yield start, bounds[index + 1]
 
 
 def _ended(chunk: str) -> str:
@@ -208,10 +208,7 @@ def _from_forward_header(text: str, start: int, end: int) -> list[tuple[str, Sig
         return None  # `ast` normalises non-ASCII names (NFKC)
     offset, indent = body
     methods: dict[str, tuple[int, int]] = {}
-    statements = chunk_starts(text, indent, offset, end)
-    for index, first in enumerate(statements):
-        last = statements[index + 1] if index + 1 < len(statements) else end
-        found = def_name(text, first, last, indent)
+    for first, last, found in class_members(text, offset, end, indent):
         if found is None:
             return None
         if found:

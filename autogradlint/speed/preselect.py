@@ -27,7 +27,7 @@ from ..settings import (
     DISPATCH_SIZED_OPS,
     HELPER_DEPTH,
 )
-from .statements import body_start, chunk_of, chunk_starts, def_name, is_bare_string
+from .statements import body_start, chunk_of, chunk_starts, class_members, is_bare_string
 
 CALL_TAILS = (".forward(", "()(", ".apply(")
 
@@ -354,13 +354,10 @@ def _helper_class(
     if body is None:
         return [(start, end)]
     offset, indent = body
-    starts = chunk_starts(text, indent, offset, end)
-    bounds = [*starts, end]
-    marked = chunk_of(starts, marks.within(offset, end))
+    members = class_members(text, offset, end, indent)
+    marked = chunk_of([first for first, _last, _name in members], marks.within(offset, end))
     out = [(start, offset)]
-    for index, inner_start in enumerate(starts):
-        inner_end = bounds[index + 1]
-        name = def_name(text, inner_start, inner_end, indent)
+    for index, (inner_start, inner_end, name) in enumerate(members):
         if name is None or name in names:
             out.append((inner_start, inner_end))
         elif index in marked:

@@ -141,6 +141,19 @@ def def_name(text: str, start: int, end: int, indent: str) -> str | None:
 _DEF_NAME = re.compile(r"(?:async[ \t]+)?def[ \t]+(\w+)")
 
 
+def class_members(
+    text: str, offset: int, end: int, indent: str
+) -> list[tuple[int, int, str | None]]:
+    """The statements of a class body that starts at `offset` with `indent` (body_start):
+    each one's start, end and def_name."""
+    starts = chunk_starts(text, indent, offset, end)
+    bounds = [*starts, end]
+    return [
+        (start, bounds[index + 1], def_name(text, start, bounds[index + 1], indent))
+        for index, start in enumerate(starts)
+    ]
+
+
 def body_start(text: str, start: int, end: int) -> tuple[int, str] | None:
     """For the def or class (with any decorators) in text[start:end]: the offset of the line
     where its indented body starts, and that body's indentation; None for anything else (a
