@@ -3,7 +3,7 @@
     python benchmarks/quality.py [--names-off] [--family B]
 
 The corpus is fetched by tests/corpus/fetch.sh (pinned by sha256 in tests/corpus/manifest.tsv)
-into $AGL_CORPUS or ~/.cache/autogradlint-corpus; the labels are tests/corpus/labels.tsv. A
+into $AUTOGRADLINT_CORPUS_DIR or ~/.cache/autogradlint-corpus; the labels are tests/corpus/labels.tsv. A
 labelled bug/risk site counts as found when a finding of its family sits inside the labelled
 statement; an ok site is a false positive when one does. `--names-off` empties every name list
 (`extension-modules`, `stride-safe-extensions`, `writing-extensions`): what is found then is found
@@ -15,11 +15,12 @@ from __future__ import annotations
 import argparse
 import ast
 import csv
-import os
 import sys
 import warnings
 from collections import defaultdict
 from pathlib import Path
+
+from corpus import corpus_dir  # benchmarks/corpus.py: this script runs from its folder
 
 HERE = Path(__file__).resolve().parent.parent / "tests" / "corpus"
 FAMILY = {"AGL1": "A", "AGL2": "B", "AGL3": "C", "AGL4": "D"}
@@ -100,7 +101,7 @@ def main() -> int:
     from autogradlint.runner import discover, lint_paths
     from autogradlint.settings import Settings
 
-    corpus = Path(os.environ.get("AGL_CORPUS", Path.home() / ".cache" / "autogradlint-corpus"))
+    corpus = corpus_dir()
     src = corpus / "src"
     rows = [r for r in labels() if options.family in (None, r["pattern"])]
     packages = sorted({r["package"] for r in rows})

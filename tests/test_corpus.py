@@ -1,7 +1,8 @@
 """The public corpus (tests/corpus): no internal error, every labelled site right.
 
-The corpus is downloaded once by tests/corpus/fetch.sh into $AGL_CORPUS or
-~/.cache/autogradlint-corpus (outside the repo: the code is never committed).
+The corpus is downloaded once by tests/corpus/fetch.sh into $AUTOGRADLINT_CORPUS_DIR or
+~/.cache/autogradlint-corpus (outside the repo: the code is never committed). These tests run
+only when asked for: `python -m pytest -m corpus` or AUTOGRADLINT_CORPUS=1.
 """
 
 from __future__ import annotations
@@ -13,29 +14,36 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import announce
 
 from autogradlint.config import Config
 from autogradlint.runner import discover, lint_paths
+from benchmarks.corpus import corpus_dir
 
 HERE = Path(__file__).resolve().parent / "corpus"
-CACHE = Path(os.environ.get("AGL_CORPUS", Path.home() / ".cache" / "autogradlint-corpus"))
+CACHE = corpus_dir()
 FAMILY = {"AGL1": "A", "AGL2": "B", "AGL3": "C", "AGL4": "D"}
 
 pytestmark = pytest.mark.corpus
 
 
 @pytest.fixture(scope="module")
-def corpus() -> Path:
+def corpus(pytestconfig: pytest.Config) -> Path:
     src = CACHE / "src"
     wanted = _packages()
     if not all((src / name).is_dir() for name in wanted):
         pytest.importorskip("torch", reason="fetch.sh copies the torch row from installed torch")
+        announce(
+            pytestconfig,
+            f"fetching the public corpus from PyPI into {CACHE} "
+            f"({len(wanted)} packages, about 450 MB; set AUTOGRADLINT_CORPUS_DIR to move it)",
+        )
         fetched = subprocess.run(
             ["bash", str(HERE / "fetch.sh"), "--keep-going"],
             check=False,
             capture_output=True,
             text=True,
-            env={**os.environ, "AGL_CORPUS": str(CACHE)},
+            env={**os.environ, "AUTOGRADLINT_CORPUS_DIR": str(CACHE)},
             timeout=1800,
         )
         missing = [name for name in wanted if not (src / name).is_dir()]

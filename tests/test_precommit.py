@@ -2,7 +2,8 @@
 at a snapshot of this checkout (what a user's configuration does with a published rev).
 
 One snapshot, committed once per test session, is shared: pre-commit builds the hook's
-environment once for it, and every test reuses it."""
+environment once for it, and every test reuses it. They run only when asked for:
+`python -m pytest -m network` or AUTOGRADLINT_NETWORK=1."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from conftest import SQUARE_BUG
 ROOT = Path(__file__).resolve().parent.parent
 BUG = SQUARE_BUG
 
-pytestmark = pytest.mark.slow
+# pre-commit installs the hook into a virtualenv from PyPI (~150 MB under the user cache)
+pytestmark = [pytest.mark.slow, pytest.mark.network]
 
 
 def _git(repo: Path, *args: str) -> None:
