@@ -16,6 +16,7 @@ from ..project import EMPTY
 from ..runner import discover as discover_files
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 
 
 class _LazyConsole:
