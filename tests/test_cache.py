@@ -323,3 +323,17 @@ def test_a_cache_nested_thousands_deep_is_ignored_and_rebuilt(
     assert "ignored and rebuilt" in result.stderr
     rebuilt = cli.invoke(main, ["check", str(tree)])
     assert rebuilt.exit_code == 1 and "warning" not in rebuilt.stderr
+
+
+def test_a_cache_an_earlier_version_wrote_is_adopted_signed_and_cleaned(tree: Path) -> None:
+    directory = tree / ".autogradlint_cache"
+    directory.mkdir()
+    (directory / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n")
+    (directory / ".gitignore").write_text("*\n")
+    (directory / "v7-0123456789abcdef01234567.json").write_text("{}")
+    cli = CliRunner()
+    cache_dir = ["--cache-dir", str(directory)]
+    assert cli.invoke(main, ["check", *cache_dir, str(tree)]).exit_code == 1
+    assert (directory / "autogradlint.signature").is_file()  # now marked as the tool's own
+    result = cli.invoke(main, ["clean", *cache_dir])
+    assert result.exit_code == 0 and not directory.exists(), result.output
