@@ -282,6 +282,9 @@ def _confirm_table(table: Any, origin: str) -> tuple[tuple[tuple[str, str], ...]
     return tuple(sorted(factories.items())), float(timeout) if timeout is not None else None
 
 
+_TOO_DEEP = "nested too deeply to read"
+
+
 def load_file(path: Path) -> Config | None:
     """Read one config file; None if it is a pyproject.toml without [tool.autogradlint]."""
     try:
@@ -297,7 +300,12 @@ def load_file(path: Path) -> Config | None:
             doc = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-        table = doc.get("tool", {}).get("autogradlint")
+        except RecursionError:  # arrays or tables nested thousands deep
+            raise ConfigError(f"{path}: invalid TOML: {_TOO_DEEP}") from None
+        tool = doc.get("tool", {})
+        if not isinstance(tool, dict):
+            raise ConfigError(f"{path}: `tool` must be a table")
+        table = tool.get("autogradlint")
         if table is None and path.name == "pyproject.toml":
             return None
         return from_mapping(table, str(path), path.parent)
@@ -308,6 +316,8 @@ def load_file(path: Path) -> Config | None:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+    except RecursionError:  # sequences or mappings nested thousands deep
+        raise ConfigError(f"{path}: invalid YAML: {_TOO_DEEP}") from None
     return from_mapping(doc, str(path), path.parent)
 
 

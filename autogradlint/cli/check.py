@@ -22,6 +22,7 @@ from .common import (
     EXIT_FINDINGS,
     Console,
     config_options,
+    open_cache,
     overrides_of,
     print_error,
     print_warning,
@@ -34,7 +35,8 @@ from .common import (
 )
 from .fix import FixSummary, fix_paths
 
-if TYPE_CHECKING:  # the confirmer is imported only by the runs that use it
+if TYPE_CHECKING:  # the confirmer and the cache are imported only by the runs that use them
+    from ..cache import Cache
     from ..confirm.run import Outcome
 
 
@@ -133,6 +135,8 @@ def check(paths: tuple[str, ...], **options: object) -> None:
         for path in sorted(str(Path(p).resolve()) for p in found.files):
             click.echo(printable(path))
         sys.exit(EXIT_ERROR if found.errors else EXIT_CLEAN)
+    # Opened before anything is written: a directory that is not the cache's refuses the run.
+    cache = None if opts.no_cache or paths == ("-",) else open_cache(opts.cache_dir, config, err)
 
     def fixes(apply: bool) -> FixSummary:
         return fix_paths(
@@ -158,7 +162,7 @@ def check(paths: tuple[str, ...], **options: object) -> None:
             sys.exit(EXIT_ERROR)
         fixed = summary.changed
 
-    results, errors, data = _lint(paths, config, opts, err, respect_gitignore)
+    results, errors, data = _lint(paths, config, opts, err, respect_gitignore, cache)
     if not results and not errors:
         print_error(err, "no Python files to check in " + ", ".join(paths))
         sys.exit(EXIT_ERROR)
@@ -234,6 +238,7 @@ def _lint(
     opts: CheckOptions,
     err: Console,
     respect_gitignore: bool,
+    cache: Cache | None,
 ) -> tuple[list[FileResult], list[FileError], bytes | None]:
     """Every file's result, the errors, and stdin's bytes when it was read."""
     # Machine-readable formats carry each fixable finding's fix (ruff's `fix`, SARIF `fixes`),
@@ -258,12 +263,6 @@ def _lint(
     found = discover_files(paths, config, respect_gitignore=respect_gitignore)
     _warn_empty(paths, found.files, config, err)
     root, project = project_files(paths[0], config, respect_gitignore, paths, found.files)
-    cache = None
-    if not opts.no_cache:
-        from ..cache import DIR_NAME, Cache
-
-        directory = Path(opts.cache_dir) if opts.cache_dir else config.root / DIR_NAME
-        cache = Cache(directory, config.fingerprint())
     show_progress = opts.output_format == "text" and sys.stdout.isatty() and not opts.output_file
     quiet = opts.quiet or opts.silent
     results = lint_paths(

@@ -16,6 +16,7 @@ from ..project import EMPTY
 from ..runner import discover as discover_files
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 
 
 class _LazyConsole:
@@ -36,6 +37,8 @@ class _LazyConsole:
 if TYPE_CHECKING:
     # The proxy stands for a rich Console: type-check its callers against the real one.
     from rich.console import Console
+
+    from ..cache import Cache
 else:
     Console = _LazyConsole
 
@@ -46,6 +49,24 @@ def print_error(console: Console, message: str) -> None:
     from rich.markup import escape
 
     console.print(f"[bold red]error[/]: {escape(message)}", soft_wrap=True)
+
+
+def open_cache(cache_dir: str | None, config: Config, err: Console) -> Cache:
+    """The result cache in `cache_dir` (default: beside the configuration). Exits 2, having
+    written nothing, when that directory holds files autogradlint did not write; says when a
+    cache file was ignored or the cache is off."""
+    from ..cache import DIR_NAME, Cache
+    from ..cache_dir import CacheDirRefused
+
+    directory = Path(cache_dir) if cache_dir else config.root / DIR_NAME
+    try:
+        cache = Cache(directory, config.fingerprint())
+    except CacheDirRefused as exc:
+        print_error(err, str(exc))
+        sys.exit(EXIT_ERROR)
+    if cache.warning is not None:
+        print_warning(err, cache.warning)
+    return cache
 
 
 def _split(values: tuple[str, ...]) -> tuple[str, ...]:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
 
 from ..config import Config
-from ..model import FileError
+from ..model import FileError, printable
 from ..project import EMPTY
 from ..runner import discover as discover_files
 from .app import main
@@ -17,6 +18,7 @@ from .common import (
     EXIT_CLEAN,
     EXIT_ERROR,
     EXIT_FINDINGS,
+    EXIT_INTERRUPTED,
     Console,
     config_options,
     overrides_of,
@@ -44,8 +46,71 @@ def fix_paths(
     respect_gitignore: bool = True,
     show_diff: bool = False,
     quiet: bool = False,
+    follow_symlinks_outside: bool = False,
 ) -> FixSummary:
-    """Fix every file under `paths`; print diffs or write."""
+    """Fix every file under `paths`; print diffs or write. Ctrl-C exits 130, saying which
+    files were already written."""
+    from ..fix.write import checked_roots
+
+    progress = _Progress()
+    try:
+        return _fix_paths(
+            paths,
+            config,
+            apply=apply,
+            unsafe=unsafe,
+            err=err,
+            respect_gitignore=respect_gitignore,
+            show_diff=show_diff,
+            quiet=quiet,
+            roots=None if follow_symlinks_outside else checked_roots(paths),
+            progress=progress,
+        )
+    except KeyboardInterrupt:
+        _report_interrupt(err, progress)
+        sys.exit(EXIT_INTERRUPTED)
+
+
+@dataclass
+class _Progress:
+    """How far writing got: the files written, of how many to write (once that is known)."""
+
+    written: list[Path] = field(default_factory=list)
+    planned: int | None = None
+
+
+def _report_interrupt(err: Console, progress: _Progress) -> None:
+    """One line that says how far the run got, then the files it wrote (the rest are as they
+    were: each file is written whole or not at all)."""
+    written = progress.written
+    if not written:
+        err.print("Interrupted: no file was written.", markup=False, highlight=False)
+        return
+    count = len(written)
+    of = f" of {progress.planned}" if progress.planned is not None else ""
+    err.print(
+        f"Interrupted: {count}{of} fixed file{'s' * (count != 1)} written, the others "
+        f"unchanged. Written:",
+        markup=False,
+        highlight=False,
+    )
+    for path in written:
+        err.print(f"  {printable(str(path))}", markup=False, highlight=False)
+
+
+def _fix_paths(
+    paths: tuple[str, ...],
+    config: Config,
+    *,
+    apply: bool,
+    unsafe: bool,
+    err: Console,
+    respect_gitignore: bool,
+    show_diff: bool,
+    quiet: bool,
+    roots: tuple[Path, ...] | None,
+    progress: _Progress,
+) -> FixSummary:
     import difflib
     from collections import Counter
 
@@ -59,6 +124,7 @@ def fix_paths(
     fixed: Counter[str] = Counter()
     files_changed = 0
     remaining = 0
+    progress.planned = sum(1 for j in jobs if j.outcome is not None and j.outcome.changed)
     for job in jobs:
         path = job.read.path
         outcome = job.outcome
@@ -73,7 +139,12 @@ def fix_paths(
             continue
         if apply:
             try:
-                write_fixed(job.read, outcome.source)
+                write_fixed(
+                    job.read,
+                    outcome.source,
+                    roots=roots,
+                    on_written=functools.partial(progress.written.append, path),
+                )
             except WriteRefused as exc:
                 errors.append(FileError(str(path), str(exc)))
                 continue
@@ -115,6 +186,12 @@ def fix_paths(
 @click.option("--no-respect-gitignore", is_flag=True)
 @click.option("--force-exclude", is_flag=True, help="Apply `exclude` to named files too.")
 @click.option("-q", "--quiet", is_flag=True, help="Print diffs only, no summary.")
+@click.option(
+    "--follow-symlinks-outside",
+    is_flag=True,
+    help="With --apply: also write files that a symlink inside PATHS leads to outside them "
+    "(refused by default, naming each file).",
+)
 def fix_command(
     paths: tuple[str, ...],
     apply_: bool,
@@ -123,13 +200,16 @@ def fix_command(
     no_respect_gitignore: bool,
     force_exclude: bool,
     quiet: bool,
+    follow_symlinks_outside: bool,
     **options: object,
 ) -> None:
     """Show (or with --apply, write) the fixes for PATHS; `-` fixes stdin to stdout.
 
     Safe fixes never change what correct code computes; --unsafe-fixes adds the rewrites that
     fix the bug itself and so change values. Every fix is re-parsed and re-linted before it is
-    written, writes are atomic, and a file changed since it was read is never overwritten.
+    written, writes are atomic, and a file changed since it was read is never overwritten. A
+    file that a symlink leads to outside PATHS is not written (--follow-symlinks-outside). On
+    Ctrl-C the run exits 130 and lists the files it had already written.
     """
     err, paths, config = setup(paths, overrides_of(options), force_exclude, stdin_filename)
     if paths == ("-",):
@@ -168,6 +248,7 @@ def fix_command(
         respect_gitignore=not no_respect_gitignore,
         show_diff=not apply_,
         quiet=quiet,
+        follow_symlinks_outside=follow_symlinks_outside,
     )
     for error in summary.errors:
         print_error(err, error.describe())
