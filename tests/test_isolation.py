@@ -213,34 +213,36 @@ def _find_all(modules: list[str]) -> list[bool]:
     return [_finds(module) for module in modules]
 
 
-def test_forked_workers_never_import_from_the_working_directory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """As `python -m autogradlint` leaves it: the working directory first on the path."""
-    from autogradlint.workers import map_in_forks
+def _where(module: str) -> tuple[str, bool]:
+    return os.getcwd(), _finds(module)
 
+
+@pytest.fixture
+def started_in_a_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """As `python -m autogradlint` leaves it: the working directory, holding a module, first
+    on the path. The module's name."""
     (tmp_path / "agl_shadow_probe.py").write_text("")
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert _finds("agl_shadow_probe")  # here, in the parent, it would be imported
-    assert run_isolated(_finds, ["agl_shadow_probe"]) == [False]
-    assert map_in_forks(_find_all, ["agl_shadow_probe"], readers=1) == [False]
+    assert _finds("agl_shadow_probe")  # here, in this process, it would be imported
+    return "agl_shadow_probe"
+
+
+def test_forked_workers_never_import_from_the_working_directory(
+    started_in_a_project: str,
+) -> None:
+    from autogradlint.workers import map_in_forks
+
+    module = started_in_a_project
+    assert run_isolated(_finds, [module]) == [False]
+    assert map_in_forks(_find_all, [module], readers=1) == [False]
 
 
 def test_the_language_servers_worker_starts_elsewhere_with_a_safe_path(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    started_in_a_project: str,
 ) -> None:
-    (tmp_path / "agl_shadow_probe.py").write_text("")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
     worker = Persistent(_where, preload=("json",))
     try:
-        cwd, found = worker.run("agl_shadow_probe")
-        assert (cwd, found) == (os.path.abspath(os.sep), False)
-        assert isinstance(worker.run("agl_shadow_probe"), tuple)  # the same worker again
+        assert worker.run(started_in_a_project) == (os.path.abspath(os.sep), False)
     finally:
         worker.close()
-
-
-def _where(module: str) -> tuple[str, bool]:
-    return os.getcwd(), _finds(module)
