@@ -48,12 +48,6 @@ class Failure:
     reason: str  # "crashed (signal 11)", "took longer than 60 s", ...
 
 
-def _context() -> Any:
-    if sys.platform == "linux":
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("spawn")  # pragma: no cover - not Linux
-
-
 def safe_path(path: Sequence[str], cwd: str) -> list[str]:
     """`path` without the entries that name the working directory (`''`, `.`, the directory
     itself), the others made absolute: what the process imports never comes from the project
@@ -208,8 +202,15 @@ class Worker:
 
     @classmethod
     def fork(cls, fn: Callable[[Any], Any], memory_budget: int) -> Worker:
-        """A worker forked from this process (which holds the engine already)."""
-        context = _context()
+        """A worker forked from this process, which holds the engine already (Linux). macOS
+        forks badly: a started one there; multiprocessing's spawn where nothing else works
+        (Windows: its child starts with the working directory on its path)."""
+        if sys.platform != "linux":  # pragma: no cover - not Linux
+            if os.name == "posix":
+                return start_worker(fn, memory_budget, ())
+            context = multiprocessing.get_context("spawn")
+        else:
+            context = multiprocessing.get_context("fork")
         parent, child = context.Pipe()
         process = context.Process(target=_worker, args=(child, fn, memory_budget), daemon=True)
         process.start()

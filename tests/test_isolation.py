@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -122,7 +123,6 @@ def test_sigterm_stops_a_run_whose_parser_is_busy(tmp_path: Path) -> None:
     """The parser runs in a worker: the CLI process itself always sees SIGTERM and SIGINT
     (they were ignored while libcst's native code ran in it)."""
     import subprocess
-    import sys
 
     (tmp_path / "slow.py").write_text(HOOK + "+".join(["g"] * 8_000) + "\n")
     env = {**os.environ, "AUTOGRADLINT_MAX_EXPRESSION_DEPTH": "1000000000"}
@@ -246,3 +246,11 @@ def test_the_language_servers_worker_starts_elsewhere_with_a_safe_path(
         assert worker.run(started_in_a_project) == (os.path.abspath(os.sep), False)
     finally:
         worker.close()
+
+
+def test_elsewhere_than_linux_check_and_fix_workers_start_with_a_safe_path(
+    started_in_a_project: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """macOS does not fork them: multiprocessing's spawn started them with `python -c` here."""
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert run_isolated(_where, [started_in_a_project]) == [(os.path.abspath(os.sep), False)]
