@@ -10,8 +10,9 @@ server, go on. Workers are forked after the engine is loaded, so none imports li
 No helper process imports what the working directory holds: a project's `types.py` or
 `json.py` would otherwise run in place of the standard module (`python -c` puts the working
 directory first on `sys.path`, and the language server is started in the project). Forks drop
-it from their path; the language server's worker is a fresh interpreter started with a safe
-path (`-P`, or `-I` before Python 3.11) in the root directory (`safe_path`, `start_worker`).
+it from their path; the language server's worker (and off Linux every worker) is a fresh
+interpreter started with a safe path (`-P`, or `-I` before Python 3.11) in the root directory
+(`safe_path`, `start_worker`).
 """
 
 from __future__ import annotations
@@ -65,7 +66,14 @@ def clean_path() -> None:
     """Drop the working directory from this process's path (a fork inherits it from a parent
     run as `python -m autogradlint`; the fork keeps the directory, to read the paths given
     relative to it)."""
-    sys.path[:] = safe_path(sys.path, os.getcwd())
+    sys.path[:] = safe_path(sys.path, _working_directory())
+
+
+def _working_directory() -> str:
+    try:
+        return os.getcwd()
+    except OSError:  # removed since: nothing can be imported from it
+        return NEUTRAL_DIRECTORY
 
 
 def _worker(conn: Connection, fn: Callable[[Any], Any], memory_budget: int) -> None:
@@ -147,7 +155,7 @@ def start_worker(fn: Callable[[Any], Any], memory_budget: int, preload: Sequence
     """A worker in a fresh interpreter, with a safe path, in a neutral working directory: it
     imports `preload`, then serves `fn`. Its stdout is not the caller's (the language server's
     stdout is its protocol)."""
-    path = safe_path(sys.path, os.getcwd())
+    path = safe_path(sys.path, _working_directory())
     # `python -m autogradlint` from a checkout: the package came from the working directory.
     # Last, so that nothing there shadows a standard or installed module.
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
