@@ -62,6 +62,14 @@ def test_the_language_server_started_in_the_workspace_lints_and_runs_nothing(
         server.initialize(root)
         uri = server.open(root / "bug.py", SQUARE_BUG)
         diagnostics = server.diagnostics(uri)
+        context = {"diagnostics": diagnostics}  # the quick fixes and fix-all run in the worker
+        span = diagnostics[0]["range"] if diagnostics else None
+        actions = server.response(
+            server.request(
+                "textDocument/codeAction",
+                {"textDocument": {"uri": uri}, "range": span, "context": context},
+            )
+        )
         server.response(server.request("shutdown"))
         server.notify("exit")
         assert server.exit_status() == 0
@@ -69,6 +77,8 @@ def test_the_language_server_started_in_the_workspace_lints_and_runs_nothing(
         server.close()
     assert _executed(markers) == []
     assert [d["code"] for d in diagnostics] == ["AGL101"]
+    titles = [action["title"] for action in actions["result"]]
+    assert "autogradlint: fix all safe fixes" in titles, titles
 
 
 def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
