@@ -3,7 +3,8 @@
 The analysis runs in a worker process (isolation.Persistent), never in the server: a document
 that crashes the parser or runs away costs that lint, not the server. The event loop only waits
 for the worker; configuration is read once per directory and again when a configuration file
-changes; a code action reuses the fixes computed for the document's current version.
+changes; a code action reuses the fixes computed for the document's current version. Every
+request is answered, with a JSON-RPC error where pygls would drop it (protocol.py).
 """
 
 from __future__ import annotations
