@@ -299,3 +299,20 @@ def test_ctrl_c_during_fix_exits_130_and_names_the_files_written(
         result.output
     )
     assert all(f"  {path}" in result.output.splitlines() for path in written)
+
+
+def test_ctrl_c_during_check_exits_130_not_the_findings_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """click turns Ctrl-C into "Aborted!" and exit 1, which reads as "findings" in CI."""
+    import autogradlint.cli.check as check_command
+
+    (tmp_path / "m.py").write_text(SQUARE_BUG)
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(check_command, "_lint", interrupted)
+    result = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path)])
+    assert result.exit_code == 130, result.output
+    assert "Interrupted." in result.output
