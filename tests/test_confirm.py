@@ -103,7 +103,7 @@ def test_a_hanging_target_could_not_run(tmp_path: Path) -> None:
     outcome = run_target(_target(tmp_path, BASE, "A", "Hangs"), ["cpu"], timeout=12)
     assert outcome.verdict == "could_not_run"
     (line,) = outcome.devices["cpu"]["evidence"]
-    assert line.startswith("timeout after 12s (last step: A grad cpu create_graph=False)")
+    assert line.startswith("timeout after 12s (last step: A control cpu, draw 1/3)")
 
 
 def test_a_crashing_target_could_not_run(tmp_path: Path) -> None:
@@ -250,7 +250,7 @@ def test_probes_sharing_one_process_are_isolated_from_each_other(tmp_path: Path)
     assert module.is_file()
     hang, crash, bug = confirm(targets, ["cpu"], timeout=3)
     assert hang.devices["cpu"]["evidence"][0].startswith(
-        "timeout after 3s (last step: A grad cpu create_graph=False)"
+        "timeout after 3s (last step: A control cpu, draw 1/3)"
     )
     assert crash.verdict == "could_not_run"
     assert "exited with status -11" in crash.devices["cpu"]["evidence"][0]
