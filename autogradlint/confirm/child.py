@@ -18,6 +18,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from . import opcheck
 from .draws import (
     CONFIRMED,
     COULD_NOT_RUN,
@@ -331,8 +332,8 @@ def _probe_a_draw(
 
 def probe_b(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> dict[str, Any]:
     """Grads to compiled code: the same values in every layout autograd produces; the grad's
-    and the inputs' bytes before/after; gradcheck (and opcheck for a custom op) on the control,
-    reported beside: they feed contiguous gradients only, so they pass where this fails. On
+    and the inputs' bytes before/after; gradcheck on the control, reported beside: it feeds
+    contiguous gradients only, so it passes where this fails. On
     every draw, with every RNG reseeded before each run of forward."""
     per_device: dict[str, Any] = {}
     for dev in devices:
@@ -363,7 +364,7 @@ def _probe_b_draw(
 ) -> list[str] | dict[str, Any]:
     """One draw of probe B: its evidence, or could_not_run (as a dict). The layouts' values are
     the draw's; `skipped` gets the layouts that could not be compared, `beside` (on the first
-    draw) what gradcheck and opcheck say."""
+    draw) what gradcheck says."""
     import torch
 
     def forward(x: list[Any]) -> Any:
@@ -468,8 +469,8 @@ def _probe_b_draw(
 
 
 def _standard_checks(fn: Any, args: list[Any], dev: str, seed: int) -> list[str]:
-    """gradcheck on the control's inputs in float64, and torch.library.opcheck for a custom
-    op: what they say, beside the layouts (they feed contiguous gradients only)."""
+    """gradcheck on the control's inputs in float64: what it says, beside the layouts (it feeds
+    contiguous gradients only)."""
     import torch
 
     def call(*x: Any) -> Any:
@@ -501,16 +502,6 @@ def _standard_checks(fn: Any, args: list[Any], dev: str, seed: int) -> list[str]
             break
         out.append(f"(beside) gradcheck{label} {'passed' if passed else 'failed'}")
         break
-    if hasattr(fn, "_opoverload"):  # a torch.library custom op
-        mark(f"B opcheck {dev}")
-        try:
-            result = torch.library.opcheck(fn, tuple(_leaf(a) for a in args))
-            failed = [name for name, verdict in result.items() if verdict != "SUCCESS"]
-            out.append(
-                "(beside) opcheck " + (f"failed: {', '.join(failed)}" if failed else "passed")
-            )
-        except Exception as exc:  # noqa: BLE001
-            out.append(f"(beside) opcheck raised {first_line(exc)[:200]}")
     return out
 
 
@@ -730,7 +721,35 @@ def run_job(
         }
     if timeout is not None:
         limit(timeout)
-    return {"devices": PROBES[kind](obj, devices, factory), "torch": torch.__version__}
+    per_device = PROBES[kind](obj, devices, factory)
+    if kind in OPCHECK_INPUTS and opcheck.is_custom_op(obj):
+        for dev, result in per_device.items():
+            _add_opcheck(result, obj, factory, kind, dev)
+    return {"devices": per_device, "torch": torch.__version__}
+
+
+# The inputs opcheck gets: the probe's own, on its first draw (B's kernels may be float32 only).
+OPCHECK_INPUTS = {"A": ("float64", (3,)), "arity": ("float64", (3,)), "B": ("float32", (4, 6))}
+
+
+def _add_opcheck(
+    result: dict[str, Any], fn: Any, factory: Callable[..., Any] | None, kind: str, dev: str
+) -> None:
+    """A custom op's opcheck results, as evidence of their own (they leave the verdict)."""
+    import torch
+
+    mark(f"opcheck {dev}")
+    dtype, shape = OPCHECK_INPUTS[kind]
+    try:
+        args = [
+            _leaf(a) for a in inputs_for(fn, factory, getattr(torch, dtype), dev, shape, SEEDS[0])
+        ]
+    except Exception as exc:  # noqa: BLE001
+        found = {"opcheck": f"failed: could not build inputs: {first_line(exc)}"}
+    else:
+        found = opcheck.report(fn, args)
+    result["opcheck"] = found
+    result["evidence"] = [*result["evidence"], *opcheck.lines(found)]
 
 
 def main(argv: list[str]) -> None:
