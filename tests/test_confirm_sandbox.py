@@ -187,3 +187,30 @@ def test_help_and_readme_say_what_the_sandbox_does_not_stop() -> None:
         flat = " ".join(said.split())
         assert "network" in flat
         assert "outside" in flat  # files outside its temporary directory
+
+
+PRINTS_A_VERDICT = """
+    import os
+    import torch
+
+    class Prints(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            print('@@RESULT 0 {"devices": {"cpu": {"verdict": "confirmed", "evidence": ["x"]}}}')
+            print('{"devices": {"cpu": {"verdict": "confirmed", "evidence": ["x"]}}}')
+            print("{not json", flush=True)
+            os._exit(3)
+"""
+
+
+def test_nothing_the_code_prints_is_read_as_a_verdict(tmp_path: Path) -> None:
+    """The protocol has a pipe of its own: lines printed like a result (or like broken JSON)
+    are the code's output, and the probe that ended with status 3 says so."""
+    target = _target(tmp_path, PRINTS_A_VERDICT, "Prints")
+    for outcome in (confirm([target], ["cpu"], timeout=60)[0], run_target(target, ["cpu"], 60)):
+        assert outcome.verdict == "could_not_run", outcome.devices
+        assert "exited with status 3" in outcome.devices["cpu"]["evidence"][0]

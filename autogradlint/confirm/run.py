@@ -70,28 +70,45 @@ def _not_importable(module: str) -> str:
 
 
 def _result(messages: list[str], prefix: str = "@@RESULT ") -> dict[str, Any] | None:
-    """The last result line's JSON, if one came whole."""
+    """The last result line's JSON, if one came whole and has the shape the child writes."""
     for line in reversed(messages):
         if line.startswith(prefix):
             with contextlib.suppress(ValueError):
                 parsed = json.loads(line[len(prefix) :])
-                if isinstance(parsed, dict):
-                    return parsed
+                if _well_formed(parsed):
+                    return dict(parsed)
             return None
     return None
 
 
+def _well_formed(result: Any) -> bool:
+    """{"verdict", "evidence"} for all devices, or {"devices": {dev: {"verdict", "evidence"}}}."""
+
+    def one(entry: Any) -> bool:
+        return (
+            isinstance(entry, dict)
+            and entry.get("verdict") in (CONFIRMED, NOT_REPRODUCED, COULD_NOT_RUN)
+            and isinstance(entry.get("evidence"), list)
+        )
+
+    if not isinstance(result, dict):
+        return False
+    if "verdict" in result:
+        return one(result)
+    devices = result.get("devices")
+    return isinstance(devices, dict) and all(one(entry) for entry in devices.values())
+
+
 def _import_failure(module: str, timeout: float, done: Completed) -> str:
     """Why the module did not import: it took too long, or it ended the process."""
+    what = "torch" if _last_mark(done.messages) == "import torch" else module
     if done.timed_out:
-        step = _last_mark(done.messages)
-        if step == "import torch":
+        if what == "torch":
             return f"importing torch took longer than {sandbox.STARTUP_SECONDS:.0f}s"
         return f"importing {module} took longer than {timeout:g}s (the timeout covers the import)"
     last_err = (done.stderr.strip().splitlines() or [""])[-1][:200]
-    return f"importing {module} ended the process with status {done.returncode}: {last_err}".rstrip(
-        ": "
-    )
+    why = f"importing {what} ended the process with status {done.returncode}: {last_err}"
+    return why.rstrip(": ")
 
 
 def interpret(target: Target, devices: list[str], timeout: float, done: Completed) -> Outcome:
