@@ -26,6 +26,7 @@ from .draws import (
     SEEDS,
     agree,
     general_values,
+    prepare,
     probe_tensor,
     reseed,
 )
@@ -59,6 +60,8 @@ def enter_project() -> None:
     tool's own lazy imports are done before, so no project file stands in for them."""
     import inspect  # noqa: F401 - default_inputs needs it later
     import traceback  # noqa: F401 - serve needs it later
+
+    prepare()
 
     root = os.environ.get(ROOT_ENV)
     if root and root not in sys.path:

@@ -40,6 +40,11 @@ def reseed(seed: int) -> None:
 _NUMPY: list[Any] = []
 
 
+def prepare() -> None:
+    """Import what reseeding needs now, before the project's root is on sys.path."""
+    _numpy()
+
+
 def _numpy() -> Any:
     """numpy if it is installed (imported once: the code under test may import it lazily)."""
     if not _NUMPY:
