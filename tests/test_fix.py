@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from autogradlint.cli import main
-from autogradlint.fix.loop import fix_text
+from autogradlint.engine.fix_loop import fix_text
 from autogradlint.fix.write import WriteRefused, read_for_fix, write_fixed
 from autogradlint.meta import all_rules
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from autogradlint.meta import parsed_yaml
-from autogradlint.speed.kept_files import cache_file, load_owned
+from autogradlint.runtime.kept_files import cache_file, load_owned
 
 _SCRIPT = (
     "import pickle, sys\n"

@@ -8,7 +8,7 @@ import libcst as cst
 import pytest
 from conftest import ROOT
 
-from autogradlint.speed.parsing import parse_module
+from autogradlint.analysis.parsing import parse_module
 
 SOURCES = sorted((ROOT / "tests" / "fixtures").glob("*.py")) + sorted(
     (ROOT / "examples").glob("*.py")

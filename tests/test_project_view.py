@@ -146,7 +146,7 @@ def test_the_cache_key_of_a_view_does_not_depend_on_the_hash_seed() -> None:
     """A frozenset's repr follows string hashes, which differ per process: keyed on it, every
     warm run re-analysed the files with a cross-file view."""
     code = (
-        "from autogradlint.project import FileView, view_key\n"
+        "from autogradlint.view import FileView, view_key\n"
         "print(view_key(FileView('m', frozenset({'Function', 'torch.autograd.Function', 'b'}))))"
     )
     keys = {
@@ -204,7 +204,7 @@ _FORWARDS = {
 
 @pytest.mark.parametrize("case", list(_FORWARDS))
 def test_forward_signatures_read_from_headers_are_those_of_the_whole_class(case: str) -> None:
-    from autogradlint.project import signatures_from_classes, signatures_of
+    from autogradlint.view import signatures_from_classes, signatures_of
 
     found = signatures_of(_FORWARDS[case])
     assert found == signatures_from_classes(_FORWARDS[case])

@@ -9,7 +9,7 @@ import libcst as cst
 from ..analysis.facts import FileFacts, op_subject
 from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor
-from ..fix.edits import Edits, Fix
+from ..edits import Edits, Fix
 
 
 def positional(call: cst.Call, index: int, keyword: str | None = None) -> cst.BaseExpression | None:

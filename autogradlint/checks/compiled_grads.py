@@ -24,8 +24,8 @@ from ..analysis.names import dotted
 from ..analysis.source_text import code_of
 from ..analysis.summaries import Reach
 from ..analysis.walk import FastVisitor
-from ..fix.edits import Edits, Fix
-from ..speed.ast_walk import walk as walk_ast
+from ..edits import Edits, Fix
+from ..text.ast_walk import walk as walk_ast
 from .base import Check
 from .common import BackwardOf, backward_methods, keyword, positional, source_of
 from .gradient_copy import copy_gradient_first

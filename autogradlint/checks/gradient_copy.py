@@ -19,7 +19,7 @@ import libcst as cst
 
 from ..analysis.control import mentions
 from ..analysis.flow import MethodFlow
-from ..fix.edits import Edits, Fix
+from ..edits import Edits, Fix
 from .common import body_start
 
 

@@ -9,7 +9,7 @@ from ..analysis.facts import ClassInfo
 from ..analysis.names import dotted
 from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor, names_in
-from ..fix.edits import Edits, Fix
+from ..edits import Edits, Fix
 from .base import Check
 from .common import add_decorator_fix
 

@@ -12,9 +12,9 @@ import click
 
 from ..config import Config
 from ..model import FileError, FileResult, printable
-from ..project import EMPTY
 from ..runner import discover as discover_files
 from ..runner import lint_paths
+from ..view import EMPTY
 from .app import main
 from .common import (
     EXIT_CLEAN,
@@ -246,7 +246,7 @@ def _lint(
     machine = opts.output_format in ("json", "sarif") and not opts.statistics
     wants = frozenset({"fixes"}) if machine else frozenset()
     if paths == ("-",):
-        from ..lint import lint_file
+        from ..engine.door import lint_file
 
         name = opts.stdin_filename or "<stdin>"
         data = sys.stdin.buffer.read()

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from .. import __version__
 from ..meta import all_rules
 from ..model import FileError, FileResult, LineEdit
+from ..version import __version__
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFO_URI = "https://github.com/autogradlint/autogradlint"

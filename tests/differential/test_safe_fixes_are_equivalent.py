@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from programs import grad_writes, graphless_grads, kernel_calls, plain_hooks, plain_methods
 from run import differences, function_scenarios, subclass_scenarios
 
-from autogradlint.fix.loop import fix_text
-from autogradlint.fix.verify import compile_error
+from autogradlint.engine.fix_loop import fix_text
+from autogradlint.engine.verify import compile_error
 
 EXAMPLES = int(os.environ.get("AGL_DIFFERENTIAL_EXAMPLES", "120"))
 SETTINGS = settings(

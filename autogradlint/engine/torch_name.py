@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..model import LineEdit
-from .splice import apply_line_edits, split_lines
+from ..text.splice import apply_line_edits, split_lines
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _FRESH = ("torch", "_torch", "torch_", "_agl_torch")

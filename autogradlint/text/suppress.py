@@ -1,7 +1,7 @@
 """Suppression comments: `# noqa: AGL201`, `# autogradlint: ignore[...]`, file-level ignores.
 
 Each comment is read into a `Directive` that knows where it and each of its codes sit in the
-line, so the hygiene rules (hygiene.py) can say which one silenced nothing and remove just it.
+line, so the hygiene rules (engine/hygiene.py) can say which one silenced nothing and remove just it.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .speed.statements import comments, joined_lines
+from .statements import comments, joined_lines
 
 # A bare noqa, or one with a colon and codes (AGL201, E501). Codes without the colon make a
 # blanket noqa for every tool that reads it (flake8, ruff): `loose` catches them, so hygiene can
