@@ -72,6 +72,11 @@ class FileView:
     function_bases: frozenset[str] = frozenset()  # base expressions that are Functions
     function_names: frozenset[str] = frozenset()  # names bound here to Functions elsewhere
     signatures: tuple[tuple[str, Signature], ...] = ()  # forward of those, by local name
+    # This file's Function classes as the rest of the project uses them (`ProjectIndex.uses`):
+    # (class, where another file subclasses it, where another file may instantiate it or a
+    # subclass), "" for nowhere, None where instances were not looked for. A class missing
+    # here is one nothing is known about (no index, or a class the index cannot resolve).
+    uses: tuple[tuple[str, str, str | None], ...] = ()
 
     @property
     def seeds(self) -> frozenset[str]:
@@ -434,6 +439,7 @@ class ProjectIndex:
         record = self._record(path, text, outline)
         if record is None or not self.needs_view(record.outline):
             return EMPTY
+        uses = self.uses(record)
         direct_calls = any(name in self.bare for name in record.outline.callees)
         module = record.names[0] if record.names else ""
         bases = {
@@ -454,7 +460,7 @@ class ProjectIndex:
                     signature = self.signature(canonical)
                     if signature is not None:
                         signatures.append((local, signature))
-        return FileView(module, frozenset(bases), frozenset(names), tuple(sorted(signatures)))
+        return FileView(module, frozenset(bases), frozenset(names), tuple(sorted(signatures)), uses)
 
     def signature(self, canonical: str, hops: int = 0) -> Signature | None:
         """The forward a Function class has: its own, else the first of its bases'."""
@@ -470,6 +476,91 @@ class ProjectIndex:
             if found is not None:
                 return found
         return None
+
+    # --- how the rest of the project uses a Function class ---------------------------------------
+    def uses(self, record: Record) -> tuple[tuple[str, str, str | None], ...]:
+        """For each Function class `record` declares: where another file declares a subclass of
+        it, and where another file makes, or may make, an instance of it or of a subclass ("":
+        nowhere). Instances are looked for only for a class whose text shows a contract method
+        that may not be static (AGL402's fix is the one that asks; None: not looked for), in
+        the files that import it, its module or a subclass at module scope."""
+        if not record.names:
+            return ()
+        own = os.path.abspath(record.path)
+        out: list[tuple[str, str, str | None]] = []
+        text: str | None = None
+        for name, _bases, _flag in record.decls:
+            canonical = f"{record.names[0]}.{name}"
+            if canonical not in self.functions:
+                continue
+            family = descendants({canonical}, self.bases_of)
+            declared_in = {c: self.module(c.rpartition(".")[0]) for c in family}
+            elsewhere = sorted(
+                {
+                    f"`{c.rpartition('.')[2]}` in {r.path}"
+                    for c, r in declared_in.items()
+                    if r is not None and os.path.abspath(r.path) != own
+                }
+            )
+            subclassed = ", ".join(elsewhere)
+            if text is None:
+                data = record.source()
+                decoded = decode(data) if data is not None else ""
+                text = decoded if isinstance(decoded, str) else ""
+            instances: str | None = None
+            if may_have_plain_methods(text, name):
+                instances = self._instances(family, declared_in, own)
+            out.append((name, subclassed, instances))
+        return tuple(out)
+
+    def _instances(self, family: set[str], declared_in: dict[str, Record | None], own: str) -> str:
+        """Where a file other than `own` may make an instance of a class of `family` ("":
+        nowhere), read from the `ast` of the files that declare or import one of them."""
+        spellings: dict[str, dict[str, set[str]]] = {}  # path -> spelling -> class
+        records: dict[str, Record] = {}
+        for canonical in sorted(family):
+            module, _, name = canonical.rpartition(".")
+            holder = declared_in.get(canonical)
+            if holder is not None:
+                path = os.path.abspath(holder.path)
+                records[path] = holder
+                spellings.setdefault(path, {}).setdefault(name, set()).add(canonical)
+            parts = canonical.split(".")
+            for cut in range(1, len(parts) + 1):
+                target, rest = ".".join(parts[:cut]), ".".join(parts[cut:])
+                for importer, local in self._importers.get(target, ()):
+                    path = os.path.abspath(importer.path)
+                    records[path] = importer
+                    spelled = f"{local}.{rest}" if rest else local
+                    spellings.setdefault(path, {}).setdefault(spelled, set()).add(canonical)
+        for path in sorted(spellings):
+            if path == own:
+                continue  # the linted file itself: the check reads it (an editor's buffer)
+            data = records[path].source()
+            text = decode(data) if data is not None else None
+            if not isinstance(text, str):
+                return f"{records[path].path} cannot be read"
+            found = instance_uses(text, set(spellings[path]), records[path].path)
+            if found:
+                return found
+        return ""
+
+    @functools.cached_property
+    def _importers(self) -> dict[str, list[tuple[Record, str]]]:
+        """canonical target -> (record, local name) of each module-scope import binding a
+        name to a module that declares a Function class (or a package above one) or to a
+        name that may be a Function: what `_instances` searches. Read on first use only."""
+        modules: set[str] = set()
+        for canonical in self.functions:
+            parts = canonical.split(".")[:-1]
+            modules.update(".".join(parts[:cut]) for cut in range(1, len(parts) + 1))
+        out: dict[str, list[tuple[Record, str]]] = {}
+        for record in self.records:
+            for local, target in record.bindings.items():
+                if target not in modules and _last(target) not in self.bare:
+                    continue
+                out.setdefault(self.canonical(target), []).append((record, local))
+        return out
 
     def _record(self, path: str, text: str | None, outline: Outline | None) -> Record | None:
         record = self.by_path.get(os.path.abspath(path))
@@ -514,7 +605,7 @@ def _absolute(base: str, name: str, record: Record) -> str:
 def view_key(view: FileView) -> str:
     """A file's cached result stays valid while its view does (a change elsewhere in the
     project re-analyses only the files it concerns)."""
-    if not view:
+    if not view and not view.uses:
         return ""  # most files: asked once each, before anything to hash
     import hashlib
 
@@ -524,5 +615,96 @@ def view_key(view: FileView) -> str:
         sorted(view.function_bases),
         sorted(view.function_names),
         view.signatures,
+        view.uses,
     )
     return hashlib.blake2b(repr(stable).encode(), digest_size=8).hexdigest()
+
+
+# --- instances of a class, read from a file's text -------------------------------------------
+_CONTRACT_DEF = re.compile(r"^([ \t]+)def[ \t]+(?:forward|backward|setup_context|jvp|vmap)\b", re.M)
+
+
+def may_have_plain_methods(text: str, name: str) -> bool:
+    """Whether the top-level class `name` of `text` may define a contract method that is not
+    a `@staticmethod` or `@classmethod` (an over-approximation: only says no when each def of
+    one has such a decorator right above it)."""
+    start = re.search(rf"^class[ \t]+{re.escape(name)}\b", text, re.M)
+    if start is None:
+        return True
+    end = re.compile(r"^\S", re.M).search(text, start.end())
+    body = text[start.end() : end.start() if end is not None else len(text)]
+    for match in _CONTRACT_DEF.finditer(body):
+        indent = match.group(1)
+        above = body[: match.start()].rstrip("\n").split("\n")
+        decorators: list[str] = []
+        for line in reversed(above):
+            if not line.startswith(indent + "@"):
+                break
+            decorators.append(line.strip())
+        if not any(d in ("@staticmethod", "@classmethod") for d in decorators):
+            return True
+    return False
+
+
+_HARMLESS_CALLS = frozenset({"isinstance", "issubclass"})
+_INSTANCE_ATTRIBUTES = frozenset({"__new__", "__call__", "__init__"})
+
+
+def instance_uses(text: str, spellings: set[str], path: str) -> str:
+    """Where `text` makes, or may make, an instance of a class it spells as one of
+    `spellings` (`Scale`, `ops.Scale`): a call of it, or the class passed on as a value (an
+    instance may be made from it elsewhere). "" when every use is an attribute of the class
+    (`Scale.apply`, `Scale.forward`), a base of a class, an annotation or an `isinstance`
+    test. Read from `ast`; a text that does not parse is not proven to be free of them."""
+    tree = parse_quietly(text)
+    if tree is None:
+        return f"{path} does not parse"
+    parents: dict[int, ast.AST] = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    for node in ast.walk(tree):
+        spelled = _spelled(node)
+        if spelled is None or spelled not in spellings:
+            continue
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            continue
+        parent = parents.get(id(node))
+        where = f"{path}:{getattr(node, 'lineno', '?')}"
+        if isinstance(parent, ast.Call) and parent.func is node:
+            return f"`{spelled}(...)` at {where}"
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            if parent.attr in _INSTANCE_ATTRIBUTES:
+                return f"`{spelled}.{parent.attr}` at {where}"
+            continue
+        if isinstance(parent, ast.ClassDef) and node in parent.bases:
+            continue
+        if _annotation(node, parent):
+            continue
+        if (
+            isinstance(parent, ast.Call)
+            and isinstance(parent.func, ast.Name)
+            and parent.func.id in _HARMLESS_CALLS
+        ):
+            continue
+        return f"`{spelled}` is passed on as a value at {where}"
+    return ""
+
+
+def _spelled(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _spelled(node.value)
+        return f"{inner}.{node.attr}" if inner is not None else None
+    return None
+
+
+def _annotation(node: ast.AST, parent: ast.AST | None) -> bool:
+    if isinstance(parent, ast.arg):
+        return parent.annotation is node
+    if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return parent.returns is node
+    if isinstance(parent, ast.AnnAssign):
+        return parent.annotation is node
+    return False

@@ -6,14 +6,16 @@ import os
 import re
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from autogradlint.cli import main
-from autogradlint.fix.loop import fix_text
+from autogradlint.fix.loop import FixOutcome, fix_text
 from autogradlint.fix.write import WriteRefused, read_for_fix, write_fixed
 from autogradlint.meta import all_rules
+from autogradlint.runner import project_index
 
 RULES = all_rules()
 MARKER = re.compile(r"  # AGL\d{3}\b")
@@ -48,16 +50,28 @@ class Square(torch.autograd.Function):
 """
 
 
+def fix_in_project(code: str, root: Path, **options: Any) -> FixOutcome:
+    """`fix` of `code` as the one file of a project (what the CLI does for a file in its
+    project): preconditions about the rest of the project are then proven, or not."""
+    (root / "pyproject.toml").write_text("")
+    path = root / "example.py"
+    path.write_text(code)
+    view = project_index([(path, code.encode())], [], root).view(str(path))
+    return fix_text(code, str(path), project=view, **options)
+
+
 @pytest.mark.parametrize(("meta", "example"), FIXED)
-def test_yaml_fixed_example_is_produced_exactly_and_is_idempotent(meta, example) -> None:
+def test_yaml_fixed_example_is_produced_exactly_and_is_idempotent(
+    meta, example, tmp_path: Path
+) -> None:
     code = MARKER.sub("", example.code)
     unsafe = meta.fix == "unsafe"
     # A suppression is judged only when the rules it names ran: hygiene rules need them all.
     enabled = frozenset(RULES) if meta.family == "S" else frozenset({meta.id})
-    outcome = fix_text(code, unsafe=unsafe, enabled=enabled)
+    outcome = fix_in_project(code, tmp_path, unsafe=unsafe, enabled=enabled)
     assert outcome.error is None
     assert outcome.source == example.fixed
-    again = fix_text(outcome.source, unsafe=unsafe, enabled=enabled)
+    again = fix_in_project(outcome.source, tmp_path, unsafe=unsafe, enabled=enabled)
     assert again.source == outcome.source and not again.changed
 
 

@@ -60,7 +60,12 @@ class BackwardState(Check):
             if origin and origin not in reported:
                 reported.add(origin)
                 fix = copy_gradient_first(
-                    backward, flow, origin, dense=False, title=f"copy `{origin}` before changing it"
+                    backward,
+                    flow,
+                    origin,
+                    dense=False,
+                    title=f"copy `{origin}` before changing it",
+                    rule_id="AGL406",
                 )
                 self.report("AGL406", found[1], fix=fix, cls=name, name=origin)
 

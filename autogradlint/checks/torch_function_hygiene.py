@@ -10,6 +10,7 @@ from ..analysis.names import dotted
 from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor, names_in
 from ..fix.edits import Edits, Fix
+from ..fix.preconditions import Unproven
 from .base import Check
 from .common import add_decorator_fix
 
@@ -85,12 +86,13 @@ class TorchFunctionHygiene(Check):
         if params and params[0] == "cls":
             # A plain method gets the instance as `cls`, a classmethod the class: the same only
             # when the body never reads `cls` (zero-argument `super()` works either way).
-            note = (
-                "the body reads `cls`: as a plain method it is the instance, as a classmethod the class"
-                if mentions(hook.body, "cls")
-                else ""
+            reads = mentions(hook.body, "cls")
+            why = "as a plain method it is the instance, as a classmethod the class"
+            fix = add_decorator_fix(
+                hook,
+                "classmethod",
+                unproven=[Unproven("AGL303", "cls-not-read", why) if reads else None],
             )
-            fix = add_decorator_fix(hook, "classmethod", note=note)
         self.report("AGL303", hook, anchor=hook.name, fix=fix, cls=info.name)
 
     def _recursion(self, info: ClassInfo, hook: cst.FunctionDef) -> None:
