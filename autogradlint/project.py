@@ -483,7 +483,7 @@ class ProjectIndex:
         it, and where another file makes, or may make, an instance of it or of a subclass ("":
         nowhere). Instances are looked for only for a class whose text shows a contract method
         that may not be static (AGL402's fix is the one that asks; None: not looked for), in
-        the files that import it, its module or a subclass at module scope."""
+        every other file that names it or a subclass."""
         if not record.names:
             return ()
         own = os.path.abspath(record.path)
@@ -509,58 +509,34 @@ class ProjectIndex:
                 text = decoded if isinstance(decoded, str) else ""
             instances: str | None = None
             if may_have_plain_methods(text, name):
-                instances = self._instances(family, declared_in, own)
+                instances = self._instances(family, own)
             out.append((name, subclassed, instances))
         return tuple(out)
 
-    def _instances(self, family: set[str], declared_in: dict[str, Record | None], own: str) -> str:
+    def _instances(self, family: set[str], own: str) -> str:
         """Where a file other than `own` may make an instance of a class of `family` ("":
-        nowhere), read from the `ast` of the files that declare or import one of them."""
-        spellings: dict[str, dict[str, set[str]]] = {}  # path -> spelling -> class
-        records: dict[str, Record] = {}
-        for canonical in sorted(family):
-            module, _, name = canonical.rpartition(".")
-            holder = declared_in.get(canonical)
-            if holder is not None:
-                path = os.path.abspath(holder.path)
-                records[path] = holder
-                spellings.setdefault(path, {}).setdefault(name, set()).add(canonical)
-            parts = canonical.split(".")
-            for cut in range(1, len(parts) + 1):
-                target, rest = ".".join(parts[:cut]), ".".join(parts[cut:])
-                for importer, local in self._importers.get(target, ()):
-                    path = os.path.abspath(importer.path)
-                    records[path] = importer
-                    spelled = f"{local}.{rest}" if rest else local
-                    spellings.setdefault(path, {}).setdefault(spelled, set()).add(canonical)
-        for path in sorted(spellings):
-            if path == own:
+        nowhere): read from the `ast` of every file whose text names one of them (by its last
+        component: an import inside a function, or an alias, is seen too). Reads the project's
+        files, so it is asked only for classes whose fix depends on it."""
+        names = {canonical.rpartition(".")[2] for canonical in family}
+        words = re.compile(
+            rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")\b"
+        )
+        for record in sorted(self.records, key=lambda r: r.path):
+            if os.path.abspath(record.path) == own:
                 continue  # the linted file itself: the check reads it (an editor's buffer)
-            data = records[path].source()
-            text = decode(data) if data is not None else None
+            data = record.source()
+            if data is None:
+                return f"{record.path} cannot be read"
+            if words.search(data) is None:
+                continue
+            text = decode(data)
             if not isinstance(text, str):
-                return f"{records[path].path} cannot be read"
-            found = instance_uses(text, set(spellings[path]), records[path].path)
+                return f"{record.path} cannot be read"
+            found = instance_uses(text, names, record.path)
             if found:
                 return found
         return ""
-
-    @functools.cached_property
-    def _importers(self) -> dict[str, list[tuple[Record, str]]]:
-        """canonical target -> (record, local name) of each module-scope import binding a
-        name to a module that declares a Function class (or a package above one) or to a
-        name that may be a Function: what `_instances` searches. Read on first use only."""
-        modules: set[str] = set()
-        for canonical in self.functions:
-            parts = canonical.split(".")[:-1]
-            modules.update(".".join(parts[:cut]) for cut in range(1, len(parts) + 1))
-        out: dict[str, list[tuple[Record, str]]] = {}
-        for record in self.records:
-            for local, target in record.bindings.items():
-                if target not in modules and _last(target) not in self.bare:
-                    continue
-                out.setdefault(self.canonical(target), []).append((record, local))
-        return out
 
     def _record(self, path: str, text: str | None, outline: Outline | None) -> Record | None:
         record = self.by_path.get(os.path.abspath(path))
@@ -650,22 +626,28 @@ _HARMLESS_CALLS = frozenset({"isinstance", "issubclass"})
 _INSTANCE_ATTRIBUTES = frozenset({"__new__", "__call__", "__init__"})
 
 
-def instance_uses(text: str, spellings: set[str], path: str) -> str:
-    """Where `text` makes, or may make, an instance of a class it spells as one of
-    `spellings` (`Scale`, `ops.Scale`): a call of it, or the class passed on as a value (an
-    instance may be made from it elsewhere). "" when every use is an attribute of the class
-    (`Scale.apply`, `Scale.forward`), a base of a class, an annotation or an `isinstance`
-    test. Read from `ast`; a text that does not parse is not proven to be free of them."""
+def instance_uses(text: str, names: set[str], path: str) -> str:
+    """Where `text` makes, or may make, an instance of a class named one of `names`, however
+    it is reached (`Scale`, `ops.Scale`, an `import ... as` alias of it, at any depth): a call
+    of it, or the class passed on as a value (an instance may be made from it elsewhere). ""
+    when every use is an attribute of the class (`Scale.apply`, `Scale.forward`), a base of a
+    class, an annotation or an `isinstance` test. By name only, so a class of the same name
+    elsewhere counts too. Read from `ast`; a text that does not parse proves nothing."""
     tree = parse_quietly(text)
     if tree is None:
         return f"{path} does not parse"
     parents: dict[int, ast.AST] = {}
+    aliases = set(names)
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):
             parents[id(child)] = node
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name.rpartition(".")[2] in names and alias.asname:
+                    aliases.add(alias.asname)
     for node in ast.walk(tree):
         spelled = _spelled(node)
-        if spelled is None or spelled not in spellings:
+        if spelled is None or spelled.rpartition(".")[2] not in aliases:
             continue
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             continue

@@ -6,11 +6,13 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.contract import ALIASING, mutation, returned_names, save_for_backward_calls
+from ..analysis.control import mentions
 from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
 from ..analysis.names import dotted
 from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor
+from ..fix.preconditions import Unproven
 from .base import Check
 from .common import source_of
 from .gradient_copy import copy_gradient_first
@@ -59,6 +61,7 @@ class BackwardState(Check):
             origin = contract.alias_of(found[0], flow, order, grads, {})
             if origin and origin not in reported:
                 reported.add(origin)
+                partial = self._partial_write(flow, origin)
                 fix = copy_gradient_first(
                     backward,
                     flow,
@@ -66,8 +69,41 @@ class BackwardState(Check):
                     dense=False,
                     title=f"copy `{origin}` before changing it",
                     rule_id="AGL406",
+                    unproven=[
+                        Unproven("AGL406", "whole-gradient-writes", partial) if partial else None
+                    ],
                 )
                 self.report("AGL406", found[1], fix=fix, cls=name, name=origin)
+
+    def _partial_write(self, flow: MethodFlow, origin: str) -> str | None:
+        """A write into gradient `origin` that may reach only part of it: through an index
+        (`g[0] = v`, `g.view(-1)[0].mul_(2)`, `h[0] = v` with `h = g.view(-1)`). On an
+        expanded gradient (stride 0) one element's memory is every element's, so the write
+        shows everywhere, and on a private copy it does not (None: every write is whole).
+        Any name bound from one that holds the gradient may hold it (in any order)."""
+        holders = {origin}
+        changed = True
+        while changed:
+            changed = False
+            for name, definitions in flow.defs.items():
+                if name in holders:
+                    continue
+                if any(
+                    d.value is not None
+                    and not isinstance(d.value, cst.AugAssign)
+                    and any(mentions(d.value, h) for h in holders)
+                    for d in definitions
+                ):
+                    holders.add(name)
+                    changed = True
+        for node, _order in flow.statements:
+            found = mutation(node)
+            if found is None:
+                continue
+            indexed = isinstance(node, cst.Assign) or _has_index(found[0])
+            if indexed and any(mentions(found[0], h) for h in holders):
+                return f"`{code_of(found[1]).strip()}` writes through an index"
+        return None
 
     def _backward_saved_inplace(self, info: ClassInfo, backward: cst.FunctionDef) -> None:
         """A tensor backward keeps between runs, changed in place: one forward saved with
@@ -523,3 +559,12 @@ def _saved_slot(
 def _rebound_after(flow: MethodFlow, name: str, order: int) -> bool:
     """Whether `name` is assigned again after `order` (then the returned tensor is another)."""
     return any(d.order > order and d.kind != "augassign" for d in flow.defs.get(name, ()))
+
+
+def _has_index(expr: cst.BaseExpression) -> bool:
+    """Whether `expr` reaches its tensor through an index (`h[0]`, `g.view(-1)[0]`)."""
+    while isinstance(expr, (cst.Attribute, cst.Call, cst.Subscript)):
+        if isinstance(expr, cst.Subscript):
+            return True
+        expr = expr.func if isinstance(expr, cst.Call) else expr.value
+    return False

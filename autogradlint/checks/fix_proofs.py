@@ -6,6 +6,7 @@ precondition could not be proven, or None when it holds. Conservative: what cann
 from __future__ import annotations
 
 import ast
+import os
 import re
 
 import libcst as cst
@@ -75,7 +76,7 @@ def decorator_may_catch(ctx: CheckContext, method: cst.FunctionDef) -> str | Non
         path, function = found
         why = _wrapper_may_catch(function, call is not None, ctx.summaries.files.bindings(path))
         if why is not None:
-            return f"the decorator `@{written}` ({path}:{function.lineno}) {why}"
+            return f"the decorator `@{written}` ({os.path.basename(path)}:{function.lineno}) {why}"
     return None
 
 

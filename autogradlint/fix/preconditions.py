@@ -22,7 +22,7 @@ CHECKED: dict[str, tuple[str, ...]] = {
     "AGL202": ("locals-not-introspected", "torch-in-scope"),
     "AGL303": ("cls-not-read",),
     "AGL402": ("no-instance",),
-    "AGL406": ("locals-not-introspected",),
+    "AGL406": ("locals-not-introspected", "whole-gradient-writes"),
     "AGL901": ("comment-only",),
     "AGL902": ("comment-only",),
     "AGL903": ("comment-only",),
