@@ -215,7 +215,7 @@ SUPPRESSED = "import torch\n\nx = 1  {comment}\n"
         # was `# noqa: kept, on, purpose`: a bare noqa for flake8, silencing every rule
         ("# noqa: AGL201 kept on purpose", "# kept on purpose"),
         ("# noqa: AGL201, E501 kept on purpose", "# noqa: E501 kept on purpose"),
-        ("# noqa: E501, AGL201 -- see #12", "# noqa: E501 -- see #12"),
+        ("# noqa: E501, AGL201 see issue 12", "# noqa: E501 see issue 12"),
     ],
 )
 def test_agl901_keeps_the_reason_after_the_codes_as_a_reason(comment: str, fixed: str) -> None:
