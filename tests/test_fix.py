@@ -212,7 +212,7 @@ SUPPRESSED = "import torch\n\nx = 1  {comment}\n"
 @pytest.mark.parametrize(
     ("comment", "fixed"),
     [
-        # was `# noqa: kept, on, purpose`: a bare noqa for flake8, silencing every rule
+        # was the codes `kept, on, purpose`: flake8 reads that as a bare noqa, a blanket
         ("# noqa: AGL201 kept on purpose", "# kept on purpose"),
         ("# noqa: AGL201, E501 kept on purpose", "# noqa: E501 kept on purpose"),
         ("# noqa: E501, AGL201 see issue 12", "# noqa: E501 see issue 12"),
