@@ -493,7 +493,7 @@ class ProjectIndex:
             canonical = f"{record.names[0]}.{name}"
             if canonical not in self.functions:
                 continue
-            family = descendants({canonical}, self.bases_of)
+            family = self._subclasses_of(canonical)
             declared_in = {c: self.module(c.rpartition(".")[0]) for c in family}
             elsewhere = sorted(
                 {
@@ -512,6 +512,26 @@ class ProjectIndex:
                 instances = self._instances(family, own)
             out.append((name, subclassed, instances))
         return tuple(out)
+
+    @functools.cached_property
+    def _children(self) -> dict[str, list[str]]:
+        """base -> the classes that name it among their bases (built once, not per class)."""
+        out: dict[str, list[str]] = {}
+        for name, bases in self.bases_of.items():
+            for base in bases:
+                out.setdefault(base, []).append(name)
+        return out
+
+    def _subclasses_of(self, canonical: str) -> set[str]:
+        """The class and every class of the project derived from it."""
+        found = {canonical}
+        stack = [canonical]
+        while stack:
+            for child in self._children.get(stack.pop(), ()):
+                if child not in found:
+                    found.add(child)
+                    stack.append(child)
+        return found
 
     def _instances(self, family: set[str], own: str) -> str:
         """Where a file other than `own` may make an instance of a class of `family` ("":
