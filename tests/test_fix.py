@@ -354,3 +354,22 @@ def test_agl402_without_the_project_is_not_proven_free_of_instances() -> None:
     outcome = fix_text(source, "m.py", enabled=frozenset({"AGL402"}))
     assert not outcome.changed
     assert [f.fixable for f in outcome.remaining] == ["unsafe"]
+
+
+def test_fix_leaves_a_plain_forward_alone_when_another_file_makes_an_instance(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "ops.py").write_text(
+        "import torch\n\n\nclass Scale(torch.autograd.Function):\n"
+        "    def forward(ctx, x, s):\n        return x * s\n\n"
+        "    @staticmethod\n    def backward(ctx, g):\n        return g, None\n"
+    )
+    # made static, `helper.forward(t, 3.0)` would get `t` as ctx and return the float 3.0 * ...
+    (tmp_path / "use.py").write_text(
+        "from ops import Scale\n\n\ndef scaled(t):\n    helper = Scale()\n"
+        "    return helper.forward(t, 3.0)\n"
+    )
+    result = CliRunner().invoke(main, ["fix", "--apply", str(tmp_path)])
+    assert "1 finding remains" in result.output, result.output
+    assert "@staticmethod\n    def forward" not in (tmp_path / "ops.py").read_text()
