@@ -653,6 +653,8 @@ def instance_uses(text: str, names: set[str], path: str) -> str:
     when every use is an attribute of the class (`Scale.apply`, `Scale.forward`), a base of a
     class, an annotation or an `isinstance` test. By name only, so a class of the same name
     elsewhere counts too. Read from `ast`; a text that does not parse proves nothing."""
+    from .speed.slicing import ast_dotted  # it imports this module: at call time
+
     tree = parse_quietly(text)
     if tree is None:
         return f"{path} does not parse"
@@ -666,7 +668,7 @@ def instance_uses(text: str, names: set[str], path: str) -> str:
                 if alias.name.rpartition(".")[2] in names and alias.asname:
                     aliases.add(alias.asname)
     for node in ast.walk(tree):
-        spelled = _spelled(node)
+        spelled = ast_dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
         if spelled is None or spelled.rpartition(".")[2] not in aliases:
             continue
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
@@ -691,15 +693,6 @@ def instance_uses(text: str, names: set[str], path: str) -> str:
             continue
         return f"`{spelled}` is passed on as a value at {where}"
     return ""
-
-
-def _spelled(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _spelled(node.value)
-        return f"{inner}.{node.attr}" if inner is not None else None
-    return None
 
 
 def _annotation(node: ast.AST, parent: ast.AST | None) -> bool:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ..analysis.facts import FileFacts, op_subject
+from ..analysis.names import dotted
 from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor
 from ..fix.edits import Edits, Fix
@@ -202,3 +203,22 @@ def add_decorator_fix(
 
     safety, note = verdict(unproven)
     return Fix(safety, method, build, f"add `@{name}`", note)
+
+
+def super_calls(node: cst.CSTNode, method: str) -> list[cst.Call]:
+    """Every `super().<method>(...)` (or `super(C, x).<method>(...)`) call below `node`."""
+    found: list[cst.Call] = []
+
+    class _Find(FastVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            func = call.func
+            if (
+                isinstance(func, cst.Attribute)
+                and func.attr.value == method
+                and isinstance(func.value, cst.Call)
+                and dotted(func.value.func) == "super"
+            ):
+                found.append(call)
+
+    _Find().walk(node)
+    return found

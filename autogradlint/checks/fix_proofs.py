@@ -14,7 +14,9 @@ import libcst as cst
 from ..analysis.names import dotted
 from ..analysis.walk import FastVisitor
 from ..project import instance_uses, parse_quietly
+from ..speed.slicing import ast_dotted
 from .base import CheckContext
+from .common import super_calls
 
 # Decorators of torch that run the function they wrap without catching what it raises
 # (torch/autograd/function.py, torch/amp/autocast_mode.py: a `with` of grad mode or autocast).
@@ -91,7 +93,7 @@ def _wrapper_may_catch(function: ast.FunctionDef, factory: bool, bindings: objec
         if isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
                 manager = item.context_expr
-                name = _ast_dotted(manager.func if isinstance(manager, ast.Call) else manager)
+                name = ast_dotted(manager.func if isinstance(manager, ast.Call) else manager)
                 if name is None or resolve(name) not in _NON_SUPPRESSING:
                     return (
                         f"enters a context manager (line {node.lineno}) that may suppress the error"
@@ -115,10 +117,10 @@ def _wrapper_may_catch(function: ast.FunctionDef, factory: bool, bindings: objec
             continue  # called: what it raises goes through, as nothing above catches it
         if isinstance(parent, (ast.Return, ast.Attribute)):
             continue  # returned as it is, or `fn.__name__`
-        if isinstance(parent, ast.Call) and resolve(_ast_dotted(parent.func) or "") in _WRAPS:
+        if isinstance(parent, ast.Call) and resolve(ast_dotted(parent.func) or "") in _WRAPS:
             continue
         if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Call):
-            if resolve(_ast_dotted(parent.func.func) or "") in _WRAPS:
+            if resolve(ast_dotted(parent.func.func) or "") in _WRAPS:
                 continue  # `functools.wraps(fn)(wrapper)`
         return f"hands `{node.id}` to other code (line {node.lineno}), which may catch its error"
     return None
@@ -127,15 +129,6 @@ def _wrapper_may_catch(function: ast.FunctionDef, factory: bool, bindings: objec
 def _first_parameter(function: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
     params = [*function.args.posonlyargs, *function.args.args]
     return params[0].arg if params else None
-
-
-def _ast_dotted(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _ast_dotted(node.value)
-        return f"{inner}.{node.attr}" if inner is not None else None
-    return None
 
 
 def backward_called_directly(ctx: CheckContext, cls: str) -> str | None:
@@ -158,28 +151,9 @@ def backward_called_directly(ctx: CheckContext, cls: str) -> str | None:
                 family.add(info.name)
                 changed = True
     for info in ctx.facts.classes:
-        if info.name != cls and info.name in family and _calls_super_backward(info.node):
+        if info.name != cls and info.name in family and super_calls(info.node, "backward"):
             return f"the subclass `{info.name}` calls `super().backward(...)`, and may catch"
     return None
-
-
-def _calls_super_backward(node: cst.ClassDef) -> bool:
-    found = False
-
-    class _Find(FastVisitor):
-        def visit_Call(self, call: cst.Call) -> None:
-            nonlocal found
-            func = call.func
-            if (
-                isinstance(func, cst.Attribute)
-                and func.attr.value == "backward"
-                and isinstance(func.value, cst.Call)
-                and dotted(func.value.func) == "super"
-            ):
-                found = True
-
-    _Find().walk(node)
-    return found
 
 
 # --- locals-not-introspected -------------------------------------------------------------------
@@ -248,7 +222,7 @@ def instances_of(ctx: CheckContext, cls: str) -> str | None:
         changed = False
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef) and node.name not in family:
-                if any((_ast_dotted(b) or "").rsplit(".", 1)[-1] in family for b in node.bases):
+                if any((ast_dotted(b) or "").rsplit(".", 1)[-1] in family for b in node.bases):
                     family.add(node.name)
                     changed = True
     here = instance_uses(ctx.facts.source, family, "this file")

@@ -12,7 +12,7 @@ from ..analysis.walk import FastVisitor, names_in
 from ..fix.edits import Edits, Fix
 from ..fix.preconditions import Unproven
 from .base import Check
-from .common import add_decorator_fix
+from .common import add_decorator_fix, super_calls
 
 # Tensor attributes and methods implemented in C: reading them on a subclass instance goes
 # through __torch_function__ again (semantics C1.1, C1.3).
@@ -181,23 +181,7 @@ class TorchFunctionHygiene(Check):
         params = [p.name.value for p in hook.params.params]
         names = params[1:5] if len(params) >= 5 else []  # func, types, args, kwargs
 
-        class _Find(FastVisitor):
-            def __init__(self) -> None:
-                self.calls: list[cst.Call] = []
-
-            def visit_Call(self, node: cst.Call) -> None:
-                f = node.func
-                if (
-                    isinstance(f, cst.Attribute)
-                    and f.attr.value == "__torch_function__"
-                    and isinstance(f.value, cst.Call)
-                    and dotted(f.value.func) == "super"
-                ):
-                    self.calls.append(node)
-
-        finder = _Find()
-        finder.walk(hook)
-        for call in finder.calls:
+        for call in super_calls(hook, "__torch_function__"):
             fix = None
             if len(names) == 4:
                 fn, _types, a, kw = names
