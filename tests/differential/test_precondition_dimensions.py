@@ -273,21 +273,8 @@ def test_the_note_names_the_precondition_that_failed(case: Case, tmp_path) -> No
     assert any(claim[1:] in f.note for f in fixes), [f.note for f in fixes]
 
 
-STRIDED_WRITER = (
-    HEADER
-    + INLINE
-    + """
-
-class Fn(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
-
-    @staticmethod
-    def backward(ctx, g):
-        done = ext.scale_strided(g, 2.0)
-        return g
-"""
+STRIDED_WRITER = _writes("done = ext.scale_strided(g, 2.0)", "return g").replace(
+    HEADER, HEADER + INLINE, 1
 )
 
 
@@ -306,20 +293,8 @@ def test_a_kernel_that_writes_through_an_auto_pointer_gets_a_private_copy() -> N
     assert differences(STRIDED_WRITER, fixed.files, function_scenarios) == []
 
 
-OPAQUE = (
-    HEADER
-    + """import fused_cuda
-
-
-class Fn(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
-
-    @staticmethod
-    def backward(ctx, g):
-        return fused_cuda.scale_bwd(g, 2.0)
-"""
+OPAQUE = _writes("return fused_cuda.scale_bwd(g, 2.0)").replace(
+    HEADER, HEADER + "import fused_cuda\n", 1
 )
 
 
