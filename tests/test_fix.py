@@ -373,3 +373,47 @@ def test_fix_leaves_a_plain_forward_alone_when_another_file_makes_an_instance(
     result = CliRunner().invoke(main, ["fix", "--apply", str(tmp_path)])
     assert "1 finding remains" in result.output, result.output
     assert "@staticmethod\n    def forward" not in (tmp_path / "ops.py").read_text()
+
+
+TRITON = """\
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def double_kernel(g_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    g = tl.load(g_ptr + offsets, mask=offsets < n)
+    tl.store(out_ptr + offsets, g * 2, mask=offsets < n)
+
+
+class Double(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        out = torch.empty_like(g)
+        double_kernel[(triton.cdiv(g.numel(), 1024),)](g, out, g.numel(), BLOCK=1024)
+        return out
+"""
+
+
+def test_agl201_contiguous_is_safe_for_a_triton_kernel_only_while_it_does_not_store_into_g(
+    tmp_path: Path,
+) -> None:
+    reads = fix_in_project(TRITON, tmp_path, enabled=frozenset({"AGL201"}))
+    assert "double_kernel[(triton.cdiv(g.numel(), 1024),)](g.contiguous(), out" in reads.source
+    # `.contiguous()` copies only a non-contiguous gradient: a store would reach it sometimes
+    source = TRITON.replace(
+        "    tl.store(out_ptr + offsets, g * 2, mask=offsets < n)\n",
+        "    tl.store(out_ptr + offsets, g * 2, mask=offsets < n)\n"
+        "    tl.store(g_ptr + offsets, g * 0, mask=offsets < n)\n",
+    )
+    stores = fix_in_project(source, tmp_path, enabled=frozenset({"AGL201"}))
+    assert not stores.changed
+    (finding,) = stores.remaining
+    assert finding.fixable == "unsafe"
+    assert "`double_kernel` writes into it" in finding.help

@@ -212,8 +212,11 @@ class CompiledGradients(Check):
                 reach.callee, reach.path, reach.slot, reach.keyword
             ):
                 return False  # `tl.load(grad_ptr)`: one element, strides cannot matter
-            writes = self.ctx.summaries.kernel_writes(reach)
-            fix = None if reach.strides else self._direct_fix(arg, reach, flow, writes, "")
+            stores = self._launch_writes(reach.callee, reach.slot, reach)
+            unread = "" if stores is not None else callee
+            fix = (
+                None if reach.strides else self._direct_fix(arg, reach, flow, bool(stores), unread)
+            )
             told = _launch_evidence(reach)
             self._raw_read(
                 arg.value,
@@ -446,7 +449,9 @@ class CompiledGradients(Check):
                     continue  # `tl.load(grad_ptr)`: one element, strides cannot matter
                 text = found.text
                 if kind == "triton":
-                    unproven = self._write_unproven(self._launch_writes(name, position), "", name)
+                    stores = self._launch_writes(name, position)
+                    unread = "" if stores is not None else name
+                    unproven = self._write_unproven(bool(stores), unread, name)
                 else:
                     unproven = self._write_unproven(found.writes, "" if found.known else name, name)
                 fix = self._contiguous_fix(arg, flow, unproven)
@@ -568,13 +573,18 @@ class CompiledGradients(Check):
             return None
         return Unproven("AGL201", "callee-does-not-write", why)
 
-    def _launch_writes(self, kernel: str, position: int) -> bool:
-        """Whether a Triton kernel this backward launches stores through argument `position`
-        (a kernel whose source is not found is not proven to leave it alone)."""
+    def _launch_writes(
+        self, kernel: str, position: int | None, reach: Reach | None = None
+    ) -> bool | None:
+        """Whether a Triton kernel launched here (or at the end of a helper's `reach`) stores
+        through argument `position`; None when the kernel's source is not found (nothing is
+        proven then)."""
         summaries = self.ctx.summaries
-        if summaries.function(kernel.lstrip(".")) is None:
-            return True
-        reach = Reach(0, kernel, position, None, False, True, summaries.path, (), kind="triton")
+        path = reach.path if reach is not None else summaries.path
+        if summaries.function(kernel.lstrip("."), path) is None:
+            return None
+        if reach is None:
+            reach = Reach(0, kernel, position, None, False, True, path, (), kind="triton")
         return summaries.kernel_writes(reach)
 
     @staticmethod
