@@ -70,8 +70,8 @@ def decorator_may_catch(ctx: CheckContext, method: cst.FunctionDef) -> str | Non
         if written is None:
             return "a decorator of backward is an expression whose source cannot be followed"
         resolved = ctx.facts.imports.resolve(target) or written
-        if resolved in _TRANSPARENT or written in _TRANSPARENT:
-            continue
+        if resolved in _TRANSPARENT or written in _TRANSPARENT or resolved in _NON_SUPPRESSING:
+            continue  # torch's own, or a grad-mode manager used as a decorator
         found = ctx.summaries.function(written)
         if found is None:
             return f"the source of the decorator `@{written}` is not in the project"
