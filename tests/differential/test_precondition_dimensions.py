@@ -230,6 +230,18 @@ CASES = {
         ("        h = g.view(-1)\n", "        g = g.clone()\n        h = g.view(-1)\n"),
         "whole-gradient-writes",
     ),
+    "a fill of one row of an expanded gradient reaches every row": Case(
+        _writes("h = g[0]", "h.zero_()", "return g"),
+        frozenset({"AGL406"}),
+        ("        h = g[0]\n", "        g = g.clone()\n        h = g[0]\n"),
+        "whole-gradient-writes",
+    ),
+    "a write through a view of a part (`select`)": Case(
+        _writes("g.select(0, 1).zero_()", "return g"),
+        frozenset({"AGL406"}),
+        ("        g.select(", "        g = g.clone()\n        g.select("),
+        "whole-gradient-writes",
+    ),
 }
 
 
