@@ -120,7 +120,7 @@ class CompiledGradients(Check):
             return
         self.method = method
         self.info = info
-        self._none_why: str | None | bool = False  # why a gradient may be None (False: not asked)
+        self._none_why: dict[int, str | None] = {}  # per method: why a gradient may be None
         for site in flow.calls:
             callee = compiled_callee(site.node, facts, self.ctx.settings, self.ctx.native)
             if (
@@ -635,9 +635,9 @@ class CompiledGradients(Check):
         never None when backward takes one gradient (of the one output) and materialization
         is left on: the engine then passes zeros for an unused output (a non-tensor output
         makes no graph, so backward never runs)."""
-        if self._none_why is False:
-            self._none_why = self._none_reason(flow)
-        return self._none_why  # type: ignore[return-value]
+        if id(flow) not in self._none_why:
+            self._none_why[id(flow)] = self._none_reason(flow)
+        return self._none_why[id(flow)]
 
     def _none_reason(self, flow: MethodFlow) -> str | None:
         info = self.info
