@@ -98,9 +98,11 @@ def test_stdin_sees_what_check_root_sees(package: Path) -> None:
 
 def test_fix_of_one_file_sees_the_index(package: Path) -> None:
     ops = package / "src" / "mypkg" / "ops.py"
-    result = CliRunner().invoke(main, ["fix", "--apply", str(ops)])
+    # unsafe: without scale_cuda's C++, its writes are unknown (AGL201's preconditions)
+    result = CliRunner().invoke(main, ["fix", "--apply", "--unsafe-fixes", str(ops)])
     assert "Fixed 1 finding in 1 file (AGL201 x1)" in result.output, result.output
-    assert "scale_cuda.scale_bwd(grad_output.contiguous(), 2.0)" in ops.read_text()
+    # forward is Base's, in another file: a None gradient is passed on as None
+    assert "else grad_output.contiguous(), 2.0)" in ops.read_text()
 
 
 def test_a_same_named_class_elsewhere_is_not_the_function(tmp_path: Path) -> None:

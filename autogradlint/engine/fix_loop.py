@@ -16,10 +16,10 @@ from ..meta import all_rules
 from ..model import Finding, LineEdit, Violation
 from ..settings import Settings
 from ..text.splice import apply_line_edits, line_edits
+from ..text.torch_name import TorchNames, import_edit
 from ..view import EMPTY, FileView
 from .hygiene import CommentFix, audit, key
 from .pipeline import Analysis, analyse, locate
-from .torch_name import TorchNames, import_edit
 from .verify import compile_error, python_version
 
 MAX_PASSES = 16
