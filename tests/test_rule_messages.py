@@ -3,6 +3,8 @@ and the counts PyTorch quotes for a custom op's AGL401 (one more on each side, s
 
 from __future__ import annotations
 
+from conftest import ROOT
+
 from autogradlint.lint import lint_file
 
 SAVED_AND_STASHED = """\
@@ -35,21 +37,8 @@ class Scale(torch.autograd.Function):
         return g * ctx.w, None
 """
 
-CUSTOM_OP = """\
-import torch
-
-@torch.library.custom_op("demo::scaled", mutates_args=())
-def scaled(x: torch.Tensor, factor: float) -> torch.Tensor:
-    return x * factor
-
-def _setup(ctx, inputs, output):
-    ctx.factor = inputs[1]
-
-def _backward(ctx, grad):
-    return grad * ctx.factor  # AGL401
-
-scaled.register_autograd(_backward, setup_context=_setup)
-"""
+# `scaled` returns one gradient for its two inputs (`x` and `factor`).
+CUSTOM_OP = (ROOT / "examples" / "custom_op_bug.py").read_text()
 
 
 def _help(source: str, code: str) -> str:

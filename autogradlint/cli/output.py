@@ -68,22 +68,22 @@ def render_report(
 
         echo(render_junit(results, errors))
     else:
-        from ..report.text import Lines, PlainLines, RichLines, plain_stream
+        from ..report.text import Lines, PlainLines, RichLines, plain_stream, render_text
 
         # A pipe or a file gets no styles: written directly, without importing rich. A file
         # is a terminal only with --color=always (report_sink).
         plain = color != "always" and (to_file or plain_stream(sys.stdout, color))
         lines: Lines = PlainLines(echo) if plain else RichLines(console)
-        if fmt == "full":
-            from ..report.full import render_full
-
-            render_full(lines, results, errors, sources, quiet=quiet, unsafe=unsafe)
-        else:
-            from ..report.text import render_text
-
-            render_text(
-                lines, results, errors, sources, quiet=quiet, unsafe=unsafe, show_fixes=show_fixes
-            )
+        render_text(
+            lines,
+            results,
+            errors,
+            sources,
+            quiet=quiet,
+            unsafe=unsafe,
+            show_fixes=show_fixes,
+            full=fmt == "full",
+        )
         if outcomes:
             from ..confirm.report import render_confirm_table
 

@@ -10,6 +10,7 @@ from ..meta import rule_url
 from ..model import FileError, FileResult, Finding, printable
 from .paths import absolute, relative
 from .summary import applicable, summary_lines
+from .text import fix_of
 
 
 def render_json(results: list[FileResult], outcomes: list[Any] | None = None) -> str:
@@ -44,8 +45,7 @@ def render_json(results: list[FileResult], outcomes: list[Any] | None = None) ->
 def _fix(result: FileResult, finding: Finding) -> dict[str, Any] | None:
     """The finding's fix in ruff's shape: applicability, message, and edits (whole lines: a
     location at column 1 of the first, an end at column 1 of the line after the last)."""
-    key = (finding.rule_id, finding.line, finding.col)
-    fix = next((x for x in result.fixes if (x.rule_id, x.line, x.col) == key), None)
+    fix = fix_of(result, finding)
     if fix is None:
         return None
     return {

@@ -16,6 +16,7 @@ from .. import __version__
 from ..meta import all_rules
 from ..model import FileError, FileResult, LineEdit
 from .paths import relative_in
+from .text import fix_of
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -95,14 +96,7 @@ def render_sarif(
                 },
                 "locations": [location],
             }
-            fix = next(
-                (
-                    x
-                    for x in result.fixes
-                    if (x.rule_id, x.line, x.col) == (f.rule_id, f.line, f.col)
-                ),
-                None,
-            )
+            fix = fix_of(result, f)
             if fix is not None:
                 item["fixes"] = [
                     {

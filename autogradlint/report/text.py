@@ -1,4 +1,5 @@
-"""Human output: `path:line:col: AGL201 message`, a code frame, and a summary line.
+"""Human output: `path:line:col: AGL201 message`, a code frame, and a summary line (or ruff's
+`full` layout: the code and message first, the location below, each fix as a diff).
 
 Each line is built as styled segments. A terminal gets them through rich (colour, bold); a pipe
 or a file gets the same characters written directly, since rich would only drop the styles
@@ -167,6 +168,9 @@ def fix_of(result: FileResult, finding: Finding) -> FixSuggestion | None:
     return next((x for x in result.fixes if (x.rule_id, x.line, x.col) == key), None)
 
 
+FULL_CONTEXT = 2  # lines shown around a finding in ruff's full format (the text format: 1)
+
+
 def render_text(
     out: Lines,
     results: Sequence[FileResult],
@@ -176,33 +180,41 @@ def render_text(
     quiet: bool = False,
     unsafe: bool = False,
     show_fixes: bool = False,
+    full: bool = False,
 ) -> None:
     """The findings with code frames (and, with `show_fixes`, each one's fix), then (unless
-    `quiet`) the summary."""
+    `quiet`) the summary. `full` is ruff's full format: each finding headed by its code and
+    message, its location on the next line, two lines of context, carets without the code,
+    and its fix always shown."""
     for result in results:
         for f in result.findings:
             marker: tuple[Segment, ...] = (
                 ((" ", ""), ("[*]", "cyan")) if applicable(f, unsafe) else ()
             )
-            out.line(
-                (printable(relative(f.path)), "bold"),
-                (f":{f.line}:{f.col + 1}: ", ""),
-                (f.rule_id, _STYLE[f.severity]),
-                *marker,
-                (f" {f.message}", ""),
-            )
+            where = f"{printable(relative(f.path))}:{f.line}:{f.col + 1}"
             lines = sources.get(f.path)
-            if lines:
-                for segments in frame(lines, f):
-                    out.line(*segments)
-            width = len(str(min(len(lines), f.line + 1))) if lines else 1
-            if f.help:
+            context = FULL_CONTEXT if full else 1
+            width = len(str(min(len(lines), f.line + context))) if lines else 1
+            prefix = "" if full else " " * width + " "
+            if full:
+                out.line((f.rule_id, _STYLE[f.severity]), *marker, (f" {f.message}", "bold"))
+                out.line((f"{' ' * width}--> ", "blue"), (where, ""))
+            else:
                 out.line(
-                    *prefix_segments(" " * width + " ", "help"), (f": {relative_in(f.help)}", "")
+                    (printable(relative(f.path)), "bold"),
+                    (f":{f.line}:{f.col + 1}: ", ""),
+                    (f.rule_id, _STYLE[f.severity]),
+                    *marker,
+                    (f" {f.message}", ""),
                 )
-            fix = fix_of(result, f) if show_fixes and lines else None
+            if lines:
+                for segments in frame(lines, f, context, label=not full):
+                    out.line(*segments)
+            if f.help:
+                out.line(*prefix_segments(prefix, "help"), (f": {relative_in(f.help)}", ""))
+            fix = fix_of(result, f) if (show_fixes or full) and lines else None
             if fix is not None and lines:
-                for segments in fix_block(lines, fix, width, " " * width + " "):
+                for segments in fix_block(lines, fix, width, prefix):
                     out.line(*segments)
             out.line()
     if quiet:
