@@ -22,7 +22,9 @@ CLEAN = SQUARE_BUG.replace(
 WATCHING = "Watching for file changes."
 
 
-def watch_then_edit(root: Path, named: str, edit: tuple[str, str]) -> tuple[str, str, int]:
+def watch_then_edit(
+    root: Path, named: str, edit: tuple[str, str], *options: str
+) -> tuple[str, str, int]:
     """Start `check --watch` on `named`, wait for its first report, write `edit` (a path and
     its new text), and return what it printed before and after, and its exit status."""
     command = [
@@ -36,6 +38,7 @@ def watch_then_edit(root: Path, named: str, edit: tuple[str, str]) -> tuple[str,
         "1",
         "--watch-interval",
         "0.05",
+        *options,
         named,
     ]
     with subprocess.Popen(
@@ -71,6 +74,15 @@ def test_an_edit_that_adds_a_bug_is_reported(project: Path) -> None:
     assert "square.py:13:16: AGL101" in after
     assert after.rstrip().endswith(WATCHING)
     assert status == 1
+
+
+def test_the_full_format_shows_the_fix_of_a_finding_an_edit_added(project: Path) -> None:
+    (project / "square.py").write_text(CLEAN)
+    _, after, _ = watch_then_edit(
+        project, ".", ("square.py", SQUARE_BUG), "--output-format", "full"
+    )
+    assert "fix: wrap the recomputation in `with torch.enable_grad():`" in after
+    assert "12 +         with torch.enable_grad():" in after
 
 
 def test_a_change_in_another_file_of_the_project_checks_again_what_it_concerns(

@@ -269,6 +269,7 @@ def check(paths: tuple[str, ...], **options: object) -> None:
                 click.echo,
                 rounds=opts.watch_rounds,
                 interval=opts.watch_interval,
+                fixes=_wants(opts) == {"fixes"},
             )
         )
     sys.exit(report(results, errors))
@@ -316,10 +317,7 @@ def _lint(
     cache: Cache | None,
 ) -> tuple[list[FileResult], list[FileError], bytes | None]:
     """Every file's result, the errors, and stdin's bytes when it was read."""
-    # Formats that show each fixable finding's fix (ruff's `fix`, SARIF `fixes`, a diff) get
-    # it from the same analysis as the finding.
-    shown = opts.output_format in SHOW_FIXES or (opts.show_fixes and opts.output_format == "text")
-    wants = frozenset({"fixes"}) if shown and not opts.statistics else frozenset()
+    wants = _wants(opts)
     if paths == ("-",):
         from ..lint import lint_file
 
@@ -353,6 +351,13 @@ def _lint(
     )
     errors = list(found.errors) + [r.error for r in results if r.error is not None]
     return results, errors, None
+
+
+def _wants(opts: CheckOptions) -> frozenset[str]:
+    """Formats that show each fixable finding's fix (ruff's `fix`, SARIF `fixes`, a diff) get
+    it from the same analysis as the finding."""
+    shown = opts.output_format in SHOW_FIXES or (opts.show_fixes and opts.output_format == "text")
+    return frozenset({"fixes"}) if shown and not opts.statistics else frozenset()
 
 
 def _warn_empty(paths: tuple[str, ...], files: list[str], config: Config, err: Console) -> None:

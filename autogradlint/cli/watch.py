@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import Config
-from ..model import FileError, FileResult
+from ..model import FileError, FileResult, FixSuggestion
 from ..outline import outline
 from ..project import FileView, ProjectIndex, Record, view_key
 from ..runner import discover as discover_files
@@ -77,12 +77,13 @@ def record_of(path: str) -> Record:
 class Watcher:
     """The state between two checks: each named file's result and the view it was linted with."""
 
-    def __init__(self, tree: Tree, results: list[FileResult]) -> None:
+    def __init__(self, tree: Tree, results: list[FileResult], fixes: bool = False) -> None:
         from ..isolation import Persistent
         from ..lsp.jobs import PRELOAD
         from ..lsp.jobs import run as run_job
 
         self.tree = tree
+        self.fixes = fixes  # the report shows each finding's fix: compute them too
         self.worker = Persistent(run_job, preload=PRELOAD)
         self.results = {os.path.abspath(r.path): r for r in results}
         # The tree was scanned before the first check: a change since then is seen next time.
@@ -132,6 +133,21 @@ class Watcher:
             reason = f"too complex to analyse: {result.reason}"
             return FileResult(path, error=FileError(path, reason))
         assert isinstance(result, FileResult)
+        if self.fixes and any(f.fixable for f in result.findings):
+            single = self.worker.run(("fixes", *job[1:]))
+            if isinstance(single, list):
+                result.fixes = [
+                    FixSuggestion(
+                        fix.finding.rule_id,
+                        fix.finding.line,
+                        fix.finding.col,
+                        fix.title,
+                        fix.safety,
+                        fix.note,
+                        fix.edits,
+                    )
+                    for fix in single
+                ]
         return result
 
     def current(self) -> tuple[list[FileResult], list[FileError]]:
@@ -151,10 +167,11 @@ def watch(
     *,
     rounds: int | None = None,
     interval: float = 0.5,
+    fixes: bool = False,
 ) -> int:
     """Poll until interrupted (or, for tests, until `rounds` checks after the first); the exit
-    status of the last check."""
-    watcher = Watcher(tree, results)
+    status of the last check. `fixes`: the report shows each finding's fix."""
+    watcher = Watcher(tree, results, fixes)
     try:
         code = report(*watcher.current())
         status(_stamped("Watching for file changes."))
