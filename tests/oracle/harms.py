@@ -44,7 +44,7 @@ PREDICTS: dict[str, str] = {
         r"raise:\w+:RuntimeError: function \w+ returned "
         r"(an incorrect number of gradients|a gradient different than None at position)"
     ),
-    "AGL402": r"raise:instance:TypeError|wrong:instance:output",
+    "AGL402": r"raise:instance:|wrong:instance:output",
     "AGL403": r"wrong:mutate:grad",
     "AGL404": (
         r"raise:\w+:TypeError: save_for_backward can only save|"
@@ -65,7 +65,7 @@ PREDICTS: dict[str, str] = {
         r"raise:retain:RuntimeError: one of the variables needed for gradient computation"
     ),
     "AGL410": (
-        r"raise:\w+:TypeError: .*(missing \d+ required positional|missing a required argument|"
+        r"raise:(?!instance)\w+:TypeError: .*(missing \d+ required positional|missing a required argument|"
         r"takes \d+ positional|takes from \d+ to \d+ positional|too many positional arguments|"
         r"unexpected keyword)"
     ),

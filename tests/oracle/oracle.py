@@ -21,7 +21,13 @@ def seed_of(family: str, i: int, salt: str = "ci") -> int:
 
 
 def sample(per_family: dict[str, int], salt: str = "ci") -> list[Program]:
-    return [build(f, seed_of(f, i, salt)) for f, n in per_family.items() for i in range(n)]
+    """`n` programs per family; the first is the family's simplest program (every choice at
+    its first option: for most generators, the form without the hazard)."""
+    return [
+        build(f, seed_of(f, i, salt), simplest=i == 0)
+        for f, n in per_family.items()
+        for i in range(n)
+    ]
 
 
 def search(n: int, seed: int, families: list[str]) -> Iterator[Program]:

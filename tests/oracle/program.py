@@ -20,9 +20,12 @@ class Chooser:
     program; forcing one to 0 (each list puts its simplest option first) is how shrinking
     simplifies a program."""
 
-    def __init__(self, seed: int, forced: dict[str, int] | None = None) -> None:
+    def __init__(
+        self, seed: int, forced: dict[str, int] | None = None, simplest: bool = False
+    ) -> None:
         self.rng = random.Random(seed)
         self.forced = dict(forced or {})
+        self.simplest = simplest  # every choice not forced takes its first (simplest) option
         self.made: dict[str, int] = {}
         self.tags: dict[str, str] = {}
 
@@ -32,6 +35,8 @@ class Chooser:
             raise ValueError(f"choice {name!r} made twice")
         if name in self.forced:
             index = min(self.forced[name], len(options) - 1)
+        elif self.simplest:
+            index = 0
         else:
             index = self.rng.randrange(len(options))
         self.made[name] = index

@@ -429,7 +429,7 @@ class FunctionDriver:
             return
         base_setup = torch.autograd.Function.setup_context
 
-        def through_instance(c: Any, *args: Any) -> Any:
+        def through_instance(c: Any, *args: Any, **kwargs: Any) -> Any:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 inst = c()
@@ -438,10 +438,10 @@ class FunctionDriver:
             )
             ctx = _Ctx(len(args))
             if custom:
-                out = inst.forward(*args)
+                out = inst.forward(*args, **kwargs)
                 inst.setup_context(ctx, args, out)
             else:
-                out = inst.forward(ctx, *args)
+                out = inst.forward(ctx, *args, **kwargs)
             ones = [
                 torch.ones_like(o) if isinstance(o, torch.Tensor) else None for o in _tensors(out)
             ]

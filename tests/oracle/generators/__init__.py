@@ -33,9 +33,12 @@ GENERATE: dict[str, Callable[[Chooser], Program]] = {
 }
 
 
-def build(family: str, seed: int, forced: dict[str, int] | None = None) -> Program:
-    """The program `family`'s generator makes from `seed` (and any forced choices)."""
-    c = Chooser(seed, forced)
+def build(
+    family: str, seed: int, forced: dict[str, int] | None = None, simplest: bool = False
+) -> Program:
+    """The program `family`'s generator makes from `seed` (and any forced choices; with
+    `simplest`, every other choice takes its first option)."""
+    c = Chooser(seed, forced, simplest)
     prog = GENERATE[family](c)
     prog.family = family
     prog.tags = dict(c.tags)

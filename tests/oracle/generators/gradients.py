@@ -25,12 +25,10 @@ def gen_406(c: Chooser) -> Program:
     """backward changing its gradient in place (B1.5, B2.1-B2.3), directly, through an
     alias or a view, in helpers, loops, branches; or on a private copy."""
     write = c.pick("write", list(WRITES_406))
-    alias = c.pick(
-        "alias", ["g", "h = g", "h = g.view(-1)", "h = g[:]", "h = g.clone()", "h = g.detach()"]
-    )
+    alias = c.pick("alias", ["g", "h=g", "h=g.view(-1)", "h=g[:]", "h=g.clone()", "h=g.detach()"])
     parts = Parts(sig=Sig("plain", ("x",)), forward=["out = x * 2.0"], ctx_lines=[], backward=[])
     target = "g" if alias == "g" else "h"
-    body = [] if alias == "g" else [alias]
+    body = [] if alias == "g" else [alias.replace("=", " = ", 1)]
     stmt = WRITES_406[write]
     if write == "rebind":
         body += [line.replace("{t}", target) for line in stmt]
@@ -64,7 +62,7 @@ def gen_collectives(c: Chooser) -> Program:
     """backward handing its gradient (or an alias of it) to a collective that writes into it:
     others sharing the gradient see it summed (issue 32, reproduced with 2 gloo processes)."""
     kind = c.pick("collective", list(COLLECTIVES))
-    alias = c.pick("alias", ["g", "h = g", "h = g.view(-1)", "h = g.clone()", "h = g.contiguous()"])
+    alias = c.pick("alias", ["g", "h=g", "h=g.view(-1)", "h=g.clone()", "h=g.contiguous()"])
     statement, math = COLLECTIVES[kind]
     target = "g" if alias == "g" else "h"
     parts = Parts(
@@ -74,7 +72,7 @@ def gen_collectives(c: Chooser) -> Program:
         backward=[],
         imports=["import torch.distributed as dist"],
     )
-    body = [] if alias == "g" else [alias]
+    body = [] if alias == "g" else [alias.replace("=", " = ", 1)]
     if kind == "all_gather-read":  # reads the gradient only: nothing is written into it
         body += [
             f"gathered = [torch.empty_like({target}) for _ in range(dist.get_world_size())]",
@@ -83,13 +81,7 @@ def gen_collectives(c: Chooser) -> Program:
         ]
     else:
         body += place(c, "collective", [statement], target, parts)
-        ret = {
-            "g": "g",
-            "h = g": "h",
-            "h = g.view(-1)": "h.view_as(g)",
-            "h = g.clone()": "h",
-            "h = g.contiguous()": "h",
-        }[alias]
+        ret = "h.view_as(g)" if alias == "h=g.view(-1)" else alias[0]
         body.append(f"return {ret} * 2.0")
     parts.backward = body
     files = render(c, parts, ["single", "base-other-module", "mixin-other-module"])
