@@ -71,7 +71,8 @@ def _statistics(summary: Summary, new: list[Found]) -> str:
 
 
 def _shrink_known(classes: list[known.KnownClass], args: argparse.Namespace) -> None:
-    """Each known class's representative, shrunk, as known.md shows it."""
+    """Each known class's representative (its replay), shrunk unless --line-rounds 0, as
+    known.md shows it."""
     from . import batch
     from .generators import build
 
@@ -84,8 +85,13 @@ def _shrink_known(classes: list[known.KnownClass], args: argparse.Namespace) -> 
         if not mine:
             print(f"\n### {k.name}: no longer disagrees", flush=True)
             continue
-        chosen, minimal = shrink(result, mine[0], jobs=args.jobs, world=args.world)
-        final = batch.run([minimal], jobs=1, world=args.world)[0]
+        chosen = minimal = result.program
+        final = result
+        if args.line_rounds:
+            chosen, minimal = shrink(
+                result, mine[0], rounds=args.line_rounds, jobs=args.jobs, world=args.world
+            )
+            final = batch.run([minimal], jobs=1, world=args.world)[0]
         harms = sorted({h[:150] for h in final.harms})
         print(
             f"\n### {k.name} ({mine[0].key})\ntorch: {harms}\nlinter: {final.codes or 'no finding'}"
@@ -112,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
         "--shrink-known", action="store_true", help="shrink known.md's classes instead"
     )
     parser.add_argument("--only", default="", help="with --shrink-known: these classes (K1,K2)")
+    parser.add_argument(
+        "--line-rounds", type=int, default=12, help="shrinking rounds (0: the representative as is)"
+    )
     args = parser.parse_args(argv)
     classes = known.load()
     if args.shrink_known:

@@ -215,6 +215,16 @@ def render(
     bwd_help = "".join("\n\n" + h.rstrip() + "\n" for h in parts.backward_helpers)
     bwd_imports = "".join(i + "\n" for i in parts.imports)
     files: dict[str, str] = {}
+    # main.py when backward is in `Fn(Base)` and forward comes from base.py
+    child_of_base = (
+        header
+        + bwd_imports
+        + "from .base import Base\n"
+        + bwd_help
+        + "\n\nclass Fn(Base):\n"
+        + backward
+        + extra
+    )
     if shape == "single":
         cls = f"class Fn({base}):\n" + forward + "\n" + backward + extra
         main = header + bwd_imports + fwd_help + bwd_help + "\n\n" + cls
@@ -223,15 +233,7 @@ def render(
         main = header + bwd_imports + fwd_help + bwd_help + "\n\n" + cls
     elif shape == "base-other-module":
         files["base.py"] = header + fwd_help + f"\n\nclass Base({base}):\n" + forward
-        main = (
-            header
-            + bwd_imports
-            + "from .base import Base\n"
-            + bwd_help
-            + "\n\nclass Fn(Base):\n"
-            + backward
-            + extra
-        )
+        main = child_of_base
     elif shape == "backward-in-base":
         files["base.py"] = header + bwd_imports + bwd_help + f"\n\nclass Base({base}):\n" + backward
         main = (
@@ -257,15 +259,7 @@ def render(
     else:  # two-levels
         files["core.py"] = header + fwd_help + f"\n\nclass Core({base}):\n" + forward
         files["base.py"] = f"from {PKG}.core import Core\n\n\nclass Base(Core):\n    pass\n"
-        main = (
-            header
-            + bwd_imports
-            + "from .base import Base\n"
-            + bwd_help
-            + "\n\nclass Fn(Base):\n"
-            + backward
-            + extra
-        )
+        main = child_of_base
     model = parts.model or [f"return Fn.apply({', '.join(sig.call_args())})"]
     use = "".join("\n\n" + e.rstrip() + "\n" for e in parts.extra_main)
     use += f"\n\ndef model({', '.join(sig.tensors)}):\n" + block(model, 1)

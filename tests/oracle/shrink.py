@@ -111,7 +111,7 @@ def shrink(
             break
         prog = smaller
     chosen = prog
-    for _ in range(rounds * 2):
+    for _ in range(rounds * 2 if rounds else 0):
         edits = _line_edits(prog)
         if not edits:
             break

@@ -11,10 +11,8 @@ from ..program import Chooser, Program
 MUL = MATHS["mul"]
 
 
-def _program(
-    family: str, files: dict[str, str], ref: str, shapes: list[list[int]], **kw: object
-) -> Program:
-    return Program(family=family, files=files, reference=ref, inputs=shapes, function="Fn", **kw)  # type: ignore[arg-type]
+def _program(family: str, files: dict[str, str], ref: str, shapes: list[list[int]]) -> Program:
+    return Program(family=family, files=files, reference=ref, inputs=shapes, function="Fn")
 
 
 def gen_402(c: Chooser) -> Program:
@@ -46,7 +44,7 @@ def gen_402(c: Chooser) -> Program:
         parts.forward_decorators = ["@classmethod"]
         parts.forward_first = "cls, "
     files = render(c, parts)
-    if first == "self":
+    if first == "self":  # the legacy spelling of a non-static method's first parameter
         for path, text in files.items():
             files[path] = (
                 text.replace("(ctx, ", "(self, ").replace("ctx.", "self.")
