@@ -60,7 +60,6 @@ class Program:
     function: str | None = None  # the Function class in main (the instance scenario)
     mode: bool = False  # override driver: `make_mode()` instead of `wrap(t)`
     world: int = 0  # > 0: runs in a gloo process group of that many ranks
-    intent: bool = False  # the generator meant a hazard (a diagnostic: torch decides)
     tags: dict[str, str] = field(default_factory=dict)
     choices: dict[str, int] = field(default_factory=dict)
     seed: int = 0

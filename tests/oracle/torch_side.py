@@ -196,7 +196,6 @@ class FunctionDriver:
     def __init__(self, prog: Program, harms: Harms) -> None:
         self.prog = prog
         self.harms = harms
-        self.outs_ref: list[int] = []
 
     def run(self) -> None:
         prog = self.prog
