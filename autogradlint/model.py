@@ -104,6 +104,15 @@ class FixSuggestion:
 
 
 @dataclass(frozen=True)
+class FixPlan:
+    """Every fix of a tier at once, as edits of the file: what one pass of the fix loop applies."""
+
+    edits: tuple[LineEdit, ...]
+    rules: tuple[str, ...]  # the rule ids of the fixes the edits apply, in the order applied
+    error: str | None = None  # why the fixes could not be placed (a bug of ours)
+
+
+@dataclass(frozen=True)
 class ClassSummary:
     """A class the confirmer can execute, and the probe that fits it (A, B or C)."""
 
@@ -122,6 +131,7 @@ class FileResult:
     parsed: bool = False  # False when the byte prefilter proved the file cannot hold a finding
     fixes: list[FixSuggestion] = field(default_factory=list)  # when asked for (json, sarif)
     classes: list[ClassSummary] = field(default_factory=list)  # when asked for (confirm)
+    plan: FixPlan | None = None  # when a tier's plan was asked for (the fix loop); None: nothing
     # What the result depends on beyond the file (analysis/dependencies.py): the project's C/C++
     # sources and other Python files the checks read; a cached result is valid while they hold.
     depends: str = ""

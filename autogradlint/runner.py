@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING
 from .analysis.dependencies import Current
 from .checks.gates import Memo, can_hold_findings, declarations
 from .config import Config
+from .engine.request import LintRequest
 from .gitignore import IgnoreRule, is_ignored, parse_gitignore
 from .model import FileError, FileResult
-from .settings import Settings
 from .source_io import decode_problem, kind_of, read_source
 from .text.outline import Outline, module_imports, outline
-from .view import EMPTY, Details, FileView, ProjectIndex, Record, view_key
+from .view import EMPTY, Details, FileView, Record, build_index, record_of, view_key
 
 if TYPE_CHECKING:  # the pool and the cache are imported only by the runs that use them
     from .cache import Cache
@@ -26,10 +26,6 @@ if TYPE_CHECKING:  # the pool and the cache are imported only by the runs that u
     from .fix.write import ReadFile
 
 PYTHON_SUFFIXES = (".py", ".pyi")
-# One file to analyse: path, bytes, enabled rules, settings, what the project says about it,
-# and what the caller wants besides findings ("fixes" for json/sarif, "classes" for confirm,
-# "depends" when results are cached).
-Job = tuple[str, bytes, frozenset[str], Settings, FileView, frozenset[str]]
 Progress = Callable[[int], AbstractContextManager[Callable[[], None]]]
 # Below this many files to parse (or to read), starting worker processes costs more than it saves.
 POOL_THRESHOLD = 16
@@ -175,20 +171,10 @@ def _walk(
         stack.extend(reversed(subdirs))
 
 
-def _lint_job(job: Job) -> FileResult:
-    from .engine.door import lint_file  # workers and warm runs import libcst only when needed
+def _lint_job(request: LintRequest) -> FileResult:
+    from .engine.door import lint  # workers and warm runs import libcst only when needed
 
-    path, data, enabled, settings, view, wants = job
-    return lint_file(
-        data,
-        path,
-        enabled=enabled,
-        settings=settings,
-        project=view,
-        fixes="fixes" in wants,
-        classes="classes" in wants,
-        record_depends="depends" in wants,
-    )
+    return lint(request)
 
 
 @dataclass
@@ -340,9 +326,9 @@ def lint_paths(
         details = details or item.details or Details()
         item.record = Record(item.path, item.outline, item.source, details)
         records.append(item.record)
-    index = ProjectIndex(root, records)
+    index = build_index(root, records=records)
     # 3. Reuse results computed under the same view of the project; analyse the rest.
-    pending: list[Job] = []
+    pending: list[LintRequest] = []
     todo: list[_File] = []
     keys: dict[str, str] = {}
     for item in items:
@@ -380,9 +366,20 @@ def lint_paths(
             item.result = FileResult(item.path)
             continue
         todo.append(item)
-        pending.append((item.path, item.data, enabled, config.settings, view, wants))
+        pending.append(
+            LintRequest(
+                item.data,
+                item.path,
+                config.settings,
+                view,
+                enabled,
+                fixes="fixes" in wants,
+                classes="classes" in wants,
+                record_depends="depends" in wants,
+            )
+        )
     in_pool = workers > 1 and bool(pending) and (large or len(pending) >= POOL_THRESHOLD)
-    analysed = _analyse(pending, workers if in_pool else 1, progress)
+    analysed = lint_isolated(pending, workers if in_pool else 1, progress)
     for item, result in zip(todo, analysed, strict=True):
         item.result = result
     if cache is not None:
@@ -466,9 +463,11 @@ def _read_many(batch: list[tuple[str, frozenset[str]]], hashed: bool, workers: i
     return map_in_forks(partial(_read_batch, hashed=hashed), batch, readers, load_engine)
 
 
-def _analyse(pending: list[Job], workers: int, progress: Progress | None) -> list[FileResult]:
-    """Lint the jobs in isolated worker processes (a crash or a runaway file costs that file
-    only); results in job order."""
+def lint_isolated(
+    pending: list[LintRequest], workers: int = 1, progress: Progress | None = None
+) -> list[FileResult]:
+    """Lint each request in an isolated worker process (a crash or a runaway file costs that
+    file only, stdin's included); results in request order."""
     if not pending:
         return []
     from .isolation import Failure, run_isolated
@@ -476,7 +475,7 @@ def _analyse(pending: list[Job], workers: int, progress: Progress | None) -> lis
 
     load_engine()  # before forking: the workers inherit it
     # Largest first, so no worker is left with a big file at the end.
-    order = sorted(range(len(pending)), key=lambda i: -len(pending[i][1]))
+    order = sorted(range(len(pending)), key=lambda i: -len(pending[i].source))
     with progress(len(pending)) if progress else nullcontext(_noop) as tick:
         results = run_isolated(
             _lint_job,
@@ -484,10 +483,10 @@ def _analyse(pending: list[Job], workers: int, progress: Progress | None) -> lis
             workers=min(workers, len(pending)),
             order=order,
             tick=tick,
-            size=lambda job: len(job[1]),
+            size=lambda request: len(request.source),
         )
     return [
-        FileResult(job[0], error=FileError(job[0], f"too complex to analyse: {r.reason}"))
+        FileResult(job.path, error=FileError(job.path, f"too complex to analyse: {r.reason}"))
         if isinstance(r, Failure)
         else r
         for job, r in zip(pending, results, strict=True)
@@ -508,34 +507,28 @@ class FixJob:
     error: FileError | None = None
 
 
-def _fix_job(job: tuple[str, str, frozenset[str], Settings, FileView, bool]) -> FixOutcome:
+def _fix_job(request: LintRequest) -> FixOutcome:
     from .engine.fix_loop import fix_text
 
-    path, text, enabled, settings, view, unsafe = job
-    return fix_text(text, path, unsafe=unsafe, enabled=enabled, settings=settings, project=view)
+    return fix_text(request)
 
 
-def project_index(
-    reads: Sequence[tuple[Path, bytes]], project: Sequence[str | Path], root: Path | None
-) -> ProjectIndex:
-    """The index over files already read (`reads`) and the rest of the project (read here)."""
+def fix_isolated(pending: list[LintRequest], workers: int = 1) -> list[FixOutcome | FileError]:
+    """Fix each request's text in an isolated worker process; a FileError for a file whose
+    worker died or ran out of time."""
+    from .isolation import Failure, run_isolated
+    from .workers import load_engine
 
-    def loader(data: bytes | None, path: str | Path):  # type: ignore[no-untyped-def]
-        def source() -> bytes | None:
-            raw = data if data is not None else read_source(path)
-            return raw if isinstance(raw, bytes) else None
-
-        return source
-
-    seen = {os.path.abspath(path) for path, _ in reads}
-    records = [Record(str(path), outline(data), loader(data, path)) for path, data in reads]
-    for path in project:
-        if os.path.abspath(path) in seen:
-            continue
-        data = read_source(path)
-        if isinstance(data, bytes):
-            records.append(Record(str(path), outline(data), loader(None, path)))
-    return ProjectIndex(root, records)
+    if not pending:
+        return []
+    load_engine()
+    done = run_isolated(_fix_job, pending, workers=min(workers, len(pending)))
+    return [
+        FileError(request.path, f"too complex to analyse: {result.reason}")
+        if isinstance(result, Failure)
+        else result
+        for request, result in zip(pending, done, strict=True)
+    ]
 
 
 def fix_files(
@@ -551,8 +544,6 @@ def fix_files(
     the files that could hold a finding, with their outcome, and the files that could not be
     read. The project index is the one `check` builds, so both see the same findings."""
     from .fix.write import DecodeFailed, decode_source, read_for_fix
-    from .isolation import Failure, run_isolated
-    from .workers import load_engine
 
     errors: list[FileError] = []
     reads = []
@@ -561,7 +552,8 @@ def fix_files(
             reads.append(read_for_fix(Path(path)))
         except OSError as exc:
             errors.append(FileError(str(path), f"cannot read: {exc.strerror or exc}"))
-    index = project_index([(read.path, read.data) for read in reads], project, root)
+    given = [record_of(read.path, read.data) for read in reads]
+    index = build_index(root, project, [record for record in given if record is not None])
     todo: list[FixJob] = []
     views: list[FileView] = []
     for read in reads:
@@ -580,20 +572,25 @@ def fix_files(
         todo.append(job)
         views.append(view)
     pending = [
-        (str(j.read.path), j.text, config.enabled_for(j.read.path), config.settings, view, unsafe)
+        LintRequest(
+            j.text,
+            str(j.read.path),
+            config.settings,
+            view,
+            config.enabled_for(j.read.path),
+            plan="unsafe" if unsafe else "safe",
+        )
         for j, view in zip(todo, views, strict=True)
         if j.text is not None
     ]
-    if pending:
-        load_engine()
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
-    outcomes = iter(run_isolated(_fix_job, pending, workers=min(workers, len(pending) or 1)))
+    outcomes = iter(fix_isolated(pending, workers))
     for job in todo:
         if job.text is None:
             continue
         result = next(outcomes)
-        if isinstance(result, Failure):
-            job.error = FileError(str(job.read.path), f"too complex to analyse: {result.reason}")
+        if isinstance(result, FileError):
+            job.error = result
         else:
             job.outcome = result
     return todo, errors

@@ -16,17 +16,17 @@ import ast
 import functools
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
-from .source_io import decode
+from .source_io import decode, read_source
 from .text.ast_walk import ast_dotted, parse_quietly
 from .text.bindings import Binding
 from .text.functions import FUNCTION_BASES, TORCH_FUNCTIONS, forward_parameters, parameters
 from .text.hierarchy import descendants
-from .text.outline import ClassDecl, Outline, module_imports
+from .text.outline import ClassDecl, Outline, module_imports, outline
 from .text.statements import body_start, chunk_starts, class_members, keyword_line
 
 PROJECT_MARKERS = (".git", ".hg", "pyproject.toml", "setup.py", "setup.cfg", ".autogradlint.yaml")
@@ -534,6 +534,42 @@ def _absolute(base: str, name: str, record: Record) -> str:
         package = package.rpartition(".")[0]
     prefix = ".".join(p for p in (package, module) if p)
     return f"{prefix}.{name}" if prefix else name
+
+
+def record_of(path: str | Path, data: bytes | str | None = None) -> Record | None:
+    """The index's record of one file: from its bytes when already read (or an editor's
+    buffer, as text), else from disk, read again only if the index needs its details (so a
+    project's bytes are not all held at once); None when it cannot be read."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    if data is not None:
+        kept = data
+        return Record(str(path), outline(kept), lambda: kept)
+    read = read_source(path)
+    if not isinstance(read, bytes):
+        return None
+
+    def source() -> bytes | None:
+        again = read_source(path)
+        return again if isinstance(again, bytes) else None
+
+    return Record(str(path), outline(read), source)
+
+
+def build_index(
+    root: Path | None, paths: Iterable[str | Path] = (), records: Iterable[Record] = ()
+) -> ProjectIndex:
+    """The project view every front end lints with: `records` (files already read, cached, or
+    open in an editor) and every other file of `paths`, read here."""
+    given = list(records)
+    seen = {os.path.abspath(record.path) for record in given}
+    for path in paths:
+        if os.path.abspath(path) in seen:
+            continue
+        record = record_of(path)
+        if record is not None:
+            given.append(record)
+    return ProjectIndex(root, given)
 
 
 def view_key(view: FileView) -> str:

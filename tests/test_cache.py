@@ -43,13 +43,13 @@ def tree(tmp_path: Path) -> Path:
 def analysed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The files the engine is actually asked to analyse."""
     calls: list[str] = []
-    real = runner._analyse
+    real = runner.lint_isolated
 
-    def counting(pending, workers, progress):  # type: ignore[no-untyped-def]
-        calls.extend(Path(job[0]).name for job in pending)
+    def counting(pending, workers=1, progress=None):  # type: ignore[no-untyped-def]
+        calls.extend(Path(request.path).name for request in pending)
         return real(pending, workers, progress)
 
-    monkeypatch.setattr(runner, "_analyse", counting)
+    monkeypatch.setattr(runner, "lint_isolated", counting)
     return calls
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import textwrap
 
-from autogradlint.engine.door import lint_file
-from autogradlint.engine.pipeline import lint_source
+from autogradlint.engine.door import lint
+from autogradlint.engine.request import LintRequest
 
 
 def _found(source: str) -> list[tuple[str, int]]:
-    result = lint_source(textwrap.dedent(source), "ops.py")
+    result = lint(LintRequest(textwrap.dedent(source), "ops.py"))
     assert result.error is None, result.error
     return [(f.rule_id, f.line) for f in result.findings]
 
@@ -66,7 +66,7 @@ double.register_autograd(_backward, setup_context=_setup)
 
 def test_a_triton_op_backward_indexing_the_gradient_with_the_input_strides() -> None:
     """pytorch/pytorch#194719: the launch is given `x.stride(0)` for `grad_y`."""
-    result = lint_source(TRITON_OP.format(stride="x.stride(0)"), "ops.py")
+    result = lint(LintRequest(TRITON_OP.format(stride="x.stride(0)"), "ops.py"))
     assert [(f.rule_id, f.line) for f in result.findings] == [("AGL201", 20)]
     finding = result.findings[0]
     assert finding.fixable is None  # `.contiguous()` could break a launch that was right
@@ -75,7 +75,7 @@ def test_a_triton_op_backward_indexing_the_gradient_with_the_input_strides() -> 
 
 
 def test_a_triton_op_backward_given_the_gradient_strides_is_fine() -> None:
-    assert lint_source(TRITON_OP.format(stride="grad_y.stride(0)"), "ops.py").findings == []
+    assert lint(LintRequest(TRITON_OP.format(stride="grad_y.stride(0)"), "ops.py")).findings == []
 
 
 def test_the_gradient_count_against_the_op_signature() -> None:
@@ -96,7 +96,7 @@ def test_the_gradient_count_against_the_op_signature() -> None:
 
         mul.register_autograd(_backward, setup_context=_setup)
         """
-    result = lint_source(textwrap.dedent(source), "ops.py")
+    result = lint(LintRequest(textwrap.dedent(source), "ops.py"))
     assert [(f.rule_id, f.line) for f in result.findings] == [("AGL401", 14)]
     assert "GeneratedBackwardFor_mylib_mul_defaultBackward" in result.findings[0].help
     assert "(expected 3, got 2)" in result.findings[0].help
@@ -143,7 +143,7 @@ def test_the_fix_applies_to_a_custom_op_backward() -> None:
         double.register_autograd(_backward)
         """
     )
-    result = lint_file(source, "ops.py", fixes=True)
+    result = lint(LintRequest(source, "ops.py", fixes=True))
     assert [(f.rule_id, f.line) for f in result.findings] == [("AGL201", 10)]
     assert result.fixes and "grad.contiguous()" in "".join(
         line for fix in result.fixes for edit in fix.edits for line in edit.lines

@@ -13,9 +13,10 @@ from click.testing import CliRunner
 
 from autogradlint.cli import main
 from autogradlint.engine.fix_loop import FixOutcome, fix_text
+from autogradlint.engine.request import LintRequest
 from autogradlint.fix.write import WriteRefused, read_for_fix, write_fixed
 from autogradlint.meta import all_rules
-from autogradlint.runner import project_index
+from autogradlint.view import build_index
 
 RULES = all_rules()
 MARKER = re.compile(r"  # AGL\d{3}\b")
@@ -50,14 +51,16 @@ class Square(torch.autograd.Function):
 """
 
 
-def fix_in_project(code: str, root: Path, **options: Any) -> FixOutcome:
+def fix_in_project(code: str, root: Path, unsafe: bool = False, **options: Any) -> FixOutcome:
     """`fix` of `code` as the one file of a project (what the CLI does for a file in its
     project): preconditions about the rest of the project are then proven, or not."""
     (root / "pyproject.toml").write_text("")
     path = root / "example.py"
     path.write_text(code)
-    view = project_index([(path, code.encode())], [], root).view(str(path))
-    return fix_text(code, str(path), project=view, **options)
+    view = build_index(root, [path]).view(str(path))
+    return fix_text(
+        LintRequest(code, str(path), view=view, plan="unsafe" if unsafe else "safe", **options)
+    )
 
 
 @pytest.mark.parametrize(("meta", "example"), FIXED)
@@ -78,7 +81,7 @@ def test_yaml_fixed_example_is_produced_exactly_and_is_idempotent(
 @pytest.mark.parametrize("meta", [m for m in RULES.values() if m.fix == "unsafe"], ids=str)
 def test_unsafe_fixes_need_the_flag(meta) -> None:
     code = MARKER.sub("", meta.invalid[0].code)
-    outcome = fix_text(code, enabled=frozenset({meta.id}))
+    outcome = fix_text(LintRequest(code, enabled=frozenset({meta.id})))
     assert not outcome.changed
     assert [f.rule_id for f in outcome.remaining] == [meta.id]
 
@@ -86,15 +89,15 @@ def test_unsafe_fixes_need_the_flag(meta) -> None:
 @pytest.mark.parametrize("source", PAIRS, ids=[p.name.split(".")[0] for p in PAIRS])
 def test_multi_fix_files(source: Path) -> None:
     expected = source.with_name(source.name.replace(".in.py", ".out.py")).read_text()
-    outcome = fix_text(source.read_text())
+    outcome = fix_text(LintRequest(source.read_text()))
     assert outcome.error is None
     assert outcome.source == expected
-    assert fix_text(expected).source == expected
+    assert fix_text(LintRequest(expected)).source == expected
 
 
 def test_fix_never_returns_unparsable_code_and_leaves_input_on_error() -> None:
     outcome = fix_text(
-        "from torch.autograd import Function\nclass F(Function):\n    def backward(:\n"
+        LintRequest("from torch.autograd import Function\nclass F(Function):\n    def backward(:\n")
     )
     assert outcome.error is not None and "syntax error" in outcome.error
     assert (
@@ -219,7 +222,7 @@ SUPPRESSED = "import torch\n\nx = 1  {comment}\n"
     ],
 )
 def test_agl901_keeps_the_reason_after_the_codes_as_a_reason(comment: str, fixed: str) -> None:
-    outcome = fix_text(SUPPRESSED.format(comment=comment), "m.py")
+    outcome = fix_text(LintRequest(SUPPRESSED.format(comment=comment), "m.py"))
     assert outcome.applied == ["AGL901"]
     assert outcome.source == SUPPRESSED.format(comment=fixed)
 
@@ -274,9 +277,14 @@ def test_agl101_is_unsafe_where_torch_would_need_a_new_module_import(
     path = tmp_path / "lazy.py"
     path.write_text(lazy)
     assert not fix_in_project(lazy, tmp_path).changed
-    from autogradlint.engine.fix_loop import single_fixes
+    from autogradlint.engine.door import lint
+    from autogradlint.engine.request import LintRequest
 
-    notes = [f.note for f in single_fixes(lazy, str(path)) if f.finding.rule_id == "AGL101"]
+    notes = [
+        f.note
+        for f in lint(LintRequest(lazy, str(path), fixes=True)).fixes
+        if f.rule_id == "AGL101"
+    ]
     assert notes and "a module-level `import torch` could make it fail to import" in notes[0]
 
 
@@ -351,7 +359,7 @@ class Square(torch.autograd.Function):
 def test_agl402_without_the_project_is_not_proven_free_of_instances() -> None:
     # a file fixed on its own says nothing of the files that may instantiate the class
     source = "import torch\n\n\nclass Scale(torch.autograd.Function):\n    def forward(ctx, x):\n        return x * 2\n"
-    outcome = fix_text(source, "m.py", enabled=frozenset({"AGL402"}))
+    outcome = fix_text(LintRequest(source, "m.py", enabled=frozenset({"AGL402"})))
     assert not outcome.changed
     assert [f.fixable for f in outcome.remaining] == ["unsafe"]
 

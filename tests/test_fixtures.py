@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from conftest import expected_findings
 
-from autogradlint.engine.pipeline import lint_source
+from autogradlint.engine.door import lint
+from autogradlint.engine.request import LintRequest
 
 FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("*.py"))
 
@@ -15,6 +16,6 @@ FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("*.py"))
 @pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
 def test_fixture_findings_match_markers(path: Path) -> None:
     code = path.read_text(encoding="utf-8")
-    result = lint_source(code.encode(), str(path))
+    result = lint(LintRequest(code.encode(), str(path)))
     assert result.error is None
     assert sorted((f.rule_id, f.line) for f in result.findings) == expected_findings(code)

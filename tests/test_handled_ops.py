@@ -6,7 +6,8 @@ import libcst as cst
 import pytest
 
 from autogradlint.analysis.handled_ops import handled_ops, op_name
-from autogradlint.engine.door import lint_file
+from autogradlint.engine.door import lint
+from autogradlint.engine.request import LintRequest
 
 
 @pytest.mark.parametrize(
@@ -61,11 +62,13 @@ class Wrapper(torch.Tensor):
 
 def test_a_handler_selected_through_the_overload_packet_is_read() -> None:
     """AGL306, once at the branch: its body ignores the dtype `empty_like` is asked for."""
-    found = lint_file(HANDLER.encode(), "wrapper.py", enabled=frozenset({"AGL306"})).findings
+    found = lint(
+        LintRequest(HANDLER.encode(), "wrapper.py", enabled=frozenset({"AGL306"}))
+    ).findings
     assert [(f.rule_id, f.line) for f in found] == [("AGL306", 9)]
     assert "handles `empty_like` but ignores the requested dtype and device" in found[0].message
     # the second op of the `or` alone is read the same way
     alone = HANDLER.replace("func.overloadpacket == aten.empty_like or ", "")
-    found = lint_file(alone.encode(), "wrapper.py", enabled=frozenset({"AGL306"})).findings
+    found = lint(LintRequest(alone.encode(), "wrapper.py", enabled=frozenset({"AGL306"}))).findings
     assert [(f.rule_id, f.line) for f in found] == [("AGL306", 9)]
     assert "handles `new_empty`" in found[0].message

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from autogradlint.engine.door import lint_file
+from autogradlint.engine.door import lint
 from autogradlint.engine.fix_loop import fix_text
-from autogradlint.engine.pipeline import lint_source
+from autogradlint.engine.request import LintRequest
 from autogradlint.meta import all_rules
 
 ALL = frozenset(all_rules())
@@ -37,7 +37,9 @@ def with_comment(comment: str, source: str = PAIR) -> str:
 
 
 def found(source: str, enabled: frozenset[str] = ALL) -> list[tuple[str, int]]:
-    return [(f.rule_id, f.line) for f in lint_source(source, "m.py", enabled=enabled).findings]
+    return [
+        (f.rule_id, f.line) for f in lint(LintRequest(source, "m.py", enabled=enabled)).findings
+    ]
 
 
 def test_a_used_suppression_is_quiet() -> None:
@@ -48,18 +50,20 @@ def test_a_used_suppression_is_quiet() -> None:
 
 def test_an_unused_code_is_reported_and_removed() -> None:
     source = with_comment("  # noqa: AGL401, AGL201")
-    result = lint_source(source, "m.py")
+    result = lint(LintRequest(source, "m.py"))
     (finding,) = result.findings
     assert (finding.rule_id, finding.line) == ("AGL901", LINE)
     assert source.splitlines()[LINE - 1][finding.col : finding.end_col] == "AGL201"
-    fixed = fix_text(source)
+    fixed = fix_text(LintRequest(source))
     assert fixed.source == with_comment("  # noqa: AGL401")
     assert fixed.applied == ["AGL901"]
 
 
 def test_other_tools_codes_are_left_alone() -> None:
     assert found(with_comment("  # noqa: AGL401, E501, F401")) == []
-    assert fix_text(with_comment("  # noqa: E501")).source == with_comment("  # noqa: E501")
+    assert fix_text(LintRequest(with_comment("  # noqa: E501"))).source == with_comment(
+        "  # noqa: E501"
+    )
     # A bare noqa is every tool's: never judged.
     assert found(with_comment("  # noqa")) == []
 
@@ -67,7 +71,7 @@ def test_other_tools_codes_are_left_alone() -> None:
 def test_an_unused_suppression_in_a_file_no_check_reads() -> None:
     source = "x = 1  # noqa: AGL201\n"
     assert found(source) == [("AGL901", 1)]
-    assert fix_text(source).source == "x = 1\n"
+    assert fix_text(LintRequest(source)).source == "x = 1\n"
 
 
 def test_a_rule_switched_off_is_not_judged() -> None:
@@ -79,7 +83,7 @@ def test_a_rule_switched_off_is_not_judged() -> None:
 def test_unknown_codes() -> None:
     source = with_comment("  # noqa: AGL401, AGL999")
     assert found(source) == [("AGL902", LINE)]
-    assert fix_text(source).source == with_comment("  # noqa: AGL401")
+    assert fix_text(LintRequest(source)).source == with_comment("  # noqa: AGL401")
     assert found(with_comment("  # autogradlint: ignore[AGL401, not-a-rule]")) == [("AGL902", LINE)]
 
 
@@ -95,7 +99,7 @@ def test_a_blanket_that_meant_codes_is_repaired(comment: str, repaired: str) -> 
     source = with_comment(comment)
     assert ("AGL903", LINE) in found(source)
     assert ("AGL401", LINE) not in found(source)  # it still silences everything until fixed
-    assert fix_text(source).source == with_comment(repaired)
+    assert fix_text(LintRequest(source)).source == with_comment(repaired)
 
 
 @pytest.mark.parametrize(
@@ -110,7 +114,7 @@ def test_a_blanket_that_meant_codes_is_repaired(comment: str, repaired: str) -> 
 def test_malformed_without_a_clear_repair(comment: str) -> None:
     source = with_comment(comment)
     assert ("AGL903", LINE) in found(source)
-    assert fix_text(source).source == source  # reported, never guessed
+    assert fix_text(LintRequest(source)).source == source  # reported, never guessed
 
 
 def test_a_misspelt_directive_silences_nothing() -> None:
@@ -124,8 +128,8 @@ def test_file_wide_and_own_line_directives() -> None:
     assert found("# autogradlint: file-ignore[AGL4]\n" + PAIR) == []
     unused = "# autogradlint: file-ignore[AGL2]\n" + PAIR
     assert ("AGL901", 1) in found(unused)
-    assert fix_text(unused).applied == ["AGL901"]
-    assert fix_text(unused).source == PAIR  # an own-line comment goes with its line
+    assert fix_text(LintRequest(unused)).applied == ["AGL901"]
+    assert fix_text(LintRequest(unused)).source == PAIR  # an own-line comment goes with its line
     lines = PAIR.splitlines(keepends=True)
     lines.insert(LINE - 1, "        # autogradlint: ignore[AGL401]\n")  # covers the next line
     assert found("".join(lines)) == []
@@ -140,21 +144,21 @@ def test_hygiene_findings_can_be_kept_deliberately() -> None:
 def test_comments_inside_strings_and_other_comments_survive() -> None:
     assert found('s = "# noqa: AGL201"\n') == []
     source = "x = 1  # keep me  # noqa: AGL201\n"
-    assert fix_text(source).source == "x = 1  # keep me\n"
+    assert fix_text(LintRequest(source)).source == "x = 1  # keep me\n"
     source = "x = 1  # noqa: AGL201  # why it was there\n"
-    assert fix_text(source).source == "x = 1  # why it was there\n"
+    assert fix_text(LintRequest(source)).source == "x = 1  # why it was there\n"
 
 
 def test_line_endings_and_columns_are_kept() -> None:
     source = "x = 'é'  # noqa: AGL201\r\ny = 2\r\n"
-    (finding,) = lint_source(source, "m.py").findings
+    (finding,) = lint(LintRequest(source, "m.py")).findings
     assert (finding.col, finding.end_col) == (17, 23)  # code points, like every finding
-    assert fix_text(source).source == "x = 'é'\r\ny = 2\r\n"
+    assert fix_text(LintRequest(source)).source == "x = 'é'\r\ny = 2\r\n"
 
 
 def test_fixes_are_offered_one_by_one_to_editors_and_json() -> None:
     source = with_comment("  # noqa: AGL401, AGL201, AGL999")
-    result = lint_file(source, "m.py", fixes=True)
+    result = lint(LintRequest(source, "m.py", fixes=True))
     assert sorted(f.rule_id for f in result.findings) == ["AGL901", "AGL902"]
     assert sorted(s.rule_id for s in result.fixes) == ["AGL901", "AGL902"]
     assert all(s.safety == "safe" for s in result.fixes)

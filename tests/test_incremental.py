@@ -7,8 +7,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from autogradlint.engine.door import lint
 from autogradlint.engine.incremental import IncrementalLinter, split
-from autogradlint.engine.pipeline import lint_source
+from autogradlint.engine.request import LintRequest
 
 UNIT = """\
 class Fn{i}(torch.autograd.Function):
@@ -117,10 +118,14 @@ def _summary(result):  # type: ignore[no-untyped-def]
 def test_incremental_lint_equals_a_whole_lint_after_every_edit(units: int, edits) -> None:  # type: ignore[no-untyped-def]
     linter = IncrementalLinter()
     text = _module(units)
-    assert _summary(linter.lint(text, "m.py")) == _summary(lint_source(text, "m.py"))
+    assert _summary(linter.lint(LintRequest(text, "m.py"))) == _summary(
+        lint(LintRequest(text, "m.py"))
+    )
     for which, target in edits:
         text = EDITS[which][1](text, target % units)
-        assert _summary(linter.lint(text, "m.py")) == _summary(lint_source(text, "m.py")), (
+        assert _summary(linter.lint(LintRequest(text, "m.py"))) == _summary(
+            lint(LintRequest(text, "m.py"))
+        ), (
             EDITS[which][0],
             text,
         )
@@ -130,19 +135,19 @@ def test_an_edit_in_one_unit_analyses_that_unit_only(monkeypatch) -> None:  # ty
     from autogradlint.engine import incremental
 
     calls: list[int] = []
-    real = incremental.lint_source
+    real = incremental.lint
 
-    def counting(text, path, **options):  # type: ignore[no-untyped-def]
-        calls.append(len(text))
-        return real(text, path, **options)
+    def counting(request):  # type: ignore[no-untyped-def]
+        calls.append(len(request.source))
+        return real(request)
 
-    monkeypatch.setattr(incremental, "lint_source", counting)
+    monkeypatch.setattr(incremental, "lint", counting)
     linter = IncrementalLinter()
     text = _module(12)
-    linter.lint(text, "m.py")
+    linter.lint(LintRequest(text, "m.py"))
     calls.clear()
     edited = EDITS[1][1](text, 5)
     assert edited != text
-    linter.lint(edited, "m.py")
+    linter.lint(LintRequest(edited, "m.py"))
     assert len(calls) == 1  # the edited unit (and the units it names) only
     assert len(split(edited)) > 12

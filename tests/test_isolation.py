@@ -15,7 +15,8 @@ from conftest import SQUARE_BUG
 
 from autogradlint.cli import main
 from autogradlint.config import Config
-from autogradlint.engine.pipeline import lint_source
+from autogradlint.engine.door import lint
+from autogradlint.engine.request import LintRequest
 from autogradlint.isolation import Failure, Persistent, run_isolated, safe_path
 from autogradlint.runner import discover, lint_paths
 from autogradlint.speed import complexity
@@ -37,7 +38,7 @@ HOOK = "import torch\n\n\nclass G(torch.autograd.Function):\n    @staticmethod\n
 )
 def test_what_the_native_parser_cannot_take_is_refused_before_it_sees_it(expression: str) -> None:
     started = time.monotonic()
-    result = lint_source(HOOK + expression + "\n", "deep.py")
+    result = lint(LintRequest(HOOK + expression + "\n", "deep.py"))
     assert result.error is not None
     assert "too complex to analyse" in result.error.message
     assert result.error.line == 7
@@ -84,6 +85,20 @@ def test_check_and_fix_report_the_crash_and_go_on(
     assert fixed.exit_code == 2
     assert "Fixed 3 findings in 3 files" in fixed.output
     assert "with torch.enable_grad():" in (tree / "m00.py").read_text()
+
+
+def test_source_from_stdin_is_isolated_like_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # bad code: the parser crashes on it, in a worker; check and fix say so and exit 2
+    monkeypatch.setattr(complexity, "MAX_EXPRESSION_DEPTH", 10**9)
+    source = SQUARE_BUG + "\n\n" + HOOK.split("\n", 1)[1] + "g * " + "-" * 30_000 + "1\n"
+    checked = CliRunner().invoke(main, ["check", "--no-cache", "-"], input=source)
+    assert checked.exit_code == 2
+    assert "<stdin>: too complex to analyse: the parser crashed" in checked.output
+    fixed = CliRunner().invoke(main, ["fix", "-"], input=source)
+    assert fixed.exit_code == 2
+    assert "<stdin>: too complex to analyse: the parser crashed" in fixed.output
 
 
 def _sleep(seconds: float) -> float:
@@ -142,6 +157,7 @@ def test_fix_parses_the_slice_not_the_file(monkeypatch: pytest.MonkeyPatch) -> N
     megabytes around it (it took 164 s and 2.9 GB on a 2 MB file)."""
     from autogradlint.engine import pipeline as engine
     from autogradlint.engine.fix_loop import fix_text
+    from autogradlint.engine.request import LintRequest
 
     filler = "".join(f"def helper_{i}(x):\n    return x + {i}\n\n\n" for i in range(40_000))
     source = filler + SQUARE_BUG.replace("import torch\n", "import torch\n\n\n", 1)
@@ -154,7 +170,7 @@ def test_fix_parses_the_slice_not_the_file(monkeypatch: pytest.MonkeyPatch) -> N
         return real(text)
 
     monkeypatch.setattr(engine, "parse_module", recording)
-    outcome = fix_text(source, "big.py")
+    outcome = fix_text(LintRequest(source, "big.py"))
     assert outcome.error is None and outcome.applied == ["AGL101"]
     assert "with torch.enable_grad():" in outcome.source
     assert outcome.source.startswith(filler)

@@ -301,9 +301,10 @@ async def test_noqa_goes_where_it_counts_and_breaks_nothing(
     compile(new, "m.py", "exec")  # after a `\` it was a SyntaxError
     assert new.splitlines()[noqa_line - 1].endswith("# noqa: AGL101")
     assert new.count("# noqa") == 1
-    from autogradlint.engine.pipeline import lint_source
+    from autogradlint.engine.door import lint
+    from autogradlint.engine.request import LintRequest
 
-    assert lint_source(new, "m.py").findings == []  # and it does suppress the finding
+    assert lint(LintRequest(new, "m.py")).findings == []  # and it does suppress the finding
 
 
 async def test_the_server_sees_the_rest_of_the_project(

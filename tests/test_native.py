@@ -422,13 +422,19 @@ class Op(torch.autograd.Function):
         (x,) = ctx.saved_tensors
         return _launch(grad, x)
 """
-    from autogradlint.engine.pipeline import lint_source
+    from autogradlint.engine.door import lint
+    from autogradlint.engine.request import LintRequest
 
-    found = lint_source(source.format(stride="x.stride(0)"), str(tmp_path / "ops.py")).findings
+    found = lint(
+        LintRequest(source.format(stride="x.stride(0)"), str(tmp_path / "ops.py"))
+    ).findings
     assert [(f.rule_id, f.line) for f in found] == [("AGL201", 25)]
     assert "is given `x.stride(...)`, not the gradient's own" in found[0].help
     assert found[0].fixable is None
-    assert lint_source(source.format(stride="g.stride(0)"), str(tmp_path / "ops.py")).findings == []
+    assert (
+        lint(LintRequest(source.format(stride="g.stride(0)"), str(tmp_path / "ops.py"))).findings
+        == []
+    )
 
 
 def test_a_helper_handing_the_gradient_to_a_writing_kernel(tmp_path: Path) -> None:

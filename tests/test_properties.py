@@ -10,8 +10,9 @@ import libcst as cst
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from autogradlint.engine.door import lint
 from autogradlint.engine.fix_loop import fix_text
-from autogradlint.engine.pipeline import lint_source
+from autogradlint.engine.request import LintRequest
 from autogradlint.meta import all_rules
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -59,28 +60,28 @@ def autograd_functions(draw: st.DrawFn) -> str:
 
 
 def _fix_is_safe(source: str) -> None:
-    first = fix_text(source, unsafe=True)
+    first = fix_text(LintRequest(source, plan="unsafe"))
     if first.error is not None:
         assert first.source == source  # never returns something else on error
         assert "bug in autogradlint" not in first.error, first.error
         return
     cst.parse_module(first.source)  # always parses
-    second = fix_text(first.source, unsafe=True)
+    second = fix_text(LintRequest(first.source, plan="unsafe"))
     assert second.error is None and not second.changed, "a second fix changed the code"
 
 
 @SETTINGS
 @given(hypothesmith.from_grammar())
 def test_check_never_raises_on_generated_modules(source: str) -> None:
-    lint_source(source, "generated.py")
+    lint(LintRequest(source, "generated.py"))
     # and again as if it held Function classes, so the prefilter lets it through to the parser
-    lint_source(source + "\n\nclass F(torch.autograd.Function):\n    pass\n", "generated.py")
+    lint(LintRequest(source + "\n\nclass F(torch.autograd.Function):\n    pass\n", "generated.py"))
 
 
 @SETTINGS
 @given(autograd_functions())
 def test_generated_functions_lint_and_fix_safely(source: str) -> None:
-    result = lint_source(source, "generated.py")
+    result = lint(LintRequest(source, "generated.py"))
     assert result.error is None, result.error
     _fix_is_safe(source)
 

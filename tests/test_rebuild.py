@@ -23,7 +23,9 @@ from conftest import ROOT
 
 from autogradlint.analysis.walk import _TRIVIA_PREFIXES
 from autogradlint.checks.gates import can_hold_findings
-from autogradlint.engine.pipeline import analyse, lint_source, locate
+from autogradlint.engine.door import lint
+from autogradlint.engine.pipeline import analyse, locate
+from autogradlint.engine.request import LintRequest
 from autogradlint.meta import all_rules
 from autogradlint.source_io import decode
 from autogradlint.speed.rebuild import Unsupported, rebuild_module
@@ -134,13 +136,13 @@ def test_match_statements_are_left_to_libcst() -> None:
     with pytest.raises(Unsupported):
         rebuild_module(ast.parse(code), code, None)
     # libcst's parse takes over, and finds what it always found
-    assert [f.rule_id for f in lint_source(code).findings] == ["AGL403"]
+    assert [f.rule_id for f in lint(LintRequest(code)).findings] == ["AGL403"]
 
 
 def _same_on_both(source: bytes, path: str) -> str | None:
     """The rebuilt tree (with its twins) reports what libcst's whole parse reports: the same
     findings, messages and positions, or the same error."""
-    quick = lint_source(source, path, suppress=False, record_depends=False)
+    quick = lint(LintRequest(source, path, suppress=False, record_depends=False))
     slow = analyse(source, path)
     if quick.error is not None or slow.error is not None:
         same = (quick.error and quick.error.message) == (slow.error and slow.error.message)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from conftest import ROOT
 
-from autogradlint.engine.door import lint_file
+from autogradlint.engine.door import lint
+from autogradlint.engine.request import LintRequest
 
 SAVED_AND_STASHED = """\
 import torch
@@ -42,7 +43,7 @@ CUSTOM_OP = (ROOT / "examples" / "custom_op_bug.py").read_text()
 
 
 def _help(source: str, code: str) -> str:
-    (finding,) = [f for f in lint_file(source, "m.py").findings if f.rule_id == code]
+    (finding,) = [f for f in lint(LintRequest(source, "m.py")).findings if f.rule_id == code]
     return finding.help
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from autogradlint.config import ConfigError, from_mapping
-from autogradlint.engine.pipeline import lint_source
+from autogradlint.engine.door import lint
+from autogradlint.engine.request import LintRequest
 from autogradlint.gitignore import is_ignored, parse_gitignore
 from autogradlint.text.suppress import parse_suppressions
 
@@ -36,7 +37,7 @@ class Square(torch.autograd.Function):
     ],
 )
 def test_line_suppressions(comment: str, silenced: bool) -> None:
-    result = lint_source(BUG.format(comment=comment))
+    result = lint(LintRequest(BUG.format(comment=comment)))
     assert (result.findings == []) is silenced
 
 
@@ -44,9 +45,9 @@ def test_ignore_alone_on_the_line_above_and_file_level() -> None:
     above = BUG.replace(
         "        return torch", "        # autogradlint: ignore[AGL101]\n        return torch"
     )
-    assert lint_source(above.format(comment="")).findings == []
+    assert lint(LintRequest(above.format(comment=""))).findings == []
     file_level = "# autogradlint: file-ignore[AGL1]\n" + BUG.format(comment="")
-    assert lint_source(file_level).findings == []
+    assert lint(LintRequest(file_level)).findings == []
 
 
 def test_noqa_inside_a_string_does_not_count() -> None:
@@ -80,7 +81,7 @@ class F(torch.autograd.Function):
     def backward(ctx, g):
         return mykernels.bwd(g)
 """
-    assert lint_source(code).findings == []
+    assert lint(LintRequest(code)).findings == []
     config = from_mapping({"extend-extension-modules": ["mykernels"]}, "pyproject.toml", Path("."))
-    (finding,) = lint_source(code, settings=config.settings).findings
+    (finding,) = lint(LintRequest(code, settings=config.settings)).findings
     assert finding.rule_id == "AGL201"

@@ -15,7 +15,9 @@ import libcst as cst
 import pytest
 
 from autogradlint.analysis.source_text import NeedsParse, code_of, rebuilt_tree
-from autogradlint.engine.pipeline import analyse, lint_source, locate
+from autogradlint.engine.door import lint
+from autogradlint.engine.pipeline import analyse, locate
+from autogradlint.engine.request import LintRequest
 from autogradlint.speed.rebuild import rebuild_module
 from autogradlint.speed.twins import Twins, first_indent, first_line_end
 
@@ -33,7 +35,7 @@ def assert_same_findings(source: str, *, on_twins: bool) -> None:
     """Same findings both ways; `on_twins`: whether the rebuilt tree's twins placed them."""
     quick = analyse(source, "t.py", rebuild=True)
     assert (quick.spans is not None) is on_twins
-    fast = lint_source(source, "t.py", suppress=False).findings
+    fast = lint(LintRequest(source, "t.py", suppress=False)).findings
     assert fast == whole_parse_findings(source)
     assert fast, "the example must report something"
 

@@ -7,11 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autogradlint.engine.pipeline import lint_source
+from autogradlint.engine.door import lint
+from autogradlint.engine.request import LintRequest
 
 
 def _found(code: str) -> list[tuple[str, int, str, str]]:
-    result = lint_source(code, "example.py")
+    result = lint(LintRequest(code, "example.py"))
     assert result.error is None
     return [(f.rule_id, f.line, f.message, f.help) for f in result.findings]
 
@@ -267,7 +268,7 @@ class Mul(torch.autograd.Function):
 
 
 def _severities(code: str) -> list[tuple[str, int, str]]:
-    return [(f.rule_id, f.line, f.severity) for f in lint_source(code, "example.py").findings]
+    return [(f.rule_id, f.line, f.severity) for f in lint(LintRequest(code, "example.py")).findings]
 
 
 KEPT = """\

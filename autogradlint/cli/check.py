@@ -319,19 +319,21 @@ def _lint(
     """Every file's result, the errors, and stdin's bytes when it was read."""
     wants = _wants(opts)
     if paths == ("-",):
-        from ..engine.door import lint_file
+        from ..engine.request import LintRequest
+        from ..runner import lint_isolated
 
         name = opts.stdin_filename or "<stdin>"
         data = sys.stdin.buffer.read()
         view = stdin_view(name, data, config, respect_gitignore) if opts.stdin_filename else EMPTY
-        result = lint_file(
+        request = LintRequest(
             data,
             name,
-            enabled=config.enabled_for(Path(name)),
-            settings=config.settings,
-            project=view,
+            config.settings,
+            view,
+            config.enabled_for(Path(name)),
             fixes="fixes" in wants,
         )
+        (result,) = lint_isolated([request])  # isolated like a file: a crash costs stdin only
         return [result], [result.error] if result.error else [], data
     found = discover_files(paths, config, respect_gitignore=respect_gitignore)
     if found.files:  # with none at all, the one error `check` gives says it

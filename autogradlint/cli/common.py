@@ -262,16 +262,15 @@ def project_files(
 
 def stdin_view(name: str, data: bytes, config: Config, respect_gitignore: bool):  # type: ignore[no-untyped-def]
     """What the project says about source read from stdin as the file `name`."""
-    from ..runner import project_index
     from ..source_io import decode
     from ..text.outline import outline
+    from ..view import build_index
 
     root, project = project_files(name, config, respect_gitignore)
     text = decode(data)
     if root is None or not isinstance(text, str):
         return EMPTY
-    index = project_index([], project, root)
-    return index.view(name, text=text, outline=outline(data))
+    return build_index(root, project).view(name, text=text, outline=outline(data))
 
 
 def progress_bar(console: Console):  # type: ignore[no-untyped-def]

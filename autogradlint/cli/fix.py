@@ -249,8 +249,10 @@ def fix_command(
     """
     err, paths, config = setup(paths, overrides_of(options), force_exclude, stdin_filename)
     if paths == ("-",):
-        from ..engine.fix_loop import fix_text
+        from ..engine.fix_loop import FixOutcome
+        from ..engine.request import LintRequest
         from ..fix.write import DecodeFailed, decode_source
+        from ..runner import fix_isolated
         from ..source_io import detect_encoding
 
         name = stdin_filename or "<stdin>"
@@ -261,14 +263,16 @@ def fix_command(
             print_error(err, f"{name}: {exc}")
             sys.exit(EXIT_ERROR)
         encoding = detect_encoding(data)
-        outcome = fix_text(
+        request = LintRequest(
             text,
             name,
-            unsafe=unsafe_fixes,
-            enabled=config.enabled_for(Path(name)),
-            settings=config.settings,
-            project=stdin_view(name, data, config, True) if stdin_filename else EMPTY,
+            config.settings,
+            stdin_view(name, data, config, True) if stdin_filename else EMPTY,
+            config.enabled_for(Path(name)),
+            plan="unsafe" if unsafe_fixes else "safe",
         )
+        (done,) = fix_isolated([request])  # isolated like a file: a crash costs stdin only
+        outcome = done if isinstance(done, FixOutcome) else FixOutcome(text, error=done.describe())
         sys.stdout.buffer.write(outcome.source.encode(encoding))
         sys.stdout.flush()
         if outcome.error is not None:

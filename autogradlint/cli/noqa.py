@@ -18,18 +18,20 @@ def add_noqa_comments(
     results: list[FileResult], config: Config, paths: tuple[str, ...], respect_gitignore: bool
 ) -> tuple[int, list[FileError]]:
     """(directives added or extended, files that could not be changed)."""
-    from ..engine.door import lint_file
+    from ..engine.request import LintRequest
     from ..engine.verify import compile_error
     from ..fix.write import (
         DecodeFailed,
+        ReadFile,
         WriteRefused,
         checked_roots,
         decode_source,
         read_for_fix,
         write_fixed,
     )
-    from ..runner import project_index
+    from ..runner import lint_isolated
     from ..text.noqa import add_noqa
+    from ..view import build_index, record_of
 
     wanted = [r for r in results if any(f.rule_id not in HYGIENE for f in r.findings)]
     if not wanted:
@@ -42,21 +44,32 @@ def add_noqa_comments(
             reads.append(read_for_fix(Path(result.path)))
         except OSError as exc:
             errors.append(FileError(result.path, f"cannot read: {exc.strerror or exc}"))
-    index = project_index([(read.path, read.data) for read in reads], project, root)
+    given = [record_of(read.path, read.data) for read in reads]
+    index = build_index(root, project, [record for record in given if record is not None])
+    texts: list[tuple[ReadFile, str | FileError]] = []
     for read in reads:
-        path = str(read.path)
         try:
-            text = decode_source(read.data)
+            texts.append((read, decode_source(read.data)))
         except DecodeFailed as exc:
-            errors.append(FileError(path, str(exc)))
-            continue
-        now = lint_file(
+            texts.append((read, FileError(str(read.path), str(exc))))
+    requests = [
+        LintRequest(
             text,
-            path,
-            enabled=config.enabled_for(read.path),
-            settings=config.settings,
-            project=index.view(path),
+            str(read.path),
+            config.settings,
+            index.view(str(read.path)),
+            config.enabled_for(read.path),
         )
+        for read, text in texts
+        if isinstance(text, str)
+    ]
+    linted = iter(lint_isolated(requests))  # the same isolation as the check before
+    for read, text in texts:
+        path = str(read.path)
+        if isinstance(text, FileError):
+            errors.append(text)
+            continue
+        now = next(linted)
         codes = [(f.line, f.rule_id) for f in now.findings if f.rule_id not in HYGIENE]
         new, changed = add_noqa(text, codes)
         if not changed:

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..checks.gates import can_hold_findings
 from ..config import Config
-from ..model import FileError, FileResult, FixSuggestion
+from ..engine.request import LintRequest
+from ..model import FileError, FileResult
 from ..runner import discover as discover_files
 from ..source_io import decode, read_source
-from ..text.outline import outline
-from ..view import FileView, ProjectIndex, Record, view_key
+from ..view import FileView, ProjectIndex, Record, build_index, record_of, view_key
 
 Stamp = tuple[int, int, int]  # mtime_ns, size, inode
 Report = Callable[[list[FileResult], list[FileError]], int]  # prints; returns the exit status
@@ -67,11 +67,9 @@ class Tree:
         return changed
 
 
-def record_of(path: str) -> Record:
-    data = read_source(path)
-    if not isinstance(data, bytes):
-        return Record(path, outline(b""), lambda: None)
-    return Record(path, outline(data), lambda: data)
+def _records(paths: Iterable[tuple[str, str]]) -> dict[str, Record]:
+    """The index's records of the files that can be read, by absolute path."""
+    return {key: record for key, path in paths if (record := record_of(path)) is not None}
 
 
 class Watcher:
@@ -87,12 +85,12 @@ class Watcher:
         self.worker = Persistent(run_job, preload=PRELOAD)
         self.results = {os.path.abspath(r.path): r for r in results}
         # The tree was scanned before the first check: a change since then is seen next time.
-        self.records = {key: record_of(path) for key, path in tree.project.items()}
+        self.records = _records(tree.project.items())
         index = self.index()
         self.keys = {key: view_key(index.view(path)) for key, path in tree.named.items()}
 
     def index(self) -> ProjectIndex:
-        return ProjectIndex(self.tree.root, list(self.records.values()))
+        return build_index(self.tree.root, records=self.records.values())
 
     def update(self) -> bool:
         """Lint what changed since the last call; whether anything did."""
@@ -100,8 +98,11 @@ class Watcher:
         if not changed:
             return False
         for key in changed:
-            if key in self.tree.project:
-                self.records[key] = record_of(self.tree.project[key])
+            record = record_of(self.tree.project[key]) if key in self.tree.project else None
+            if record is not None:
+                self.records[key] = record
+            elif key in self.tree.project:
+                self.records.pop(key, None)  # unreadable now: as if it were not there
             else:
                 self.records.pop(key, None)
                 self.results.pop(key, None)
@@ -127,27 +128,16 @@ class Watcher:
         enabled = self.tree.config.enabled_for(path)
         if not view and not can_hold_findings(data, enabled):
             return FileResult(path)  # no autograd code: nothing to analyse
-        job = ("lint", text, path, enabled, self.tree.config.settings, view)
-        result = self.worker.run(job)
+        request = LintRequest(text, path, self.tree.config.settings, view, enabled)
+        result = self.worker.run(("lint", request))
         if isinstance(result, Failure):
             reason = f"too complex to analyse: {result.reason}"
             return FileResult(path, error=FileError(path, reason))
         assert isinstance(result, FileResult)
         if self.fixes and any(f.fixable for f in result.findings):
-            single = self.worker.run(("fixes", *job[1:]))
-            if isinstance(single, list):
-                result.fixes = [
-                    FixSuggestion(
-                        fix.finding.rule_id,
-                        fix.finding.line,
-                        fix.finding.col,
-                        fix.title,
-                        fix.safety,
-                        fix.note,
-                        fix.edits,
-                    )
-                    for fix in single
-                ]
+            single = self.worker.run(("fixes", request))
+            if isinstance(single, FileResult):
+                result.fixes = single.fixes
         return result
 
     def current(self) -> tuple[list[FileResult], list[FileError]]:

@@ -1,89 +1,59 @@
-"""The one entry point every front end lints a file through: check, fix previews, the
-language server, SARIF and JSON fixes, and the confirmer's plan all read one analysis of the
-file, so they can never disagree."""
+"""The one door: every front end lints a file through `lint(LintRequest)`: check of a path or
+of stdin, JSON and SARIF (each finding's fix), `fix` (the loop asks for a tier's plan on every
+pass), the language server (its incremental runs, quick fixes and fix-all), pre-commit and the
+confirmer (the classes it can execute). They all read one analysis of the file, so they can
+never disagree."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import libcst as cst
 
 from ..analysis.compiled import compiled_callee
 from ..analysis.facts import CustomOpAutograd
 from ..analysis.flow import analyse_method
-from ..model import ClassSummary, FileResult, FixSuggestion
+from ..model import ClassSummary, FileResult, Finding
 from ..settings import Settings
+from ..source_io import decode
 from ..speed.positions import node_positions
-from ..view import EMPTY, FileView
-from .fix_loop import analysed_pass, single_fixes
-from .pipeline import Analysis
+from .fixes import fix_plan, single_fixes
+from .pipeline import Analysis, examine
+from .request import LintRequest
 
 
-def lint_file(
-    source: bytes | str,
-    path: str = "<stdin>",
-    *,
-    enabled: frozenset[str] | None = None,
-    settings: Settings | None = None,
-    project: FileView = EMPTY,
-    fixes: bool = False,
-    classes: bool = False,
-    record_depends: bool = True,
-) -> FileResult:
-    """Findings of one file; with `fixes`, each fixable finding's fix as edits; with
-    `classes`, the classes the confirmer can execute. Errors become FileResult.error."""
-    settings = settings or Settings()
-    if isinstance(source, bytes) and (fixes or classes):
-        from ..source_io import decode
+def lint(request: LintRequest) -> FileResult:
+    """The file's findings and what else the request wants. Errors become FileResult.error.
 
-        decoded = decode(source)
-        if not isinstance(decoded, str):
-            from .pipeline import lint_source
-
-            return lint_source(
-                source,
-                path,
-                enabled=enabled,
-                settings=settings,
-                project=project,
-                record_depends=record_depends,
-            )
-        source = decoded
-    if not (fixes or classes):
-        from .pipeline import lint_source
-
-        return lint_source(
-            source,
-            path,
-            enabled=enabled,
-            settings=settings,
-            project=project,
-            record_depends=record_depends,
-        )
-    assert isinstance(source, str)
-    step = analysed_pass(source, path, enabled=enabled, settings=settings, project=project)
+    Findings alone are read from a tree rebuilt from `ast`; fixes, a plan and classes need
+    libcst's own tree of the slice (fixes rewrite it, classes are placed on it)."""
+    source = request.source
+    if not (request.fixes or request.classes or request.plan is not None):
+        step = examine(request, "rebuilt")
+        return _result(request.path, step.result, step.reported)
+    text = source if isinstance(source, str) else decode(source)
+    if not isinstance(text, str):  # undecodable: the findings' route says why
+        step = examine(request, "rebuilt")
+        return _result(request.path, step.result, step.reported)
+    request = replace(request, source=text)
+    step = examine(request, "slice")
     analysis = step.result
+    result = _result(request.path, analysis, step.reported)
+    if analysis.error is not None:
+        return result
+    if request.fixes and (any(v.fix for _, v in step.located) or step.comment_fixes):
+        result.fixes = single_fixes(text, request, step)
+    if request.classes:
+        result.classes = class_summaries(analysis, request.settings)
+    if request.plan is not None:
+        result.plan = fix_plan(text, request, step, unsafe=request.plan == "unsafe")
+    return result
+
+
+def _result(path: str, analysis: Analysis, findings: list[Finding]) -> FileResult:
     if analysis.error is not None:
         return FileResult(path, error=analysis.error, parsed=analysis.parsed)
-    result = FileResult(
-        path, findings=step.reported, parsed=analysis.parsed, depends=analysis.depends
-    )
-    if fixes and (any(v.fix for _, v in step.located) or step.comment_fixes):
-        result.fixes = [
-            FixSuggestion(
-                fix.finding.rule_id,
-                fix.finding.line,
-                fix.finding.col,
-                fix.title,
-                fix.safety,
-                fix.note,
-                fix.edits,
-            )
-            for fix in single_fixes(
-                source, path, analysed=step, enabled=enabled, settings=settings, project=project
-            )
-        ]
-    if classes:
-        result.classes = class_summaries(analysis, settings)
-    return result
+    return FileResult(path, findings=findings, parsed=analysis.parsed, depends=analysis.depends)
 
 
 def class_summaries(analysis: Analysis, settings: Settings) -> list[ClassSummary]:

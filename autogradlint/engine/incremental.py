@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from functools import partial
 
 from ..meta import all_rules
 from ..model import FileResult, Finding
-from ..settings import Settings
 from ..text.statements import body_start, chunk_starts, line_breaks
-from ..view import EMPTY, FileView
+from .door import lint
 from .hygiene import audit
-from .pipeline import lint_source
+from .request import LintRequest
 
 _CLASS = re.compile(r"(?:@[^\n]*\n[ \t\f]*)*class[ \t]+(\w+)")
 _HOOK = re.compile(r"__torch_(?:function|dispatch)__")
@@ -58,26 +56,25 @@ class IncrementalLinter:
     def __init__(self) -> None:
         self.documents: dict[str, _State] = {}
 
-    def lint(
-        self,
-        text: str,
-        path: str,
-        *,
-        enabled: frozenset[str] | None = None,
-        settings: Settings | None = None,
-        project: FileView = EMPTY,
-    ) -> FileResult:
-        run = partial(lint_source, enabled=enabled, settings=settings, project=project)
+    def lint(self, request: LintRequest) -> FileResult:
+        """`lint(request)` for the text of an editor's document, re-analysing only the units
+        an edit can change."""
+        text, path, project, enabled = request.source, request.path, request.view, request.enabled
+        assert isinstance(text, str)  # an editor's buffer
+
+        def run(source: str, suppress: bool = True) -> FileResult:
+            return lint(replace(request, source=source, suppress=suppress))
+
         chunks = split(text, project.seeds)
         # Units by name (a chunk is a unit when it has one).
         units = [(c.name, c) for c in chunks if c.name is not None]
         names = [name for name, _ in units]
         if len(units) < MIN_UNITS or len(set(names)) < len(names) or "\r" in text or "\x00" in text:
             self.documents.pop(path, None)
-            return run(text, path)
+            return run(text)
         bodies = {name: text[c.start : c.end] for name, c in units}
         contexts = [c for c in chunks if c.name is None]
-        key = ("".join(text[c.start : c.end] for c in contexts), enabled, settings, project)
+        key = ("".join(text[c.start : c.end] for c in contexts), enabled, request.settings, project)
         state = self.documents.setdefault(path, _State())
         if state.key != key:
             state.key, state.units, state.outlines = key, {}, ""
@@ -86,10 +83,10 @@ class IncrementalLinter:
         if state.outlines != outlines:
             # Findings in the context: calls to units' forward, classes nested in functions.
             reduced = _reduced(text, chunks, keep=set(), stubs=stubs)
-            result = run(reduced, path, suppress=False)
+            result = run(reduced, suppress=False)
             if result.error is not None:
                 self.documents.pop(path, None)
-                return run(text, path)
+                return run(text)
             state.outlines = outlines
             state.context = [
                 (contexts.index(owner), _shift(f, -owner.first_line))
@@ -104,10 +101,10 @@ class IncrementalLinter:
             relative = state.units.get(memo)
             if relative is None:
                 reduced = _reduced(text, chunks, keep={name, *named}, stubs={})
-                result = run(reduced, path, suppress=False)
+                result = run(reduced, suppress=False)
                 if result.error is not None:
                     self.documents.pop(path, None)
-                    return run(text, path)
+                    return run(text)
                 relative = [
                     _shift(f, -unit.first_line)
                     for f in result.findings

@@ -6,6 +6,7 @@ import ast
 import dataclasses
 import re
 from dataclasses import dataclass, field
+from typing import Literal
 
 import libcst as cst
 
@@ -16,7 +17,7 @@ from ..analysis.source_text import NeedsParse, rebuilt_tree
 from ..checks import Check, CheckContext, checks_for
 from ..checks.gates import SUPPRESSIONS, Memo, declarations, subclasses_index
 from ..meta import all_rules
-from ..model import FileError, FileResult, Finding, Violation
+from ..model import FileError, Finding, Violation
 from ..settings import Settings
 from ..source_io import decode
 from ..speed.complexity import too_complex
@@ -25,7 +26,8 @@ from ..speed.rebuild import Unsupported, rebuild_module
 from ..speed.slicing import slice_source
 from ..speed.twins import Twins
 from ..view import EMPTY, FileView
-from .hygiene import HYGIENE, audit
+from .hygiene import HYGIENE, CommentFix, audit, key
+from .request import LintRequest
 
 
 @dataclass
@@ -298,53 +300,58 @@ def _nesting_depth(text: str) -> int:
     return deepest
 
 
-def lint_source(
-    source: bytes | str,
-    path: str = "<stdin>",
-    *,
-    enabled: frozenset[str] | None = None,
-    settings: Settings | None = None,
-    project: FileView = EMPTY,
-    suppress: bool = True,
-    record_depends: bool = True,
-) -> FileResult:
-    """Lint one file's contents. Parse errors become FileResult.error, never exceptions.
+Tree = Literal["rebuilt", "slice", "whole"]
 
-    With `suppress` (always, but for the language server's partial runs), the file's
-    suppression comments are applied and audited (engine/hygiene.py)."""
-    enabled = frozenset(all_rules()) if enabled is None else enabled
+
+@dataclass
+class Pass:
+    """One analysis of a file, its findings placed and its suppression comments applied."""
+
+    result: Analysis
+    located: list[tuple[Finding, Violation]]  # the findings no comment silences, with checks'
+    reported: list[Finding]  # everything reported, suppression hygiene (AGL9xx) included
+    comment_fixes: dict[tuple[str, int, int], CommentFix]  # hygiene fixes, by finding key
+
+
+def examine(request: LintRequest, tree: Tree) -> Pass:
+    """Analyse, place, audit: the one sequence every answer of the engine is read from.
+
+    `tree` is what the checks run on: "rebuilt" (findings only: a tree rebuilt from `ast`,
+    libcst parsing only what a finding needs), "slice" (libcst's parse of the statements a
+    check may read: fixes edit it) or "whole" (the whole file, where a fix on the slice cannot
+    be placed). Parse errors become the result's error, never exceptions."""
+    enabled = frozenset(all_rules()) if request.enabled is None else request.enabled
+    source, path = request.source, request.path
     result = analyse(
         source,
         path,
         enabled=enabled,
-        settings=settings,
-        project=project,
-        rebuild=True,
-        record_depends=record_depends,
+        settings=request.settings,
+        project=request.view,
+        full=tree == "whole",
+        rebuild=tree == "rebuilt",
+        record_depends=request.record_depends,
     )
     if result.error is not None:
-        return FileResult(path, error=result.error, parsed=result.parsed)
-    located: list[Finding] = []
+        return Pass(result, [], [], {})
+    located: list[tuple[Finding, Violation]] = []
     if result.violations and result.module is not None and result.text is not None:
-        located = [
-            f
-            for f, _ in locate(
-                result.module,
-                result.text,
-                result.violations,
-                path,
-                result.layout,
-                result.spans,
-            )
-        ]
-    stamp = result.depends
-    if not suppress:
-        return FileResult(path, findings=located, parsed=result.parsed, depends=stamp)
-    text = result.text if result.text is not None else _audited_text(source, enabled)
+        located = locate(
+            result.module, result.text, result.violations, path, result.layout, result.spans
+        )
+    unaudited = Pass(result, located, [f for f, _ in located], {})
+    if not request.suppress:
+        return unaudited
+    if tree == "rebuilt":
+        text = result.text if result.text is not None else _audited_text(source, enabled)
+    else:  # a fix edits the text as given: its comments are audited as they are
+        text = source if isinstance(source, str) else result.text
     if text is None:
-        return FileResult(path, findings=located, parsed=result.parsed, depends=stamp)
-    findings = audit(text, path, located, enabled).findings
-    return FileResult(path, findings=findings, parsed=result.parsed, depends=stamp)
+        return unaudited
+    audited = audit(text, path, unaudited.reported, enabled)
+    kept = {key(f) for f in audited.findings}
+    located = [(f, v) for f, v in located if key(f) in kept]
+    return Pass(result, located, audited.findings, audited.fixes)
 
 
 def _audited_text(source: bytes | str, enabled: frozenset[str]) -> str | None:

@@ -3,15 +3,16 @@ a document that crashes the parser must not take the server with it)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from ..engine.fix_loop import fix_text, single_fixes
+from ..engine.door import lint
+from ..engine.fix_loop import fix_text
 from ..engine.incremental import IncrementalLinter
-from ..settings import Settings
-from ..view import FileView
+from ..engine.request import LintRequest
 
-# (kind, source, path, enabled rules, settings, what the project says about the file)
-Job = tuple[str, str, str, frozenset[str], Settings, FileView]
+# (kind, the request: the document's text, its path, rules, settings and view of the project)
+Job = tuple[str, LintRequest]
 PRELOAD = ("autogradlint.lsp.jobs",)  # what each worker imports before its first job
 # The worker lives as long as the server: it remembers each document's findings per class, so
 # a keystroke re-analyses only the class it changed (engine/incremental.py).
@@ -19,15 +20,14 @@ LINTER = IncrementalLinter()
 
 
 def run(job: Job) -> Any:
-    kind, source, path, enabled, settings, project = job
-    options: dict[str, Any] = {"enabled": enabled, "settings": settings, "project": project}
+    kind, request = job
     if kind == "lint":
-        return LINTER.lint(source, path, **options)
+        return LINTER.lint(request)
     if kind == "close":
-        LINTER.forget(path)
+        LINTER.forget(request.path)
         return None
-    if kind == "fixes":
-        return single_fixes(source, path, **options)
+    if kind == "fixes":  # each finding's fix on its own: the quick fixes
+        return lint(replace(request, fixes=True))
     if kind == "fix_all":
-        return fix_text(source, path, **options)
+        return fix_text(request)
     raise ValueError(f"unknown job kind {kind!r}")

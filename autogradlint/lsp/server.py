@@ -23,20 +23,22 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 from ..config import CONFIG_FILES, Config, ConfigError, discover
-from ..engine.fix_loop import FixOutcome, SingleFix
+from ..engine.fix_loop import FixOutcome
+from ..engine.request import LintRequest
 from ..isolation import Failure, Persistent
-from ..model import FileResult, Finding
+from ..model import FileResult, Finding, FixSuggestion
 from ..runner import discover as discover_files
-from ..settings import Settings
-from ..source_io import read_source
 from ..text.noqa import add_noqa
-from ..text.outline import Outline, outline
+from ..text.outline import outline
+from ..text.splice import apply_line_edits
 from ..version import __version__
-from ..view import EMPTY, ProjectIndex, Record, project_root
+from ..view import EMPTY, ProjectIndex, Record, build_index, project_root, record_of
 from .convert import SOURCE, hover_markdown, minimal_edit, to_diagnostic
 from .jobs import PRELOAD, Job
 from .jobs import run as run_job
 from .protocol import AnsweringProtocol
+
+QuickFix = tuple[Finding, FixSuggestion]  # a finding and its fix on its own
 
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.{SOURCE}"
 DEBOUNCE_S = 0.05  # short: a 2,000-line file is linted within the 150 ms budget after typing
@@ -48,7 +50,7 @@ class DocumentState:
     version: int | None = None
     findings: list[Finding] = field(default_factory=list)
     task: asyncio.Task[None] | None = None
-    fixes: tuple[int | None, list[SingleFix]] | None = None  # the single fixes of one version
+    fixes: tuple[int | None, list[QuickFix]] | None = None  # the single fixes of one version
 
 
 class AutogradLintServer(LanguageServer):
@@ -88,7 +90,8 @@ class AutogradLintServer(LanguageServer):
         view = EMPTY
         if index is not None:
             view = index.view(str(path), text=source, outline=outline(source.encode("utf-8")))
-        job: Job = (kind, source, str(path), config.enabled_for(path), config.settings, view)
+        request = LintRequest(source, str(path), config.settings, view, config.enabled_for(path))
+        job: Job = (kind, request)
         return job, document.version
 
     # --- the project view: built once per root, kept current from buffers and disk events ------
@@ -99,9 +102,11 @@ class AutogradLintServer(LanguageServer):
         index = self.indexes.get(root)
         if index is None:
             files = discover_files([str(root)], config).files
-            self.records[root] = {os.path.abspath(f): record_of(f) for f in files}
+            self.records[root] = {
+                os.path.abspath(f): record for f in files if (record := record_of(f)) is not None
+            }
             self._open_buffers_into(root)
-            index = self.indexes[root] = ProjectIndex(root, list(self.records[root].values()))
+            index = self.indexes[root] = build_index(root, records=self.records[root].values())
         return index
 
     def _open_buffers_into(self, root: Path) -> None:
@@ -109,7 +114,9 @@ class AutogradLintServer(LanguageServer):
             path = _path(uri)
             if _inside(path, root):
                 source = self.workspace.get_text_document(uri).source
-                self.records[root][os.path.abspath(path)] = record_of(path, source)
+                record = record_of(path, source)
+                if record is not None:
+                    self.records[root][os.path.abspath(path)] = record
 
     def refresh(self, path: Path, source: str | None = None) -> None:
         """A file changed (in a buffer, or on disk): its record, then the indexes holding it."""
@@ -117,11 +124,12 @@ class AutogradLintServer(LanguageServer):
             if not _inside(path, root):
                 continue
             key = os.path.abspath(path)
-            if source is None and not path.exists():
+            record = None if source is None and not path.exists() else record_of(path, source)
+            if record is None:
                 records.pop(key, None)
             else:
-                records[key] = record_of(path, source)
-            self.indexes[root] = ProjectIndex(root, list(records.values()))
+                records[key] = record
+            self.indexes[root] = build_index(root, records=records.values())
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """A body that is not JSON is answered (ParseError); other errors as pygls does."""
@@ -181,7 +189,7 @@ class AutogradLintServer(LanguageServer):
         if document.version == version:  # publish only for the version that was linted
             await self.lint(uri)
 
-    async def single_fixes(self, uri: str) -> list[SingleFix]:
+    async def single_fixes(self, uri: str) -> list[QuickFix]:
         """The fixes of the current version, computed once however often the client asks (it
         asks on every cursor move over a diagnostic)."""
         state = self.documents.get(uri)
@@ -189,7 +197,14 @@ class AutogradLintServer(LanguageServer):
         if state is not None and state.fixes is not None and state.fixes[0] == version:
             return state.fixes[1]
         result = await self.compute(job)
-        fixes = result if isinstance(result, list) else []
+        fixes: list[QuickFix] = []
+        if isinstance(result, FileResult) and result.error is None:
+            found = {(f.rule_id, f.line, f.col): f for f in result.findings}
+            fixes = [
+                (found[(s.rule_id, s.line, s.col)], s)
+                for s in result.fixes
+                if (s.rule_id, s.line, s.col) in found
+            ]
         if state is not None:
             state.fixes = (version, fixes)
         return fixes
@@ -201,14 +216,6 @@ class AutogradLintServer(LanguageServer):
         self.indexes.clear()
         for uri in list(self.documents):
             asyncio.ensure_future(self.lint(uri))
-
-
-def record_of(path: str | Path, source: str | None = None) -> Record:
-    """The index's record of one file, from an editor buffer or from disk."""
-    data = source.encode("utf-8", "surrogatepass") if source is not None else read_source(path)
-    if not isinstance(data, bytes):
-        return Record(str(path), Outline(), lambda: None)
-    return Record(str(path), outline(data), lambda: data)
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -258,7 +265,7 @@ def did_close(ls: AutogradLintServer, params: types.DidCloseTextDocumentParams) 
     state = ls.documents.pop(params.text_document.uri, None)
     if state is not None and state.task is not None:
         state.task.cancel()
-    job: Job = ("close", "", str(_path(params.text_document.uri)), frozenset(), Settings(), EMPTY)
+    job: Job = ("close", LintRequest("", str(_path(params.text_document.uri))))
     asyncio.ensure_future(ls.compute(job))
     ls.text_document_publish_diagnostics(
         types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])
@@ -332,9 +339,9 @@ async def code_action(
         fixes = await ls.single_fixes(uri)
         lines = [line.rstrip("\r\n") for line in document.lines]
         for diagnostic in ours:
-            for fix in fixes:
-                same = fix.finding.rule_id == diagnostic.code and (
-                    to_diagnostic(fix.finding, lines, codec).range == diagnostic.range
+            for finding, fix in fixes:
+                same = finding.rule_id == diagnostic.code and (
+                    to_diagnostic(finding, lines, codec).range == diagnostic.range
                 )
                 if not same:
                     continue
@@ -345,7 +352,13 @@ async def code_action(
                         kind=types.CodeActionKind.QuickFix,
                         diagnostics=[diagnostic],
                         is_preferred=fix.safety == "safe",
-                        edit=_workspace_edit(uri, document.version, source, fix.source, codec),
+                        edit=_workspace_edit(
+                            uri,
+                            document.version,
+                            source,
+                            apply_line_edits(source, list(fix.edits)),
+                            codec,
+                        ),
                     )
                 )
                 break

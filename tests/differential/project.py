@@ -12,7 +12,8 @@ from pathlib import Path
 from run import Program, files_of
 
 from autogradlint.engine.fix_loop import fix_text
-from autogradlint.runner import project_index
+from autogradlint.engine.request import LintRequest
+from autogradlint.view import build_index
 
 
 @dataclass
@@ -38,14 +39,18 @@ def fix_project(
         (root / "pyproject.toml").write_text("")
         for name, text in files.items():
             (root / name).write_text(text)
-        index = project_index(
-            [(root / name, text.encode()) for name, text in files.items()], [], root
-        )
+        index = build_index(root, [root / name for name in files])
         out = Fixed({})
         for name, text in files.items():
             path = root / name
             outcome = fix_text(
-                text, str(path), unsafe=unsafe, enabled=enabled, project=index.view(str(path))
+                LintRequest(
+                    text,
+                    str(path),
+                    plan="unsafe" if unsafe else "safe",
+                    enabled=enabled,
+                    view=index.view(str(path)),
+                )
             )
             out.files[name] = outcome.source
             out.applied += outcome.applied

@@ -13,7 +13,8 @@ from hazards import CALLER, FALLBACK, HEADER, INLINE, UNREADABLE, program_text
 from project import fix_project
 from run import Program, differences, files_of, function_scenarios
 
-from autogradlint.engine.fix_loop import single_fixes
+from autogradlint.engine.door import lint
+from autogradlint.engine.request import LintRequest
 
 RECOMPUTE = """\
 class Fn(torch.autograd.Function):
@@ -268,17 +269,23 @@ def test_the_old_fix_changed_a_result_and_the_safe_tier_no_longer_does(case: Cas
 )
 def test_the_note_names_the_precondition_that_failed(case: Case, tmp_path) -> None:
     from autogradlint.preconditions import declared
-    from autogradlint.runner import project_index
+    from autogradlint.view import build_index
 
     files = files_of(case.program)
     (tmp_path / "pyproject.toml").write_text("")
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     path = tmp_path / "generated.py"
-    index = project_index([(tmp_path / n, t.encode()) for n, t in files.items()], [], tmp_path)
-    fixes = single_fixes(
-        files["generated.py"], str(path), enabled=case.rules, project=index.view(str(path))
-    )
+    index = build_index(tmp_path, [tmp_path / n for n in files])
+    fixes = lint(
+        LintRequest(
+            files["generated.py"],
+            str(path),
+            enabled=case.rules,
+            view=index.view(str(path)),
+            fixes=True,
+        )
+    ).fixes
     assert fixes and all(f.safety == "unsafe" for f in fixes)
     (rule,) = case.rules
     claim = declared(rule)[case.precondition].split(": ", 1)[0]
@@ -317,7 +324,7 @@ def test_a_kernel_whose_source_is_not_in_the_project_gets_contiguous_only_as_uns
     path = tmp_path / "generated.py"
     (tmp_path / "pyproject.toml").write_text("")
     path.write_text(OPAQUE)
-    (fix,) = single_fixes(OPAQUE, str(path), enabled=frozenset({"AGL201"}))
+    (fix,) = lint(LintRequest(OPAQUE, str(path), enabled=frozenset({"AGL201"}), fixes=True)).fixes
     assert fix.safety == "unsafe"
     assert fix.note.startswith("not proven that the callee does not write into the gradient")
     assert "`fused_cuda.scale_bwd`" in fix.note

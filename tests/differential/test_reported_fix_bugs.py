@@ -7,6 +7,7 @@ import pytest
 from run import differences, function_scenarios
 
 from autogradlint.engine.fix_loop import fix_text
+from autogradlint.engine.request import LintRequest
 from autogradlint.engine.verify import compile_error
 
 HEADER = "import torch\n\nFLAG = False\nMODE = 0\n\n\n"
@@ -27,7 +28,7 @@ def _fn(*body: str) -> str:
 
 
 def _equivalent(original: str, rules: set[str]) -> str:
-    outcome = fix_text(original, "m.py", enabled=frozenset(rules))
+    outcome = fix_text(LintRequest(original, "m.py", enabled=frozenset(rules)))
     assert outcome.error is None and outcome.changed, outcome.error
     assert compile_error(outcome.source) is None
     assert differences(original, outcome.source, function_scenarios) == []
@@ -95,10 +96,10 @@ class Fn(torch.autograd.Function):
 
 def test_agl102_is_not_safe_when_the_block_does_more_than_the_failing_call() -> None:
     # enable_grad() around the whole block made `W.sub_` raise on every call
-    safe = fix_text(BLOCK_UPDATE, "m.py")
+    safe = fix_text(LintRequest(BLOCK_UPDATE, "m.py"))
     assert not safe.changed
     assert [f.rule_id for f in safe.remaining] == ["AGL102"]
-    unsafe = fix_text(BLOCK_UPDATE, "m.py", unsafe=True)
+    unsafe = fix_text(LintRequest(BLOCK_UPDATE, "m.py", plan="unsafe"))
     assert unsafe.changed  # offered, honestly, as the behaviour-changing tier
 
 
@@ -107,7 +108,7 @@ def test_agl101_conditional_call_is_not_safe() -> None:
         "        with torch.no_grad():\n            y = x * x\n            W.sub_(0.0 * g)  # a fused parameter update\n            if FLAG:  # debug only\n                torch.autograd.grad(y, x, g)\n",
         "        y = x * x\n        W.mul_(1.0)\n        if FLAG:\n            torch.autograd.grad(y, x, g)\n",
     )
-    assert not fix_text(source, "m.py").changed
+    assert not fix_text(LintRequest(source, "m.py")).changed
 
 
 SHADOWED = """\
@@ -133,7 +134,7 @@ class Fn(t.autograd.Function):
 
 def test_agl101_does_not_use_an_alias_the_function_rebinds() -> None:
     # was `with t.enable_grad():`: UnboundLocalError on every call
-    fixed = fix_text(SHADOWED, "m.py").source
+    fixed = fix_text(LintRequest(SHADOWED, "m.py")).source
     # after the module's first import of torch: torch is loaded by then, so it only binds a name
     assert fixed.startswith("import torch as t\nimport torch\n")
     assert "with torch.enable_grad():" in fixed
@@ -157,7 +158,7 @@ class Fn(t.autograd.Function):
         t = 1.0
         return g * t
 """
-    fixed = fix_text(source, "m.py").source
+    fixed = fix_text(LintRequest(source, "m.py")).source
     assert "g = g.clone(memory_format=torch.contiguous_format)" in fixed
     assert differences(source, fixed, function_scenarios) == []
 
@@ -166,7 +167,7 @@ def test_new_import_goes_after_a_future_import_that_shares_its_line() -> None:
     source = "from __future__ import annotations; import math\n" + SHADOWED.replace(
         "import torch as t\n", "import torch as t\n", 1
     ).replace("        t = 2.0\n", "        t = math.e\n")
-    fixed = fix_text(source, "m.py").source
+    fixed = fix_text(LintRequest(source, "m.py")).source
     assert compile_error(fixed) is None  # was above the __future__ import: a SyntaxError
     assert fixed.startswith(
         "from __future__ import annotations; import math\nimport torch as t\nimport torch\n"
@@ -178,7 +179,7 @@ def test_an_existing_guarded_import_is_used_not_duplicated() -> None:
         "import torch as t\n",
         "try:\n    import torch\nexcept ImportError:  # optional\n    torch = None\nimport torch as t\n",
     )
-    fixed = fix_text(source, "m.py").source
+    fixed = fix_text(LintRequest(source, "m.py")).source
     assert fixed.count("import torch\n") == 1
     assert "with torch.enable_grad():" in fixed
 
@@ -207,7 +208,7 @@ class Fn(torch.autograd.Function):
     )
     in_loop = base.format(call="            for _ in range(2):\n                y.backward(g)")
     for source in (in_if, in_loop):
-        outcome = fix_text(source, "m.py", unsafe=True)
+        outcome = fix_text(LintRequest(source, "m.py", plan="unsafe"))
         assert "AGL103" not in outcome.applied, outcome.source
 
 
@@ -232,7 +233,7 @@ class Fn(torch.autograd.Function):
             )
         return gx
 """
-    fixed = fix_text(source, "m.py", unsafe=True)
+    fixed = fix_text(LintRequest(source, "m.py", plan="unsafe"))
     assert "AGL105" in fixed.applied
     assert "# type: ignore[arg-type]" in fixed.source
     assert compile_error(fixed.source) is None
@@ -247,6 +248,6 @@ def test_new_blocks_use_the_indentation_of_their_function_not_of_the_file() -> N
         "    @staticmethod\n    def backward(ctx, g):\n        (x,) = ctx.saved_tensors\n"
         "        y = x * x\n        return torch.autograd.grad(y, x, g)[0]\n"
     )
-    fixed = fix_text(source, "m.py").source
+    fixed = fix_text(LintRequest(source, "m.py")).source
     assert "        with torch.enable_grad():\n            y = x * x\n" in fixed
     assert compile_error(fixed) is None  # a tab there would be a TabError
