@@ -636,9 +636,9 @@ def _plain_contract_method(text: str, start: re.Match[str]) -> bool:
     than the `class` keyword."""
     indent = len(start.group(1))
     end = len(text)
-    for line in re.finditer(r"^([ \t]*)(\S)", text[start.end() :], re.M):
-        if line.group(2) != "#" and len(line.group(1)) <= indent and line.start() > 0:
-            end = start.end() + line.start()
+    for code in re.finditer(r"^([ \t]*)(\S)", text[start.end() :], re.M):
+        if code.group(2) != "#" and len(code.group(1)) <= indent and code.start() > 0:
+            end = start.end() + code.start()
             break
     body = text[start.end() : end]
     for match in _CONTRACT_DEF.finditer(body):
