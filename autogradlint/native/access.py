@@ -199,6 +199,8 @@ class _PointerUse:
                 return
             if after in ("+", "-") and not pointer.accessor:
                 end = t.expression_end(last + 2)
+                if end < 0:
+                    return  # longer than any offset: not judged
                 if end > last + 1:
                     offsets = [*offsets, (last + 2, end)]
                     last = end
@@ -213,7 +215,8 @@ class _PointerUse:
             self._site(pointer, first, strided=False)
         elif after in ("+=", "-="):
             end = t.expression_end(last + 2)
-            self._site(pointer, first, strided=self.has_stride(last + 2, end))
+            if end >= 0:
+                self._site(pointer, first, strided=self.has_stride(last + 2, end))
         elif before in ("(", ",") and after in (")", ","):
             opener = t.enclosing[first]
             callee = t.callee(opener) if opener >= 0 else ""

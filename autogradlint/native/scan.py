@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from .access import CHECKED, GUARDED, RANK, RAW, SAFE, STRIDED, UNKNOWN, Access, Reader
+from .tokens import Tokens
 
 __all__ = ["CHECKED", "GUARDED", "RANK", "RAW", "SAFE", "STRIDED", "UNKNOWN", "Access"]
 
@@ -85,6 +86,7 @@ class Source:
         self._text: str | None = None
         self._braces: dict[int, int] | None = None
         self._lines: _LineIndex | None = None
+        self._tokens: Tokens | None = None  # of the whole text, when a binding's call is read
 
     @property
     def raw(self) -> str:
@@ -160,12 +162,26 @@ class Source:
                 found.append(self._binding(definition, "pybind", module))
         return found
 
+    def _arguments(self, opened: int) -> list[str]:
+        """The argument texts of the call whose `(` is at offset `opened` ([] when it is not
+        closed): read from the file's tokens, whose brackets are matched once."""
+        if self._tokens is None:
+            self._tokens = Tokens(self.text)
+        tokens = self._tokens
+        index = bisect.bisect_left(tokens.start, opened)
+        if tokens.at(index) != "(" or tokens.match[index] < 0:
+            return []
+        return [
+            self.text[tokens.start[first] : tokens.start[last] + len(tokens.text[last])]
+            if first <= last
+            else ""
+            for first, last in tokens.arguments(index)
+        ]
+
     def _binding(self, definition: re.Match[str], kind: str, module: str) -> Binding:
         """The binding a `var.def("name", target)` / `var.impl(...)` match makes."""
-        text = self.text
         name = definition.group(3)
-        opened = text.index("(", definition.start())
-        args = _arguments(text, opened + 1)
+        args = self._arguments(self.text.index("(", definition.start()))
         target = ""
         if len(args) > 1:
             expression = args[1].strip()
@@ -455,28 +471,6 @@ def macro_checks(macro: str, macros: dict[str, str], depth: int = 0) -> bool:
     if "is_contiguous" in body:
         return True
     return any(macro_checks(inner, macros, depth + 1) for inner in re.findall(r"\b[A-Z]\w*", body))
-
-
-def _arguments(body: str, start: int) -> list[str]:
-    depth = 0
-    args: list[str] = []
-    piece_start = start
-    limit = min(len(body), start + 2000)
-    for index in range(start, limit):
-        char = body[index]
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            if depth == 0:
-                args.append(body[piece_start:index])
-                return args
-            depth -= 1
-        elif char == "," and depth == 0:
-            args.append(body[piece_start:index])
-            piece_start = index + 1
-        elif char == ";":
-            return []
-    return []
 
 
 # A brace, or a string literal to skip (an unterminated one ends with its line: requiring the

@@ -19,7 +19,8 @@ _TOKEN = re.compile(
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
 BACKWARD_LIMIT = 64  # tokens a backward look walks: a declaration's head is never longer
-FORWARD_LIMIT = 256  # tokens an offset expression may take
+FORWARD_LIMIT = 256  # tokens a kernel launch's configuration may take
+OFFSET_LIMIT = 64  # tokens an offset expression may take (`i * g.stride(0) + j` is 11)
 _KEYWORDS = frozenset(
     {"if", "for", "while", "switch", "catch", "return", "sizeof", "else", "do", "defined",
      "decltype", "alignof", "static_assert", "new", "delete", "throw", "case"}
@@ -189,24 +190,25 @@ class Tokens:
 
     def expression_end(self, index: int) -> int:
         """The last token of the operand chain that starts at `index` (`a + b * c[i]`), up to
-        a separator, comparison or assignment at the same level (bounded)."""
+        a separator, comparison or assignment at the same level; -1 when it runs longer than
+        any offset does (then nothing is concluded from it, and each one read costs little)."""
         at = index
         last = index - 1
-        for _ in range(FORWARD_LIMIT):
+        for _ in range(OFFSET_LIMIT):
             if at >= len(self.text):
-                break
+                return last
             token = self.text[at]
             if token in _OPENERS:
                 if self.match[at] < at:
-                    break
+                    return last
                 last = at = self.match[at]
                 at += 1
                 continue
             if token in _ENDS or token in _CLOSERS:
-                break
+                return last
             last = at
             at += 1
-        return last
+        return -1
 
     def statement_start(self, index: int) -> int:
         """The first token of the statement holding `index` (a bounded look back)."""
