@@ -79,11 +79,11 @@ _CATEGORIES = {
 
 
 class _Shape:
-    """Of a piece of pattern: whether it can match nothing, and the characters of the
-    unbounded quantifiers that can start (`head`) or end (`tail`) what it matches."""
+    """Of a piece of pattern: whether it can match nothing, the characters it can start with,
+    and those of the unbounded quantifiers that can start (`head`) or end (`tail`) it."""
 
-    def __init__(self, empty: bool, head: set[str], tail: set[str]) -> None:
-        self.empty, self.head, self.tail = empty, head, tail
+    def __init__(self, empty: bool, head: set[str], tail: set[str], first: set[str]) -> None:
+        self.empty, self.head, self.tail, self.first = empty, head, tail, first
 
 
 def ambiguities(pattern: re.Pattern[str] | re.Pattern[bytes]) -> list[str]:
@@ -113,19 +113,25 @@ def ambiguities(pattern: re.Pattern[str] | re.Pattern[bytes]) -> list[str]:
             tail |= shape.tail
             if not shape.empty:
                 break
-        return _Shape(all(s.empty for s in shapes), head, tail)
+        first: set[str] = set()
+        for shape in shapes:
+            first |= shape.first
+            if not shape.empty:
+                break
+        return _Shape(all(s.empty for s in shapes), head, tail, first)
 
     def piece(item: tuple[object, object]) -> _Shape:
         op, arg = item
         if op in _SINGLE:
-            return _Shape(False, set(), set())
+            return _Shape(False, set(), set(), _characters(item, pattern))
         if op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
             low, high, body = arg  # type: ignore[misc]
             inner = sequence(list(body))
-            if op is C.POSSESSIVE_REPEAT:
-                return _Shape(low == 0 or inner.empty, set(), set())  # never backtracked into
+            empty = low == 0 or inner.empty
+            if op is C.POSSESSIVE_REPEAT:  # never backtracked into
+                return _Shape(empty, set(), set(), inner.first)
             if high is not C.MAXREPEAT and high <= _BOUNDED:
-                return _Shape(low == 0 or inner.empty, inner.head, inner.tail)
+                return _Shape(empty, inner.head, inner.tail, inner.first)
             runs: set[str] = set()  # what the repetition alone can take a run of
             if len(body) == 1 and body[0][0] in _SINGLE:
                 runs = _characters(body[0], pattern)
@@ -133,26 +139,29 @@ def ambiguities(pattern: re.Pattern[str] | re.Pattern[bytes]) -> list[str]:
                 for branch in body[0][1][1]:
                     if len(branch) == 1 and branch[0][0] in _SINGLE:
                         runs |= _characters(branch[0], pattern)
-            if inner.tail & inner.head:
-                found.append(f"a repeated group splits {sorted(inner.tail & inner.head)[:4]}")
+            if inner.tail & inner.first:
+                # one iteration's last quantifier can stop anywhere in what the next begins
+                # with: every split is tried (exponential, with a repetition around it)
+                found.append(f"a repeated group splits {sorted(inner.tail & inner.first)[:4]}")
             if inner.empty and (inner.head or runs):
                 found.append("a repeated group can match nothing")
-            return _Shape(low == 0 or inner.empty, inner.head | runs, inner.tail | runs)
+            return _Shape(empty, inner.head | runs, inner.tail | runs, inner.first)
         if op is C.SUBPATTERN:
             return sequence(list(arg[-1]))  # type: ignore[index]
         if op is C.ATOMIC_GROUP:
-            sequence(list(arg))  # type: ignore[arg-type]
-            return _Shape(False, set(), set())
+            inner = sequence(list(arg))  # type: ignore[arg-type]
+            return _Shape(inner.empty, set(), set(), inner.first)
         if op is C.BRANCH:
             shapes = [sequence(list(branch)) for branch in arg[1]]  # type: ignore[index]
             return _Shape(
                 any(s.empty for s in shapes),
                 set().union(*(s.head for s in shapes)),
                 set().union(*(s.tail for s in shapes)),
+                set().union(*(s.first for s in shapes)),
             )
         if op in (C.ASSERT, C.ASSERT_NOT):
             sequence(list(arg[1]))  # type: ignore[index]
-        return _Shape(True, set(), set())  # anchors, lookarounds: they take nothing
+        return _Shape(True, set(), set(), set())  # anchors, lookarounds: they take nothing
 
     sequence(list(P.parse(text, flags)))
     return found
@@ -214,6 +223,7 @@ def test_no_regex_takes_a_run_two_ways(name: str) -> None:
         r"\bpy::module_?\s*&?\s*(\w+)",  # the old module variable
         r"(?:\s*,\s*)*x",
         r"(?:a*)*b",
+        r"[ \t]*[rb]?\"[^\"]*\"(?:\s|\#[^\n]*)*",  # the old bare string: `"a" # # # ...\n x`
     ],
 )
 def test_the_shape_check_finds_what_backtracks(pattern: str) -> None:
@@ -289,6 +299,14 @@ PYTHON_SHAPES: dict[str, Callable[[int], str]] = {
     "adjacent_literals": lambda n: "x = (" + _repeat('"a" ', n),
     "literal_lines": lambda n: "x = (\n" + _repeat('    "a"  # c\n', n),
     "triple_quotes": lambda n: _repeat('""" ', n),
+    # beside a Function, a docstring, then a comment that marks an import, then a line the
+    # docstring cannot hold
+    "docstring_comment": lambda n: (
+        "class F(torch.autograd.Function):\n    pass\n"
+        + '"a" # import '
+        + _repeat("# ", n)
+        + "\n x\n"
+    ),
 }
 
 
