@@ -8,6 +8,7 @@ from typing import Any
 
 from ..meta import rule_url
 from ..model import FileResult, Finding, printable
+from .escape import escaped
 
 
 def render_json(results: list[FileResult], outcomes: list[Any] | None = None) -> str:
@@ -65,7 +66,7 @@ def render_concise(results: list[FileResult]) -> str:
     finding `fix` can fix, as in ruff's concise format."""
     return "\n".join(
         f"{printable(f.path)}:{f.line}:{f.col + 1}: {f.rule_id}"
-        f"{' [*]' if f.fixable == 'safe' else ''} {f.message}"
+        f"{' [*]' if f.fixable == 'safe' else ''} {escaped(f.message)}"
         for r in results
         for f in r.findings
     )

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from ..model import FileError, FileResult, Finding, printable
+from .escape import TAB, cells, escaped, shown
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -43,21 +44,17 @@ class PlainLines(Lines):
 def _expand_tabs(line: str) -> str:
     """Tabs to spaces at every 8th cell, as rich does (a wide character takes two cells)."""
     if line.isascii():
-        return line.expandtabs(8)
-    import unicodedata
-
+        return line.expandtabs(TAB)
     out: list[str] = []
-    cells = 0
+    taken = 0
     for char in line:
         if char == "\t":
-            spaces = 8 - cells % 8
+            spaces = TAB - taken % TAB
             out.append(" " * spaces)
-            cells += spaces
+            taken += spaces
             continue
         out.append(char)
-        if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf"):
-            continue
-        cells += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+        taken += cells(char)
     return "".join(out)
 
 
@@ -87,6 +84,8 @@ def plain_stream(stream: TextIO, color: str) -> bool:
 
 
 def _frame(lines: list[str], f: Finding) -> list[tuple[Segment, ...]]:
+    """The lines around the finding, each as a terminal is to show it (escape.shown), and
+    under the finding's line carets over the cells its columns take there."""
     out: list[tuple[Segment, ...]] = []
     first = max(1, f.line - 1)
     last = min(len(lines), f.line + 1)
@@ -95,12 +94,14 @@ def _frame(lines: list[str], f: Finding) -> list[tuple[Segment, ...]]:
     out.append((gutter,))
     for number in range(first, last + 1):
         text = lines[number - 1].rstrip("\r\n")
-        out.append(((f"{number:>{width}} |", "blue"), (f" {text}", "")))
+        display, starts = shown(text)
+        out.append(((f"{number:>{width}} |", "blue"), (f" {display}", "")))
         if number == f.line:
             end = f.end_col if f.end_line == f.line else len(text)
-            carets = "^" * max(1, end - f.col)
+            start = starts[min(f.col, len(text))]
+            carets = "^" * max(1, starts[min(max(end, f.col), len(text))] - start)
             out.append(
-                (gutter, (f" {' ' * f.col}", ""), (f"{carets} {f.rule_id}", _STYLE[f.severity]))
+                (gutter, (f" {' ' * start}", ""), (f"{carets} {f.rule_id}", _STYLE[f.severity]))
             )
     out.append((gutter,))
     return out
@@ -127,7 +128,7 @@ def render_text(
             (f":{f.line}:{f.col + 1}: ", ""),
             (f.rule_id, _STYLE[f.severity]),
             *marker,
-            (f" {f.message}", ""),
+            (f" {escaped(f.message)}", ""),
         )
         lines = sources.get(f.path)
         if lines:
@@ -136,7 +137,11 @@ def render_text(
         if f.help:
             pad = " " * (len(str(min(len(lines), f.line + 1))) if lines else 1)
             out.line(
-                (f"{pad} ", ""), ("=", "blue"), (" ", ""), ("help", "bold"), (f": {f.help}", "")
+                (f"{pad} ", ""),
+                ("=", "blue"),
+                (" ", ""),
+                ("help", "bold"),
+                (f": {escaped(f.help)}", ""),
             )
         out.line()
     if quiet:
