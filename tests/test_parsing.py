@@ -7,6 +7,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 from conftest import ROOT
+from test_native import BACKWARD_VIA
 
 from autogradlint.speed.parsing import parse_module
 
@@ -51,16 +52,7 @@ ext = load_inline(
     functions=["scale"],
 )
 
-
-class Scale(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
-
-    @staticmethod
-    def backward(ctx, grad):
-        return ext.scale(grad, 2.0)
-"""
+""" + BACKWARD_VIA.format(call="ext.scale(grad, 2.0)")
 
 
 @pytest.mark.parametrize(("count", "comment"), [(1_000, ""), (5_000, ""), (5_000, "  # line")])

@@ -11,6 +11,7 @@ import sys
 import pytest
 from conftest import ROOT
 from rich.console import Console
+from test_native import BACKWARD_VIA
 
 from autogradlint.model import FileError, FileResult, Finding
 from autogradlint.report.text import PlainLines, RichLines, plain_stream, render_text
@@ -204,19 +205,9 @@ setup(name="pkg", ext_modules=[CUDAExtension("pkg._k", sources=["k.cpp"])])
 # a line there and every frame after it quoted the line above the finding. (Not the carriage
 # return of HOSTILE: alone, Python reads one as a line break.)
 ONE_LINE = HOSTILE.replace("\r", "")
-_HOSTILE_MODULE = f"""\
-import torch
-from . import _k
-\f
-class Scale(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
-
-    @staticmethod
-    def backward(ctx, grad):
-        return _k.scale(\tgrad, 2.0)  # {ONE_LINE}
-"""
+_HOSTILE_MODULE = "import torch\nfrom . import _k\n\f" + BACKWARD_VIA.format(
+    call=f"_k.scale(\tgrad, 2.0)  # {ONE_LINE}"
+)
 
 
 @pytest.mark.parametrize(
