@@ -289,6 +289,15 @@ SHAPES: dict[str, Callable[[int], str]] = {
     ),
     "unterminated_comment": lambda n: _in_function("/*" + _repeat("f(g) {", n)),
     "apostrophes": lambda n: _in_function(_repeat("don't ", n)),
+    "contiguous_branches": lambda n: _in_function(
+        _repeat("if (g.is_contiguous()) { memcpy(out, g.data_ptr(), 4); } ", n)
+    ),
+    "conditionals": lambda n: _in_function(
+        "f(" + "c ? (" * (n // 6) + "(float*) g.data_ptr()" + ") : 0" * (n // 6) + ");"
+    ),
+    "struct_fields": lambda n: _in_function(
+        "".join(f"params.p{i} = g.data_ptr(); params.s{i} = g.stride(0);" for i in range(n // 50))
+    ),
 }
 
 

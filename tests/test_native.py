@@ -572,6 +572,35 @@ def test_a_stride_aware_write_through_an_auto_pointer_is_both() -> None:
             CHECKED,
             True,
         ),
+        # kept in a kernel's parameter struct: the strides kept beside it say how it is read
+        (
+            "params.g_ptr = g.data_ptr(); params.g_stride = g.stride(0); run(params);",
+            STRIDED,
+            False,
+        ),
+        ("params.g_ptr = g.data_ptr(); run(params);", RAW, False),
+        # used only inside a macro (`DISPATCH(...)` expands to the launch): the strides decide
+        ("float* p = g.data_ptr<float>(); DISPATCH_FLOAT_KERNEL();", RAW, False),
+        (
+            "auto s = g.stride(0); float* p = g.data_ptr<float>(); DISPATCH_FLOAT_KERNEL();",
+            STRIDED,
+            False,
+        ),
+        # through a conditional, and a macro's continued lines
+        ("launch(n, has_g ? (float*) g.data_ptr() : nullptr);", RAW, False),
+        ("k<<<1, 2>>>(n, \\\n g.data_ptr<float>());", RAW, False),
+        # a branch taken only when it is contiguous, a check of its strides
+        (
+            "if (g.is_contiguous()) { std::memcpy(out, g.data_ptr(), n); } else { slow(g); }",
+            GUARDED,
+            False,
+        ),
+        (
+            "if (!g.is_contiguous()) { slow(g); } else std::memcpy(out, g.data_ptr(), n);",
+            GUARDED,
+            False,
+        ),
+        ("assert(g.stride(0) == 1); launch(g.data_ptr<float>(), n);", CHECKED, False),
         # `grad` is a whole word: other names that hold it are not the parameter
         (
             "const float* p = xg.data_ptr<float>(); out[i] = p[i] + ctx.g.data_ptr<float>()[i];",
@@ -605,9 +634,10 @@ void twice(torch::Tensor out, torch::Tensor in) {
 void bump(torch::Tensor g) { accumulate<<<1, 2>>>(g.data_ptr<float>(), 2); }
 void opaque(torch::Tensor g) { elsewhere<<<1, 2>>>(g.data_ptr<float>(), 2); }
 void opaque_const(torch::Tensor g) { elsewhere<<<1, 2>>>(g.const_data_ptr<float>(), 2); }
+void stored(torch::Tensor g) { Params p; p.g = g.data_ptr(); p.s = g.stride(0); run(p); }
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("twice", &twice); m.def("bump", &bump);
-  m.def("opaque", &opaque); m.def("opaque_const", &opaque_const);
+  m.def("opaque", &opaque); m.def("opaque_const", &opaque_const); m.def("stored", &stored);
 }
 """
     index = NativeIndex([Source("k.cu", kernels), Source("ops.cpp", wrappers)])
@@ -622,6 +652,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     assert writes("bump") == ("k.cu:6", "")  # two calls deeper, through `atomicAdd`
     assert writes("opaque") == ("", "ops.cpp:7")  # no source for the kernel: not ruled out
     assert writes("opaque_const") == ("", "")  # a pointer to const cannot write
+    assert writes("stored") == ("", "ops.cpp:9")  # in a struct for a kernel not read
 
 
 def test_a_strided_writer_is_a_write_not_a_raw_read(tmp_path: Path) -> None:

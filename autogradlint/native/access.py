@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
-from .tokens import ASSIGNMENTS, STEPS, Tokens, is_check, is_macro
+from .tokens import ASSIGNMENTS, FORWARD_LIMIT, STEPS, Tokens, is_check, is_macro
 
 # How a compiled function reads a tensor parameter. Ordered from harmless to harmful: a merge
 # of several implementations keeps the worst.
@@ -160,6 +160,10 @@ class _PointerUse:
         self.found = _Found()
         self.followed: set[str] = set()
         self.stride_at: list[int] = []  # sorted token indices that carry the tensor's strides
+        self.stride_reads: list[int] = []  # `g.stride(0)` outside a check: the strides are used
+        # Token ranges of the branches taken only when the tensor is contiguous.
+        self.contiguous_branches: list[tuple[int, int]] = []
+        self._branch_depth: list[int] | None = None
 
     # --- what a site says -------------------------------------------------------------------
     def has_stride(self, first: int, last: int) -> bool:
@@ -172,7 +176,23 @@ class _PointerUse:
         if not self.reads or pointer.guarded:
             return
         offset = self.t.start[pointer.origin if pointer.origin >= 0 else index]
+        if not (strided or pointer.accessor) and self._in_contiguous_branch(index):
+            self.found.note("contiguous", offset)  # `if (g.is_contiguous()) { memcpy(...) }`
+            return
         self.found.note("strided" if strided or pointer.accessor else "raw", offset)
+
+    def _in_contiguous_branch(self, index: int) -> bool:
+        if not self.contiguous_branches:
+            return False
+        if self._branch_depth is None:  # how many such branches hold each token, built once
+            depth = [0] * (len(self.t) + 1)
+            for first, last in self.contiguous_branches:
+                depth[first] += 1
+                depth[last + 1] -= 1
+            for at in range(1, len(depth)):
+                depth[at] += depth[at - 1]
+            self._branch_depth = depth
+        return self._branch_depth[index] > 0
 
     def _write(self, pointer: _Pointer, index: int) -> None:
         if not pointer.const:
@@ -184,7 +204,11 @@ class _PointerUse:
     ) -> None:
         t = self.t
         for _ in range(8):  # `(float*)(p + i)`: a few wrappers at most
-            first, last, pointer = self._unwrap(first, last, pointer)
+            for _ in range(8):
+                unwrapped = self._unwrap(first, last, pointer)
+                if unwrapped[:2] == (first, last):
+                    break
+                first, last, pointer = unwrapped
             after = t.at(last + 1)
             if after == "[" and t.match[last + 1] > last:
                 close = t.match[last + 1]
@@ -217,13 +241,50 @@ class _PointerUse:
             end = t.expression_end(last + 2)
             if end >= 0:
                 self._site(pointer, first, strided=self.has_stride(last + 2, end))
-        elif before in ("(", ",") and after in (")", ","):
+        elif before in ("(", ",", "{") and after in (")", ",", "}"):
             opener = t.enclosing[first]
-            callee = t.callee(opener) if opener >= 0 else ""
+            callee = t.callee(opener) if opener >= 0 and t.at(opener) == "(" else ""
             if callee:
                 self._pass(callee, opener, first, pointer, offsets)
-        elif before in ("=", "{") and t.is_name(first - 2) and after in (";", ",", ")", "}"):
-            self._alias(t.text[first - 2], first - 2, pointer, depth, offsets)
+            elif t.at(opener) == "{" and before != "{" or t.at(opener - 1) == "=":
+                self._stored(pointer, first)  # `Params p = {ptr, n};`
+            elif before == "{" and t.is_name(first - 2) and t.at(first - 3) not in (".", "->"):
+                self._alias(t.text[first - 2], first - 2, pointer, depth, offsets)  # `T* p{ptr}`
+        elif before == "=" and after in (";", ",", ")", "}"):
+            if t.is_name(first - 2) and t.at(first - 3) not in (".", "->"):
+                self._alias(t.text[first - 2], first - 2, pointer, depth, offsets)
+            elif t.is_name(first - 2) or t.at(first - 2) == "]":
+                self._stored(pointer, first)  # `params.x_ptr = ptr;`, `ptrs[i] = ptr;`
+        elif before in ("?", ":") and depth < 4:
+            self._chosen(first, pointer, depth, offsets)
+
+    def _chosen(
+        self, first: int, pointer: _Pointer, depth: int, offsets: list[tuple[int, int]]
+    ) -> None:
+        """`cond ? ptr : nullptr`: the pointer is what the conditional gives, where it goes."""
+        t = self.t
+        opener = t.enclosing[first]
+        if opener >= 0 and t.at(opener) == "(":
+            callee = t.callee(opener)
+            if callee:
+                self._pass(callee, opener, first, pointer, offsets)
+            elif not t.is_name(opener - 1):  # `(cond ? ptr : nullptr)`: the group is the value
+                self.use(opener, t.match[opener], pointer, depth + 1, offsets)
+            return
+        assigned = t.assigned(first)
+        if assigned is not None:
+            name, equals = assigned
+            if t.at(equals - 2) in (".", "->"):
+                self._stored(pointer, first)
+            else:
+                self._alias(name, equals - 1, pointer, depth, offsets)
+
+    def _stored(self, pointer: _Pointer, index: int) -> None:
+        """Kept in a struct or an array that code not read here indexes (a kernel's params):
+        the tensor's strides read beside it make it stride-aware, and it may be written."""
+        self._site(pointer, index, strided=bool(self.stride_reads))
+        if not pointer.const:
+            self.found.passes.append(Pass("", -1, self.t.start[index], "pointer"))
 
     def _unwrap(self, first: int, last: int, pointer: _Pointer) -> tuple[int, int, _Pointer]:
         """Step out of a grouping parenthesis or a cast around [first, last]."""
@@ -305,9 +366,11 @@ class _PointerUse:
         head = [t.at(i) for i in range(t.statement_start(declared), declared)]
         const = _const_pointee(head) if "*" in head else pointer.const
         alias = replace(pointer, const=const)
-        for index in t.occurrences(name):
-            if index > declared + 1:
-                self.use(index, index, alias, depth + 1, [])
+        later = [index for index in t.occurrences(name) if index > declared + 1]
+        if not later:
+            self._stored(pointer, declared)  # used only in macros: how is not seen
+        for index in later:
+            self.use(index, index, alias, depth + 1, [])
 
 
 class _TensorUse(_PointerUse):
@@ -323,14 +386,21 @@ class _TensorUse(_PointerUse):
         self.pointers: dict[str, bool] = {}  # alias -> a writable pointer was taken from it
 
     def run(self) -> None:
+        t = self.t
         self._aliases()
         self._strides()
+        self._branches()
         for alias in [*self.plain, *self.copies]:
             for index in self.t.occurrences(alias):
                 self._tensor(alias, index)
         for alias in [*self.plain, *self.copies]:
             if self.pointers.get(alias):
                 self._returned(alias)
+        access = self.found.access
+        if "raw" not in access and "strided" not in access and self.stride_reads:
+            # The strides are read, and no pointer use says otherwise (it is in a macro, or
+            # ATen's): the layout is what the code works from.
+            self.found.note("strided", t.start[min(self.stride_reads)])
 
     # --- names of the tensor -------------------------------------------------------------------
     def _aliases(self) -> None:
@@ -369,6 +439,10 @@ class _TensorUse(_PointerUse):
                 if member is not None and member[0] in _STRIDES:
                     found.add(index)
                     pending.append(index)
+                    if self._in_check(index):  # `TORCH_CHECK(g.stride(-1) == 1)`
+                        self.found.note("checked", t.start[index])
+                    else:
+                        self.stride_reads.append(index)
         names: set[str] = set()
         while pending and len(names) < _MAX_ALIASES:
             assigned = t.assigned(pending.pop())
@@ -380,6 +454,39 @@ class _TensorUse(_PointerUse):
                     found.add(index)
                     pending.append(index)
         self.stride_at = sorted(found)
+
+    def _branches(self) -> None:
+        """`if (g.is_contiguous()) {...}` (or the `else` of `if (!g.is_contiguous())`): what
+        runs there sees a contiguous tensor."""
+        t = self.t
+        for alias in self.plain:
+            for index in t.occurrences(alias):
+                member = _member(t, index)
+                if member is None or member[0] != "is_contiguous" or self._in_check(index):
+                    continue
+                condition = self._condition(index)
+                if condition is None:
+                    continue
+                branch = _statement(t, t.match[condition] + 1)
+                if branch is not None and t.at(index - 1) == "!":
+                    after = branch[1] + 1
+                    branch = _statement(t, after + 1) if t.at(after) == "else" else None
+                if branch is not None:
+                    self.contiguous_branches.append(branch)
+
+    def _condition(self, index: int) -> int | None:
+        """The `(` of the `if` whose condition holds the token at `index`, a few brackets up."""
+        t = self.t
+        opener = t.enclosing[index]
+        for _ in range(4):
+            if opener < 0 or t.at(opener) != "(" or t.match[opener] < 0:
+                return None
+            if t.at(opener - 1) == "if":
+                return opener
+            if t.callee(opener):
+                return None  # an argument of a call, not a condition
+            opener = t.enclosing[opener]
+        return None
 
     # --- one occurrence of the tensor ----------------------------------------------------------
     def _tensor(self, alias: str, index: int) -> None:
@@ -492,6 +599,23 @@ def _member(t: Tokens, index: int) -> tuple[str, int, int] | None:
     if t.at(at) == "(" and t.match[at] > at:
         return t.text[method_at], t.match[at], method_at
     return t.text[method_at], -1, method_at
+
+
+def _statement(t: Tokens, first: int) -> tuple[int, int] | None:
+    """(first, last) token of the statement or block that starts at `first` (bounded)."""
+    if t.at(first) == "{":
+        return (first, t.match[first]) if t.match[first] > first else None
+    at = first
+    for _ in range(FORWARD_LIMIT):
+        token = t.at(at)
+        if not token or token in ("}", "{"):
+            return None
+        if token in ("(", "[") and t.match[at] > at:
+            at = t.match[at]
+        elif token == ";":
+            return first, at
+        at += 1
+    return None
 
 
 def _template_arguments(t: Tokens, method_at: int) -> list[str]:

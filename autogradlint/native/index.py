@@ -241,9 +241,9 @@ class NativeIndex:
         """(where it writes, where it may) for a writable pointer handed to `function` at
         `position`: its definitions say whether they write through that parameter, declare
         it `const`, or hand it on; code not found may write."""
-        definitions = self.functions(function)
+        definitions = self.functions(function) if function else []
         if not definitions or depth > _FOLLOW or function in seen:
-            return "", passed
+            return "", passed  # kept for code not read (a struct), or no source
         writes = may_write = ""
         applicable = False
         for definition, path in definitions:

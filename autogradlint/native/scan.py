@@ -198,7 +198,7 @@ class Source:
 
     def functions(self, name: str) -> list[Function]:
         """Every definition of a function called `name` in this file."""
-        if name not in self.raw:
+        if not name or name not in self.raw:
             return []
         text = self.text
         found: list[Function] = []

@@ -32,7 +32,8 @@ class Tokens:
     identifiers' positions."""
 
     def __init__(self, text: str) -> None:
-        found = [(m.group(), m.start()) for m in _TOKEN.finditer(text)]
+        # A backslash outside a literal continues a macro's line: not a token.
+        found = [(m.group(), m.start()) for m in _TOKEN.finditer(text) if m.group() != "\\"]
         self.text = [t for t, _ in found]
         self.start = [s for _, s in found]
         count = len(found)
