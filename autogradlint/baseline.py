@@ -60,6 +60,8 @@ def load(text: str, origin: str) -> Counter[tuple[str, str, str]]:
         if isinstance(exc, BaselineError):
             raise
         raise BaselineError(f"{origin}: not a baseline file ({exc})") from None
+    except RecursionError:  # JSON nested thousands deep
+        raise BaselineError(f"{origin}: not a baseline file (nested too deeply)") from None
 
 
 def apply(

@@ -7,13 +7,21 @@ from cached class declarations, and a result is reused only under the index it w
 
 Writes go to a temporary file and are renamed into place, so concurrent runs never see a partial
 file (the last one to finish wins) and an interrupted run leaves the previous cache intact. A
-corrupt or foreign cache file is ignored and rebuilt.
+corrupt cache file is ignored and rebuilt, with a warning.
+
+Only this user's own runs are trusted. The file is named, and its contents sealed, with a keyed
+hash of a per-user secret kept outside the tree (cache_key.py): a cache committed to the repo or
+copied from another machine is never read, and one edited on disk fails its seal. Fix edits are
+not cached at all: a run that reports them computes them from the source. The directory is the
+tool's own (cache_dir.py): one that holds other files is refused, and nothing in it that the
+tool did not write is ever touched.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 import json
 import os
 import tempfile
@@ -23,12 +31,15 @@ from typing import Any
 
 from . import __version__
 from .analysis.bindings import Binding
-from .model import FileError, FileResult, Finding, FixSuggestion, LineEdit
+from .cache_dir import CacheDirRefused, claim, refusal
+from .cache_key import KeyUnavailable, seal, user_key
+from .model import FileError, FileResult, Finding
 from .outline import Outline
 from .project import Details, Signature
 
-FORMAT = 7  # 2: keyed by ctime and inode too; 3: dotted bases; 4: imports in the outline; 5: help;
-# 6: `X.apply(` callees in the outline; 7: the C/C++ stamp of results that read it
+FORMAT = 8  # 2: keyed by ctime and inode too; 3: dotted bases; 4: imports in the outline; 5: help;
+# 6: `X.apply(` callees in the outline; 7: the C/C++ stamp of results that read it; 8: sealed
+# with the per-user secret, named by it, and without fix edits
 DIR_NAME = ".autogradlint_cache"
 
 
@@ -56,11 +67,13 @@ def content_hash(data: bytes) -> str:
 
 
 def result_to_json(result: FileResult) -> dict[str, Any]:
+    """A result without its fix edits: edits that a run writes into files or reports as safe
+    come from the source each time, never from a file on disk (runner._has_what_is_wanted
+    re-analyses a file whose fixable findings are asked for with their fixes)."""
     return {
         "findings": [asdict(f) for f in result.findings],
         "error": asdict(result.error) if result.error else None,
         "parsed": result.parsed,
-        "fixes": [asdict(f) for f in result.fixes],
         "depends": result.depends,
     }
 
@@ -69,24 +82,11 @@ def result_from_json(path: str, data: dict[str, Any]) -> FileResult:
     """Raises (KeyError, TypeError, ValueError) on an entry that is not one this code wrote."""
     findings = [Finding(**{**item, "path": path}) for item in data["findings"]]
     error = FileError(**{**data["error"], "path": path}) if data["error"] else None
-    fixes = [
-        FixSuggestion(
-            **{
-                **item,
-                "edits": tuple(
-                    LineEdit(int(e["start"]), int(e["end"]), tuple(map(str, e["lines"])))
-                    for e in item["edits"]
-                ),
-            }
-        )
-        for item in data.get("fixes", [])
-    ]
     return FileResult(
         path,
         findings=findings,
         error=error,
         parsed=bool(data["parsed"]),
-        fixes=fixes,
         depends=str(data.get("depends", "")),
     )
 
@@ -211,30 +211,81 @@ def _optional(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+_SEAL_HEAD = b'{"seal":"'
+_SEAL_LEN = 64  # hex digits of the keyed hash
+_BODY_HEAD = b'","body":'
+
+
+def sealed(key: bytes, body: bytes) -> bytes:
+    """The file's bytes: valid JSON, `{"seal": keyed hash of body, "body": body}`."""
+    return _SEAL_HEAD + seal(key, body).encode() + _BODY_HEAD + body + b"}"
+
+
+def unsealed(key: bytes, data: bytes) -> bytes | None:
+    """The body of a file `sealed` wrote with this key; None for anything else."""
+    start = len(_SEAL_HEAD) + _SEAL_LEN + len(_BODY_HEAD)
+    if not (data.startswith(_SEAL_HEAD) and data[start - len(_BODY_HEAD) : start] == _BODY_HEAD):
+        return None
+    body = data[start:-1]
+    given = data[len(_SEAL_HEAD) : len(_SEAL_HEAD) + _SEAL_LEN]
+    if not data.endswith(b"}") or not hmac.compare_digest(given, seal(key, body).encode()):
+        return None
+    return body
+
+
 class Cache:
-    """One run key's cache file: load at start, update in memory, save atomically at the end."""
+    """One run key's cache file: load at start, update in memory, save atomically at the end.
+
+    Raises CacheDirRefused when `directory` exists and holds files the tool did not write.
+    Without a trustworthy per-user secret it neither reads nor writes (`warning` says why)."""
 
     def __init__(self, directory: Path, config_fingerprint: str) -> None:
+        reason = refusal(directory)
+        if reason is not None:
+            raise CacheDirRefused(reason)
         self.directory = directory
-        key = hashlib.sha256(f"{engine_fingerprint()}:{config_fingerprint}".encode()).hexdigest()
-        self.file = directory / f"v{FORMAT}-{key[:24]}.json"
         self.raw: dict[str, Any] = {}
         self.entries: dict[str, Entry] = {}
         self.dirty = False
         # Which set of files the last run saw: when it is the same and none changed, every
         # file's project view is what it was, and the index need not be built at all.
         self.files_key = ""
+        self.warning: str | None = None  # a cache file ignored, or the cache off: why
+        self.key: bytes | None = None
+        try:
+            self.key = user_key()
+        except KeyUnavailable as exc:
+            self.warning = f"the result cache is off: {exc}"
+        run_key = f"{engine_fingerprint()}:{config_fingerprint}".encode()
+        name = seal(self.key, run_key) if self.key is not None else "off"
+        self.file = directory / f"v{FORMAT}-{name[:24]}.json"
         self._load()
 
     def _load(self) -> None:
+        if self.key is None:
+            return
         try:
-            raw = json.loads(self.file.read_text(encoding="utf-8"))
+            data = self.file.read_bytes()
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            self.warning = f"{self.file}: cannot read ({exc.strerror or exc}): ignored, rebuilt"
+            return
+        body = unsealed(self.key, data)
+        if body is None:
+            self.warning = f"{self.file}: not sealed by this user's runs: ignored and rebuilt"
+            return
+        try:
+            raw = json.loads(body)
             if raw.get("format") != FORMAT or not isinstance(raw.get("files"), dict):
-                return
+                raise ValueError("not this version's cache")
             self.raw = raw["files"]
             self.files_key = str(raw.get("files_key", ""))
-        except (OSError, ValueError, TypeError, AttributeError):
-            self.raw = {}  # missing or corrupt: start afresh
+        except (ValueError, TypeError, AttributeError, RecursionError) as exc:
+            # RecursionError: JSON nested thousands deep must cost a rebuild, not every run
+            self.raw = {}
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else "unreadable"
+            self.warning = f"{self.file}: {reason}: ignored and rebuilt"
 
     def get(self, key: str) -> Entry | None:
         """The entry for a file, validated on first use (most runs use few of them)."""
@@ -279,24 +330,20 @@ class Cache:
         )
 
     def save(self) -> None:
-        if not self.dirty and self.file.exists():
+        if self.key is None or (not self.dirty and self.file.exists()):
             return  # a warm run that changed nothing writes nothing
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            tag = self.directory / "CACHEDIR.TAG"
-            if not tag.exists():
-                tag.write_text("Signature: 8a477f597d28d172789f06886806bc55\n")
-                (self.directory / ".gitignore").write_text("*\n")
+            claim(self.directory)  # checked again: the directory may have changed meanwhile
             files = dict(self.raw)  # entries not looked at this run stay as they were
             files.update((key, entry.to_json()) for key, entry in self.entries.items())
-            payload = json.dumps(
+            body = json.dumps(
                 {"format": FORMAT, "files_key": self.files_key, "files": files},
                 separators=(",", ":"),
-            )
+            ).encode()
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.directory)
             try:
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    handle.write(payload)
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(sealed(self.key, body))
                 os.replace(tmp, self.file)
             except BaseException:
                 try:
@@ -304,16 +351,5 @@ class Cache:
                 except OSError:
                     pass
                 raise
-        except OSError:
-            pass  # a read-only tree: run without a cache rather than fail
-
-
-def clean(directory: Path) -> int:
-    """Remove the cache directory; returns the number of files removed."""
-    import shutil
-
-    if not directory.is_dir():
-        return 0
-    count = sum(1 for p in directory.rglob("*") if p.is_file())
-    shutil.rmtree(directory, ignore_errors=True)
-    return count
+        except (OSError, CacheDirRefused):
+            pass  # a read-only tree, or a directory that is no longer ours: no cache this time

@@ -6,6 +6,13 @@ worker processes, one at a time each; the parent knows which job every worker ho
 that dies, passes the per-job time budget, or hits its memory limit (RLIMIT_AS) is replaced, and
 its job becomes a `Failure` the caller turns into a per-file error: the run, and the language
 server, go on. Workers are forked after the engine is loaded, so none imports libcst again.
+
+No helper process imports what the working directory holds: a project's `types.py` or
+`json.py` would otherwise run in place of the standard module (`python -c` puts the working
+directory first on `sys.path`, and the language server is started in the project). Forks drop
+it from their path; the language server's worker (and off Linux every worker) is a fresh
+interpreter started with a safe path (`-P`, or `-I` before Python 3.11) in the root directory
+(`safe_path`, `start_worker`).
 """
 
 from __future__ import annotations
@@ -15,13 +22,14 @@ import gc
 import multiprocessing
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import Connection, Pipe, wait
 from typing import Any
 
 from .speed.collector import for_a_command
@@ -41,14 +49,36 @@ class Failure:
     reason: str  # "crashed (signal 11)", "took longer than 60 s", ...
 
 
-def _context() -> Any:
-    if sys.platform == "linux":
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("spawn")  # pragma: no cover - not Linux
+def safe_path(path: Sequence[str], cwd: str) -> list[str]:
+    """`path` without the entries that name the working directory (`''`, `.`, the directory
+    itself), the others made absolute: what the process imports never comes from the project
+    it was started in, and means the same from any directory."""
+    here = os.path.realpath(cwd)
+    out: list[str] = []
+    for entry in path:
+        absolute = os.path.join(cwd, entry) if entry else cwd
+        if os.path.realpath(absolute) != here:
+            out.append(os.path.normpath(absolute) if not os.path.isabs(entry) else entry)
+    return out
+
+
+def clean_path() -> None:
+    """Drop the working directory from this process's path (a fork inherits it from a parent
+    run as `python -m autogradlint`; the fork keeps the directory, to read the paths given
+    relative to it)."""
+    sys.path[:] = safe_path(sys.path, _working_directory())
+
+
+def _working_directory() -> str:
+    try:
+        return os.getcwd()
+    except OSError:  # removed since: nothing can be imported from it
+        return NEUTRAL_DIRECTORY
 
 
 def _worker(conn: Connection, fn: Callable[[Any], Any], memory_budget: int) -> None:
     """Loop: receive a job, send back its result, until the parent hangs up."""
+    clean_path()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     faulthandler.disable()  # a crash is reported by the parent, not as a dump of this stack
@@ -91,21 +121,109 @@ def _limit_memory(budget: int) -> None:
         pass  # not Linux: no memory budget, the time budget still applies
 
 
+class Started:
+    """A worker started as a fresh interpreter, seen as multiprocessing sees a process."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.popen = process
+
+    def is_alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def kill(self) -> None:
+        self.popen.kill()
+
+    def join(self, timeout: float | None = None) -> None:
+        try:
+            self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+
+    @property
+    def exitcode(self) -> int | None:
+        return self.popen.returncode
+
+
+# `-P` keeps `python -c` from putting the working directory first on the path (3.11+); before
+# 3.11 `-I` does it, and ignores PYTHONPATH and the user's site-packages too: the worker is
+# handed this process's path (less the working directory) before it imports anything of ours.
+SAFE_FLAGS = ("-P",) if sys.version_info >= (3, 11) else ("-I",)
+NEUTRAL_DIRECTORY = os.path.abspath(os.sep)  # nothing a project puts there
+
+
+def start_worker(fn: Callable[[Any], Any], memory_budget: int, preload: Sequence[str]) -> Worker:
+    """A worker in a fresh interpreter, with a safe path, in a neutral working directory: it
+    imports `preload`, then serves `fn`. Its stdout is not the caller's (the language server's
+    stdout is its protocol)."""
+    path = safe_path(sys.path, _working_directory())
+    # `python -m autogradlint` from a checkout: the package came from the working directory.
+    # Last, so that nothing there shadows a standard or installed module.
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if package not in path:
+        path.append(package)
+    parent, child = Pipe()
+    boot = (
+        f"import sys; sys.path[:] = {path!r}\n"
+        f"from autogradlint.isolation import serve; serve({child.fileno()})"
+    )
+    try:
+        process = subprocess.Popen(
+            [sys.executable, *SAFE_FLAGS, "-c", boot],
+            cwd=NEUTRAL_DIRECTORY,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            pass_fds=(child.fileno(),),
+        )
+    finally:
+        child.close()
+    worker = Worker(Started(process), parent)
+    try:
+        parent.send((fn, memory_budget, tuple(preload)))
+    except (OSError, ValueError):
+        pass  # it died at once: the first job reports how
+    return worker
+
+
+def serve(fd: int) -> None:
+    """A started worker's life: the function to serve and what to import first, then jobs."""
+    conn = Connection(fd)
+    try:
+        fn, memory_budget, preload = conn.recv()
+    except (EOFError, OSError):
+        return
+    for module in preload:
+        __import__(module)
+    _worker(conn, fn, memory_budget)
+
+
 class Worker:
     """One worker process and the job it holds."""
 
-    def __init__(self, fn: Callable[[Any], Any], memory_budget: int, context: Any = None) -> None:
-        context = context or _context()
-        parent, child = context.Pipe()
-        self.process = context.Process(target=_worker, args=(child, fn, memory_budget), daemon=True)
-        self.process.start()
-        child.close()
-        self.conn = parent
+    def __init__(self, process: Any, conn: Connection) -> None:
+        self.process = process  # a multiprocessing.Process, or a Started one
+        self.conn = conn
         # Jobs sent and not answered yet, oldest first: the first is the one running (a
         # worker answers in order), the others wait in its pipe, so it never idles for a
         # round trip to the parent between two jobs.
         self.queue: deque[int] = deque()
         self.started = 0.0  # when the running job started (as near as the parent can tell)
+
+    @classmethod
+    def fork(cls, fn: Callable[[Any], Any], memory_budget: int) -> Worker:
+        """A worker forked from this process, which holds the engine already (Linux). macOS
+        forks badly: a started one there; multiprocessing's spawn where nothing else works
+        (Windows: its child starts with the working directory on its path)."""
+        if sys.platform != "linux":  # pragma: no cover - not Linux
+            if os.name == "posix":
+                return start_worker(fn, memory_budget, ())
+            context = multiprocessing.get_context("spawn")
+        else:
+            context = multiprocessing.get_context("fork")
+        parent, child = context.Pipe()
+        process = context.Process(target=_worker, args=(child, fn, memory_budget), daemon=True)
+        process.start()
+        child.close()
+        return cls(process, parent)
 
     @property
     def job(self) -> int | None:
@@ -178,7 +296,7 @@ def run_isolated(
     try:
         while pending or any(w.queue for w in pool):
             while len(pool) < min(workers, len(pending)):
-                pool.append(Worker(fn, memory_budget))
+                pool.append(Worker.fork(fn, memory_budget))
             for worker in list(pool):
                 while pending and (
                     not worker.queue
@@ -228,8 +346,9 @@ def _replace(pool: list[Worker], worker: Worker) -> None:
 class Persistent:
     """One long-lived worker for a long-lived process (the language server): jobs one at a
     time (callers on several threads queue on a lock), a fresh worker after a crash or an
-    overrun. Workers come from a fork server started with the engine preloaded: forking the
-    server itself, which runs threads, could deadlock a child."""
+    overrun. Each worker is a fresh interpreter that imports `preload` (`start_worker`):
+    forking the server itself, which runs threads, could deadlock a child, and a
+    multiprocessing fork server starts with the working directory on its path."""
 
     def __init__(
         self,
@@ -242,10 +361,7 @@ class Persistent:
         self.fn = fn
         self.time_budget = time_budget
         self.memory_budget = memory_budget
-        self.context: Any = _context()
-        if sys.platform == "linux":
-            self.context = multiprocessing.get_context("forkserver")
-            self.context.set_forkserver_preload(list(preload))
+        self.preload = preload
         self.worker: Worker | None = None
         self.lock = threading.Lock()
 
@@ -253,7 +369,7 @@ class Persistent:
         """`fn(job)` in the worker, or a Failure."""
         with self.lock:
             if self.worker is None or not self.worker.process.is_alive():
-                self.worker = Worker(self.fn, self.memory_budget, self.context)
+                self.worker = start_worker(self.fn, self.memory_budget, self.preload)
             worker = self.worker
             try:
                 worker.give(0, job)

@@ -87,8 +87,11 @@ def _read_chunks(
 ) -> None:
     """A reader's life: take chunk numbers until the pipe is empty, send the results once,
     then exit without the interpreter's teardown (nothing of it is this process's)."""
+    from .isolation import clean_path
+
     code = 1
     try:
+        clean_path()
         results: dict[int, list[Any]] = {}
         while token := os.read(work, _TOKEN):
             index = int.from_bytes(token, "little")

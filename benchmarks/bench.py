@@ -19,16 +19,17 @@ import sys
 import time
 from pathlib import Path
 
+from corpus import corpus_dir  # benchmarks/corpus.py: this script runs from its folder
+
 
 def _default_trees() -> list[Path]:
     import importlib.util
-    import os
 
     spec = importlib.util.find_spec("torch")
     if spec is None or spec.origin is None:
         sys.exit("torch is not installed: pass a tree to benchmark")
     trees = [Path(spec.origin).parent]
-    corpus = Path(os.environ.get("AGL_CORPUS", Path.home() / ".cache/autogradlint-corpus")) / "src"
+    corpus = corpus_dir() / "src"
     if corpus.is_dir():
         trees.append(corpus)
     return trees

@@ -1,7 +1,9 @@
-"""Shared helpers: expected-finding markers (`# AGL201`) in example and fixture code."""
+"""Shared helpers: expected-finding markers (`# AGL201`) in example and fixture code, and which
+tests download: those marked `corpus` or `network` run only when asked for."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -51,3 +53,30 @@ def expected_findings(code: str) -> list[tuple[str, int]]:
 @pytest.fixture
 def root() -> Path:
     return ROOT
+
+
+# Tests that download run only when asked for, by `-m` or by their environment switch, so that
+# `python -m pytest` needs no network and writes nothing outside the checkout and /tmp.
+DOWNLOADS = {
+    "corpus": "AUTOGRADLINT_CORPUS",  # the public corpus, ~450 MB into the user cache
+    "network": "AUTOGRADLINT_NETWORK",  # pre-commit's hook environments from PyPI, ~150 MB
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.option.markexpr:
+        return  # `-m` says exactly what runs
+    off = {mark for mark, switch in DOWNLOADS.items() if os.environ.get(switch) != "1"}
+    kept, skipped = [], []
+    for item in items:
+        (skipped if off & {m.name for m in item.iter_markers()} else kept).append(item)
+    if skipped:
+        config.hook.pytest_deselected(items=skipped)
+        items[:] = kept
+
+
+def announce(config: pytest.Config, line: str) -> None:
+    """Say what a test is about to download before it starts, even with output captured."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(line)

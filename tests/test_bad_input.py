@@ -146,3 +146,63 @@ def test_unreadable_file(tree: Path) -> None:
         _assert_error(check(str(tree)), "secret.py: cannot read: Permission denied")
     finally:
         path.chmod(0o644)
+
+
+# --- configuration and baselines nested thousands deep (issue 34, item 14) ------------------
+DEEP = 2500  # far past the interpreter's recursion limit, as a generated file can be
+NESTED_CONFIGS = [
+    ("pyproject.toml", "[tool.autogradlint]\nselect = " + "[" * DEEP + "]" * DEEP + "\n"),
+    ("pyproject.toml", "[tool.autogradlint]\nselect = " + "{a = " * DEEP + "1" + "}" * DEEP),
+    (".autogradlint.yaml", "select: " + "[" * DEEP + "]" * DEEP + "\n"),
+    (".autogradlint.yaml", "select: " + "{a: " * DEEP + "1" + "}" * DEEP + "\n"),
+]
+
+
+@pytest.mark.parametrize(("name", "text"), NESTED_CONFIGS)
+def test_a_configuration_nested_thousands_deep_is_an_error_naming_it(
+    tree: Path, name: str, text: str
+) -> None:
+    (tree / name).write_text(text)
+    result = CliRunner().invoke(main, ["check", "--no-cache", str(tree)])
+    # It used to end in RecursionError: a traceback and exit 1, read as "findings".
+    assert isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == 2
+    assert f"error: {tree / name}: invalid" in result.output
+    assert "nested too deeply" in result.output
+
+
+@pytest.mark.parametrize(("name", "text"), NESTED_CONFIGS[::2])
+def test_the_language_server_lints_on_beside_a_nested_configuration(
+    tree: Path, name: str, text: str
+) -> None:
+    from autogradlint.lsp.server import AutogradLintServer
+
+    (tree / name).write_text(text)
+    server = AutogradLintServer()
+    logged: list[str] = []
+    server.window_log_message = lambda params: logged.append(params.message)
+    config = server.config_for(tree / "bug.py")  # used to raise, and the server stopped linting
+    assert config.source is None and "AGL101" in config.enabled_rules()
+    assert logged == [
+        f"{tree / name}: invalid {'TOML' if name.endswith('toml') else 'YAML'}: "
+        "nested too deeply to read"
+    ]
+
+
+def test_a_baseline_nested_thousands_deep_is_an_error_naming_it(tree: Path) -> None:
+    baseline = tree / "baseline.json"
+    baseline.write_text("[" * DEEP + "]" * DEEP)
+    result = CliRunner().invoke(
+        main, ["check", "--no-cache", "--baseline", str(baseline), str(tree)]
+    )
+    assert isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == 2
+    assert f"error: {baseline}: not a baseline file (nested too deeply)" in result.output
+
+
+def test_a_pyproject_whose_tool_is_not_a_table_is_an_error_naming_it(tree: Path) -> None:
+    (tree / "pyproject.toml").write_text("tool = 3\n")
+    result = CliRunner().invoke(main, ["check", "--no-cache", str(tree)])
+    assert isinstance(result.exception, SystemExit), result.exception  # was AttributeError
+    assert result.exit_code == 2
+    assert f"error: {tree / 'pyproject.toml'}: `tool` must be a table" in result.output

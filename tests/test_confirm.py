@@ -103,7 +103,7 @@ def test_a_hanging_target_could_not_run(tmp_path: Path) -> None:
     outcome = run_target(_target(tmp_path, BASE, "A", "Hangs"), ["cpu"], timeout=12)
     assert outcome.verdict == "could_not_run"
     (line,) = outcome.devices["cpu"]["evidence"]
-    assert line.startswith("timeout after 12s (last step: A grad cpu create_graph=False)")
+    assert line.startswith("timeout after 12s (last step: A control cpu, draw 1/3)")
 
 
 def test_a_crashing_target_could_not_run(tmp_path: Path) -> None:
@@ -250,7 +250,7 @@ def test_probes_sharing_one_process_are_isolated_from_each_other(tmp_path: Path)
     assert module.is_file()
     hang, crash, bug = confirm(targets, ["cpu"], timeout=3)
     assert hang.devices["cpu"]["evidence"][0].startswith(
-        "timeout after 3s (last step: A grad cpu create_graph=False)"
+        "timeout after 3s (last step: A control cpu, draw 1/3)"
     )
     assert crash.verdict == "could_not_run"
     assert "exited with status -11" in crash.devices["cpu"]["evidence"][0]
@@ -339,9 +339,9 @@ def test_custom_op_backwards_are_probed_like_functions(tmp_path: Path) -> None:
     assert raw.verdict == "confirmed", raw.devices
     evidence = raw.devices["cpu"]["evidence"]
     assert any("narrow view" in line for line in evidence)
-    # gradcheck feeds contiguous gradients only: it passes beside the layouts that fail
+    # gradcheck and opcheck feed contiguous gradients only: they pass where the layouts fail
     assert "(beside) gradcheck passed" in evidence
-    assert any(line.startswith("(beside) opcheck") for line in evidence)
+    assert raw.devices["cpu"]["opcheck"]["test_autograd_registration"] == "passed"
     assert safe.verdict == "not_reproduced", safe.devices
     assert short.verdict == "confirmed", short.devices
     assert "incorrect number of gradients" in short.devices["cpu"]["evidence"][0]
@@ -473,3 +473,53 @@ def test_an_op_defined_from_a_schema_string_is_probed_with_inputs_from_its_schem
     assert short["verdict"] == "confirmed", short
     assert "incorrect number of gradients" in short["devices"]["cpu"]["evidence"][0]
     assert scale["verdict"] == "not_reproduced", scale
+
+
+NO_FAKE = """
+    import torch
+
+    @torch.library.custom_op("agl_confirm_nofake::triple", mutates_args=())
+    def triple(x: torch.Tensor) -> torch.Tensor:
+        return x * 3
+
+    triple.register_autograd(lambda ctx, g: g * 3)
+"""
+
+
+def test_a_custom_ops_opcheck_results_are_evidence_of_their_own(tmp_path: Path) -> None:
+    """A custom op with a correct backward and no fake implementation: probe A reproduces
+    nothing, and opcheck's test_faketensor fails (torch.compile and torch.export would).
+    Each opcheck test is reported, in the evidence and under "opcheck", whatever the probe."""
+    (outcome,) = confirm([_target(tmp_path, NO_FAKE, "A", "triple")], ["cpu"], timeout=120)
+    assert outcome.verdict == "not_reproduced", outcome.devices
+    cpu = outcome.devices["cpu"]
+    assert cpu["opcheck"]["test_schema"] == "passed"
+    assert cpu["opcheck"]["test_faketensor"].startswith(
+        "failed: RuntimeError: There was no fake impl registered"
+    )
+    assert any(line.startswith("opcheck test_faketensor failed") for line in cpu["evidence"])
+
+
+def test_the_table_never_cuts_a_name_when_the_output_is_no_terminal() -> None:
+    """rich draws for 80 columns when it sees no terminal: a pipe or a file gets the table as
+    wide as its longest row instead."""
+    import io
+
+    from rich.console import Console
+
+    from autogradlint.confirm.report import render_confirm_table
+    from autogradlint.confirm.run import Outcome
+
+    name = "a_module_whose_name_alone_is_longer_than_a_narrow_terminal_is_wide.py"
+    target = Target("A", f"/src/{name}", 12, "pkg.mod", "RecomputeWithALongName", Path("/src"))
+    outcome = Outcome(
+        target,
+        {
+            "cpu": {"verdict": "confirmed", "evidence": ["element 0 of tensors ..."]},
+            "cuda": {"verdict": "not_run", "evidence": []},
+        },
+    )
+    piped = io.StringIO()
+    render_confirm_table(Console(file=piped), [outcome], ["cpu", "cuda"])
+    assert f"{name}:12 RecomputeWithALongName" in piped.getvalue()
+    assert "…" not in piped.getvalue()

@@ -223,3 +223,96 @@ def test_old_mac_and_mixed_line_endings_are_checked_and_kept(tmp_path: Path, new
         assert "\n" not in fixed  # still an old-Mac file
     elif newline == "\r\n":
         assert fixed.count("\r\n") == fixed.count("\n")
+
+
+# --- writes stay inside the checked paths (issue 34, item 4) ---------------------------------
+@pytest.fixture
+def linked_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A tree whose `link.py` leads out of it to another project's file; the cwd is the tree."""
+    tree, outside = tmp_path / "tree", tmp_path / "outside"
+    tree.mkdir()
+    outside.mkdir()
+    victim = outside / "victim.py"
+    victim.write_text(SQUARE_BUG)
+    (tree / "link.py").symlink_to("../outside/victim.py")
+    (tree / "own.py").write_text(SQUARE_BUG)
+    monkeypatch.chdir(tree)
+    return tree, victim
+
+
+def test_fix_does_not_write_through_a_symlink_out_of_the_tree(
+    linked_out: tuple[Path, Path],
+) -> None:
+    tree, victim = linked_out
+    result = fix(Path("."))
+    assert victim.read_text() == SQUARE_BUG  # it used to be rewritten
+    assert FIXED_MARK in (tree / "own.py").read_text()  # the tree's own file is fixed
+    assert result.exit_code == 2, result.output
+    (error,) = _errors(result.output)
+    assert error.startswith(f"error: link.py: leads through a symlink to {victim},")
+    assert "outside the checked paths; not written" in error
+    assert "--follow-symlinks-outside" in error
+
+
+def test_follow_symlinks_outside_writes_through_when_asked(linked_out: tuple[Path, Path]) -> None:
+    tree, victim = linked_out
+    result = CliRunner().invoke(main, ["fix", "--apply", "--follow-symlinks-outside", "."])
+    assert result.exit_code == 1, result.output  # AGL105 remains (unsafe tier)
+    assert FIXED_MARK in victim.read_text()
+    assert (tree / "link.py").is_symlink()
+
+
+def test_add_noqa_does_not_write_through_a_symlink_out_of_the_tree(
+    linked_out: tuple[Path, Path],
+) -> None:
+    _tree, victim = linked_out
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--add-noqa", "."])
+    assert victim.read_text() == SQUARE_BUG  # it used to get noqa comments
+    assert result.exit_code == 2, result.output
+    assert any("link.py: leads through a symlink" in line for line in _errors(result.output))
+
+
+# --- Ctrl-C (issue 34, item 17) --------------------------------------------------------------
+def test_ctrl_c_during_fix_exits_130_and_names_the_files_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(5):
+        (tmp_path / f"m{i}.py").write_text(SQUARE_BUG)
+    real_replace = write._replace
+    replaced: list[Path] = []
+
+    def replace_then_ctrl_c(read: write.ReadFile, data: bytes) -> None:
+        real_replace(read, data)
+        replaced.append(read.path)
+        if len(replaced) == 2:
+            # A real SIGINT, arriving while the replace holds interrupts off: it is raised
+            # once the second file is in place.
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(write, "_replace", replace_then_ctrl_c)
+    result = fix(tmp_path)
+    # It used to exit 1 ("findings remain") without saying that files had been rewritten.
+    assert result.exit_code == 130, result.output
+    written = [p for p in sorted(tmp_path.glob("*.py")) if FIXED_MARK in p.read_text()]
+    assert written == sorted(replaced) and len(written) == 2
+    assert "Interrupted: 2 of 5 fixed files written, the others unchanged. Written:" in (
+        result.output
+    )
+    assert all(f"  {path}" in result.output.splitlines() for path in written)
+
+
+def test_ctrl_c_during_check_exits_130_not_the_findings_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """click turns Ctrl-C into "Aborted!" and exit 1, which reads as "findings" in CI."""
+    import autogradlint.cli.check as check_command
+
+    (tmp_path / "m.py").write_text(SQUARE_BUG)
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(check_command, "_lint", interrupted)
+    result = CliRunner().invoke(main, ["check", "--no-cache", str(tmp_path)])
+    assert result.exit_code == 130, result.output
+    assert "Interrupted." in result.output

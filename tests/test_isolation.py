@@ -3,7 +3,9 @@ file only, in `check`, `fix` and the pools alike; what libcst cannot take is ref
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from conftest import SQUARE_BUG
 from autogradlint.cli import main
 from autogradlint.config import Config
 from autogradlint.engine import lint_source
-from autogradlint.isolation import Failure, run_isolated
+from autogradlint.isolation import Failure, Persistent, run_isolated, safe_path
 from autogradlint.runner import discover, lint_paths
 from autogradlint.speed import complexity
 
@@ -120,9 +122,7 @@ def test_a_killed_worker_is_replaced() -> None:
 def test_sigterm_stops_a_run_whose_parser_is_busy(tmp_path: Path) -> None:
     """The parser runs in a worker: the CLI process itself always sees SIGTERM and SIGINT
     (they were ignored while libcst's native code ran in it)."""
-    import os
     import subprocess
-    import sys
 
     (tmp_path / "slow.py").write_text(HOOK + "+".join(["g"] * 8_000) + "\n")
     env = {**os.environ, "AUTOGRADLINT_MAX_EXPRESSION_DEPTH": "1000000000"}
@@ -192,3 +192,65 @@ def test_large_jobs_and_results_never_deadlock_the_pool() -> None:
     jobs = [bytes([i]) * (3 << 20) for i in range(6)] + [b"x" * 100] * 20
     results = run_isolated(_echo, jobs, workers=2, size=len, time_budget=120)
     assert [len(r) for r in results] == [len(j) * 2 for j in jobs]
+
+
+def test_a_path_made_safe_has_no_working_directory_and_means_the_same_anywhere(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path)
+    path = ["", ".", str(tmp_path), str(tmp_path / "link"), "src", "/usr/lib/python3.11"]
+    assert safe_path(path, str(tmp_path)) == [str(tmp_path / "src"), "/usr/lib/python3.11"]
+
+
+def _finds(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def _find_all(modules: list[str]) -> list[bool]:
+    return [_finds(module) for module in modules]
+
+
+def _where(module: str) -> tuple[str, bool]:
+    return os.getcwd(), _finds(module)
+
+
+@pytest.fixture
+def started_in_a_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """As `python -m autogradlint` leaves it: the working directory, holding a module, first
+    on the path. The module's name."""
+    (tmp_path / "agl_shadow_probe.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert _finds("agl_shadow_probe")  # here, in this process, it would be imported
+    return "agl_shadow_probe"
+
+
+def test_forked_workers_never_import_from_the_working_directory(
+    started_in_a_project: str,
+) -> None:
+    from autogradlint.workers import map_in_forks
+
+    module = started_in_a_project
+    assert run_isolated(_finds, [module]) == [False]
+    assert map_in_forks(_find_all, [module], readers=1) == [False]
+
+
+def test_the_language_servers_worker_starts_elsewhere_with_a_safe_path(
+    started_in_a_project: str,
+) -> None:
+    worker = Persistent(_where, preload=("json",))
+    try:
+        assert worker.run(started_in_a_project) == (os.path.abspath(os.sep), False)
+    finally:
+        worker.close()
+
+
+def test_elsewhere_than_linux_check_and_fix_workers_start_with_a_safe_path(
+    started_in_a_project: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """macOS does not fork them: multiprocessing's spawn started them with `python -c` here."""
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert run_isolated(_where, [started_in_a_project]) == [(os.path.abspath(os.sep), False)]

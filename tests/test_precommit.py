@@ -2,7 +2,8 @@
 at a snapshot of this checkout (what a user's configuration does with a published rev).
 
 One snapshot, committed once per test session, is shared: pre-commit builds the hook's
-environment once for it, and every test reuses it."""
+environment once for it, and every test reuses it. They run only when asked for:
+`python -m pytest -m network` or AUTOGRADLINT_NETWORK=1."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from conftest import SQUARE_BUG
 ROOT = Path(__file__).resolve().parent.parent
 BUG = SQUARE_BUG
 
-pytestmark = pytest.mark.slow
+# pre-commit installs the hook into a virtualenv from PyPI (~150 MB under the user cache)
+pytestmark = [pytest.mark.slow, pytest.mark.network]
 
 
 def _git(repo: Path, *args: str) -> None:
@@ -126,3 +128,69 @@ def test_the_hook_on_one_changed_file_sees_the_rest_of_the_project(repo: Path) -
     assert result.returncode != 0
     assert "src/mypkg/ops.py:9:37: AGL201" in result.stdout, result.stdout
     assert "src/mypkg/model.py:5:12: AGL407" in result.stdout, result.stdout
+
+
+def _readme_snippet() -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## pre-commit", 1)[1]
+    return section.split("```yaml\n", 1)[1].split("```", 1)[0]
+
+
+def test_readme_revision_is_a_commit_of_this_repository() -> None:
+    """No release is tagged: the README pins a full SHA, which must exist in the history."""
+    import re
+
+    rev = re.search(r"rev: (\S+)", _readme_snippet())
+    assert rev is not None and re.fullmatch(r"[0-9a-f]{40}", rev.group(1)), "pin a commit SHA"
+    inside = subprocess.run(
+        ["git", "rev-parse", "--is-shallow-repository"], cwd=ROOT, capture_output=True, text=True
+    )
+    if inside.returncode != 0 or inside.stdout.strip() == "true":
+        pytest.skip("not a full git clone: the history cannot be searched")
+    known = subprocess.run(
+        ["git", "cat-file", "-e", f"{rev.group(1)}^{{commit}}"], cwd=ROOT, check=False
+    )
+    assert known.returncode == 0, f"{rev.group(1)} is not a commit of this repository"
+    for other in re.findall(r"@([0-9a-f]{40})", (ROOT / "README.md").read_text(encoding="utf-8")):
+        assert other == rev.group(1), "every snippet pins the same commit"
+
+
+def test_readme_snippet_installs_the_hook_and_blocks_a_buggy_commit(
+    tmp_path: Path, hooks_repo: tuple[Path, str]
+) -> None:
+    """Exactly the README's snippet, with this checkout's snapshot as the repository and its
+    commit as the revision: `pre-commit install`, then `git commit` of a buggy file fails."""
+    import re
+
+    snapshot, rev = hooks_repo
+    config = _readme_snippet().replace("<url of this repository>", str(snapshot))
+    config = re.sub(r"rev: \S+", f"rev: {rev}", config)
+    repo = tmp_path / "user"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / ".pre-commit-config.yaml").write_text(config)
+    env = {**os.environ, "PRE_COMMIT_HOME": str(Path.home() / ".cache" / "autogradlint-pre-commit")}
+    installed = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "install"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    (repo / "bug.py").write_text(BUG)
+    _git(repo, "add", ".")
+    commit = subprocess.run(
+        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-m", "bug"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert commit.returncode != 0, commit.stdout + commit.stderr
+    assert "AGL101" in commit.stdout + commit.stderr
+    head = subprocess.run(
+        ["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=repo, capture_output=True
+    )
+    assert head.returncode != 0, "the buggy commit was made"

@@ -15,7 +15,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import importlib.util
-import os
 from pathlib import Path
 
 import libcst as cst
@@ -30,6 +29,7 @@ from autogradlint.speed.gates import can_hold_findings
 from autogradlint.speed.rebuild import Unsupported, rebuild_module
 from autogradlint.speed.slicing import slice_source
 from autogradlint.speed.twins import first_indent, first_line_end
+from benchmarks.corpus import corpus_dir
 
 # Layout-only fields besides the trivia the walker skips.
 _LAYOUT = {"indent", "default_indent", "default_newline", "has_trailing_newline", "encoding"}
@@ -171,7 +171,7 @@ def test_every_example_and_fixture_reports_the_same_both_ways() -> None:
 
 def _corpus_files() -> list[Path]:
     trees = []
-    corpus = Path(os.environ.get("AGL_CORPUS", Path.home() / ".cache/autogradlint-corpus"))
+    corpus = corpus_dir()
     if (corpus / "src").is_dir():
         trees.append(corpus / "src")
     spec = importlib.util.find_spec("torch")  # its source, without importing it

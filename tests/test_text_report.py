@@ -193,7 +193,7 @@ def test_concise_output_escapes_the_message() -> None:
     from autogradlint.report.json_format import render_concise
 
     finding = _finding("m.py", f"about `{HOSTILE}`", 1)
-    assert _raw_controls(render_concise([FileResult("m.py", [finding])])) == []
+    assert _raw_controls(render_concise([FileResult("m.py", [finding])], [], quiet=True)) == []
 
 
 _EXTENSION = """\

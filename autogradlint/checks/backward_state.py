@@ -11,6 +11,7 @@ from ..analysis.flow import MethodFlow
 from ..analysis.names import dotted
 from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor
+from ..fix.preconditions import Unproven
 from .base import Check
 from .common import source_of
 from .gradient_copy import copy_gradient_first
@@ -59,10 +60,35 @@ class BackwardState(Check):
             origin = contract.alias_of(found[0], flow, order, grads, {})
             if origin and origin not in reported:
                 reported.add(origin)
+                partial = self._partial_write(flow, origin)
                 fix = copy_gradient_first(
-                    backward, flow, origin, dense=False, title=f"copy `{origin}` before changing it"
+                    backward,
+                    flow,
+                    origin,
+                    dense=False,
+                    title=f"copy `{origin}` before changing it",
+                    rule_id="AGL406",
+                    unproven=[
+                        Unproven("AGL406", "whole-gradient-writes", partial) if partial else None
+                    ],
                 )
                 self.report("AGL406", found[1], fix=fix, cls=name, name=origin)
+
+    def _partial_write(self, flow: MethodFlow, origin: str) -> str | None:
+        """A write into gradient `origin` that may reach only part of it: through an index or
+        a view of a part (`g[0] = v`, `g.select(0, 0).zero_()`, `h.zero_()` with `h = g[0]`),
+        or through a method that may copy (`g.contiguous()`: a copy of an expanded gradient, the
+        very buffer of a dense copy). On an expanded gradient (stride 0) one element's memory
+        is every element's, so such a write shows everywhere, and on a private copy it does
+        not (None: every write is whole)."""
+        for node, _order in flow.statements:
+            found = mutation(node)
+            if found is None:
+                continue
+            reach = _reach(found[0], flow, origin, 0)
+            if reach == "partial" or (reach == "whole" and isinstance(node, cst.Assign)):
+                return f"`{code_of(found[1]).strip()}` may write to a part of it"
+        return None
 
     def _backward_saved_inplace(self, info: ClassInfo, backward: cst.FunctionDef) -> None:
         """A tensor backward keeps between runs, changed in place: one forward saved with
@@ -518,3 +544,67 @@ def _saved_slot(
 def _rebound_after(flow: MethodFlow, name: str, order: int) -> bool:
     """Whether `name` is assigned again after `order` (then the returned tensor is another)."""
     return any(d.order > order and d.kind != "augassign" for d in flow.defs.get(name, ()))
+
+
+# Steps that give the whole tensor (a view of all of it, in the same memory), and steps that
+# give a part or may copy: what decides whether a write through them reaches the whole gradient.
+_WHOLE_METHODS = frozenset(
+    {
+        "view",
+        "view_as",
+        "reshape",
+        "reshape_as",
+        "flatten",
+        "t",
+        "transpose",
+        "permute",
+        "squeeze",
+        "unsqueeze",
+        "detach",
+        "movedim",
+        "swapaxes",
+    }
+)
+_WHOLE_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data"})
+
+
+def _reach(expr: cst.BaseExpression, flow: MethodFlow, origin: str, depth: int) -> str:
+    """How a write into `expr` reaches gradient `origin`: "whole", "partial" (through an
+    index, a view of a part, or a method that may copy), or "none" (a new tensor)."""
+    if depth > 16:
+        return "partial"
+    partial = False
+    while isinstance(expr, (cst.Attribute, cst.Call, cst.Subscript)):
+        if isinstance(expr, cst.Subscript):
+            partial, expr = True, expr.value
+        elif isinstance(expr, cst.Call):
+            func = expr.func
+            if not isinstance(func, cst.Attribute):
+                return "none"  # `torch.cat(...)`, `f(g)`: a tensor of its own
+            if func.attr.value not in _WHOLE_METHODS:
+                partial = True
+            expr = func.value
+        else:
+            if expr.attr.value not in _WHOLE_ATTRIBUTES:
+                partial = True
+            expr = expr.value
+    if not isinstance(expr, cst.Name):
+        return "none"
+    if expr.value == origin:
+        return "partial" if partial else "whole"
+    found = "none"
+    for definition in flow.defs.get(expr.value, ()):
+        if definition.kind == "augassign":
+            continue  # `h *= 2` keeps what `h` holds
+        value = definition.expression
+        if value is None:
+            inner = "partial" if definition.kind != "param" else "none"
+        else:
+            inner = _reach(value, flow, origin, depth + 1)
+            if inner != "none" and definition.kind in ("unpack", "loop", "with"):
+                inner = "partial"  # an element of it (`a, b = g`, `for row in g`)
+        if inner == "partial" or (inner == "whole" and partial):
+            return "partial"
+        if inner == "whole":
+            found = "whole"
+    return found

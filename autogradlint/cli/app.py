@@ -10,7 +10,19 @@ import click
 from .. import __version__
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """click's group, but Ctrl-C exits 130 (as a shell reports a command stopped by SIGINT),
+    where click would print "Aborted!" and exit 1: the status that means "findings"."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("Interrupted.", err=True)
+            raise SystemExit(130) from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="autogradlint")
 def main() -> None:
     """A static linter for custom PyTorch autograd code.

@@ -30,7 +30,11 @@ from .common import (
     show_default=True,
     help="Where to run the probes.",
 )
-@click.option("--timeout", type=float, help="Seconds per probe subprocess (default 240).")
+@click.option(
+    "--timeout",
+    type=float,
+    help="Seconds for each module's import and for each probe (default 240).",
+)
 @click.option(
     "--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
@@ -57,12 +61,18 @@ def confirm(
 ) -> None:
     """EXECUTE flagged code to confirm findings at runtime (families A, B, C and AGL401).
 
-    Unlike every other command this imports and runs the code under PATHS: each probe runs in a
-    fresh subprocess with a timeout. It needs torch (`pip install 'autogradlint[confirm]'`).
-    Verdicts per class and device: confirmed, not_reproduced or could_not_run. Besides the
-    classes with findings, their clean twins are probed (the clean classes in the same files,
-    and those named like a flagged class elsewhere: a fixed copy), so that a clean verdict is
-    evidence as well; --all probes every class, --no-clean none but the flagged.
+    Unlike every other command this imports and runs the code under PATHS, in a child process
+    with a timeout. It needs torch (`pip install 'autogradlint[confirm]'`). Verdicts per class
+    and device: confirmed (on each of 3 random input draws, every RNG reseeded before each run),
+    not_reproduced or could_not_run. Besides the classes with findings, their clean twins are
+    probed (the clean classes in the same files, and those named like a flagged class
+    elsewhere: a fixed copy), so that a clean verdict is evidence as well; --all probes every
+    class, --no-clean none but the flagged.
+
+    The child runs in its own session (what it starts is killed at the end, also what left the
+    session), with memory, file-size and process limits, in a private temporary directory. It
+    is NOT kept from reading or writing your files outside that directory, nor from the
+    network: run it only on code you trust.
     """
     import importlib.util
 

@@ -19,7 +19,14 @@ def add_noqa_comments(
 ) -> tuple[int, list[FileError]]:
     """(directives added or extended, files that could not be changed)."""
     from ..fix.verify import compile_error
-    from ..fix.write import DecodeFailed, WriteRefused, decode_source, read_for_fix, write_fixed
+    from ..fix.write import (
+        DecodeFailed,
+        WriteRefused,
+        checked_roots,
+        decode_source,
+        read_for_fix,
+        write_fixed,
+    )
     from ..lint import lint_file
     from ..noqa import add_noqa
     from ..runner import project_index
@@ -59,7 +66,7 @@ def add_noqa_comments(
             errors.append(FileError(path, f"adding noqa comments would not compile: {problem}"))
             continue
         try:
-            write_fixed(read, new)
+            write_fixed(read, new, roots=checked_roots(paths))  # never through a link out
         except WriteRefused as exc:
             errors.append(FileError(path, str(exc)))
             continue

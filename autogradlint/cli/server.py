@@ -22,6 +22,9 @@ def lsp() -> None:
             "install them with `pip install 'autogradlint[lsp]'`",
         )
         sys.exit(EXIT_ERROR)
+    from ..isolation import clean_path
+
+    clean_path()  # `python -m autogradlint lsp` in a project: import nothing more from it
     from ..lsp.server import run
 
     run()

@@ -1,23 +1,76 @@
 """Runs inside the confirmer's subprocess: imports the target and runs one family's probe.
 
-Protocol (from the verified prototype, semantics "Common confirmer contract"): `@@MARK <step>`
-lines, flushed, before each probe step; then one JSON line {"verdict", "evidence", "torch",
-"devices"}. Usage: python -m autogradlint.confirm.child KIND module:Qualname DEVICES [factory]
+Protocol (from the verified prototype, semantics "Common confirmer contract"), written to the
+channel the parent gave (sandbox.CHANNEL_ENV), never to stdout, so nothing the code prints is
+read as a verdict: `@@MARK <step>` before each probe step, `@@LIMIT <seconds>` when a phase
+with its own time limit begins, then `@@RESULT {"verdict", "evidence", "torch", "devices"}`.
+Arguments of main (sandbox.python starts it): `KIND module:Qualname DEVICES FACTORY TIMEOUT`
+(one probe), or `serve MODULE JOBS_JSON` (a module's probes, each in a fork).
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-CONFIRMED, NOT_REPRODUCED, COULD_NOT_RUN = "confirmed", "not_reproduced", "could_not_run"
+from . import opcheck
+from .draws import (
+    CONFIRMED,
+    COULD_NOT_RUN,
+    NOT_REPRODUCED,
+    SEEDS,
+    agree,
+    general_values,
+    prepare,
+    probe_tensor,
+    reseed,
+)
+
+CHANNEL_ENV = "AUTOGRADLINT_CONFIRM_CHANNEL"  # as in sandbox (not imported: it imports more)
+ROOT_ENV = "AUTOGRADLINT_CONFIRM_ROOT"
+
+
+def say(line: str) -> None:
+    """One protocol line to the parent (stdout when run by hand, without a channel)."""
+    channel = os.environ.get(CHANNEL_ENV)
+    if not channel:
+        print(line, flush=True)
+        return
+    data = (line + "\n").encode()
+    while data:
+        data = data[os.write(int(channel), data) :]
 
 
 def mark(step: str) -> None:
-    print(f"@@MARK {step}", flush=True)
+    say(f"@@MARK {step}")
+
+
+def limit(seconds: float) -> None:
+    """A phase begins that may take `seconds` (the parent stops the run beyond)."""
+    say(f"@@LIMIT {seconds:g}")
+
+
+def enter_project() -> None:
+    """Put the project's root on sys.path, first, as running its code from there would; the
+    tool's own lazy imports are done before, so no project file stands in for them."""
+    import inspect  # noqa: F401 - default_inputs needs it later
+    import traceback  # noqa: F401 - serve needs it later
+
+    prepare()
+
+    root = os.environ.get(ROOT_ENV)
+    if root and root not in sys.path:
+        sys.path.insert(0, root)
+
+
+def import_target(module: str) -> Any:
+    enter_project()
+    return importlib.import_module(module)
 
 
 def load(target: str) -> Any:
@@ -27,10 +80,10 @@ def load(target: str) -> Any:
         # finds it by its qualified name.
         import torch
 
-        importlib.import_module(module)
+        import_target(module)
         namespace, _, name = qualname.partition("::")
         return getattr(getattr(torch.ops, namespace), name)
-    obj: Any = importlib.import_module(module)
+    obj: Any = import_target(module)
     for part in qualname.split("."):
         obj = getattr(obj, part)
     return obj
@@ -46,9 +99,12 @@ def caller(fn: Any) -> Callable[..., Any]:
     return fn.apply if hasattr(fn, "apply") else fn
 
 
-def default_inputs(fn: Any, dtype: Any, device: str, shape: tuple[int, ...]) -> list[Any]:
-    """One small float tensor per required forward input (after ctx); for a custom op, per
-    parameter of the op's own function, a tensor where it takes one and 2.0 or 2 elsewhere."""
+def default_inputs(
+    fn: Any, dtype: Any, device: str, shape: tuple[int, ...], seed: int
+) -> list[Any]:
+    """One small float tensor per required forward input (after ctx), its values the draw's;
+    for a custom op, per parameter of the op's own function, a tensor where it takes one and
+    2.0 or 2 elsewhere."""
     import inspect
 
     import torch
@@ -56,7 +112,7 @@ def default_inputs(fn: Any, dtype: Any, device: str, shape: tuple[int, ...]) -> 
     own = getattr(fn, "_init_fn", None)  # a CustomOpDef: the Python function it was made from
     schema = _schema_of(fn) if own is None and not hasattr(fn, "forward") else None
     if schema is not None:
-        return _inputs_from_schema(schema, dtype, device, shape)
+        return _inputs_from_schema(schema, dtype, device, shape, seed)
     if own is not None:
         params = list(inspect.signature(own).parameters.values())
     else:
@@ -73,19 +129,9 @@ def default_inputs(fn: Any, dtype: Any, device: str, shape: tuple[int, ...]) -> 
     ]
     if any(p.kind is p.VAR_POSITIONAL for p in params):
         raise TypeError("forward takes *args: inputs cannot be synthesised")
-    base = _probe_tensor(dtype, device, shape)
+    base = probe_tensor(dtype, device, shape, seed)
     scalars = {float: 2.0, int: 2, "float": 2.0, "int": 2, bool: False, "bool": False}
     return [scalars.get(p.annotation, base.clone()) for p in required]
-
-
-def _probe_tensor(dtype: Any, device: str, shape: tuple[int, ...]) -> Any:
-    """The probe's tensor input: distinct, non-zero values in `shape` (1-D or 2-D)."""
-    import torch
-
-    if len(shape) == 1:
-        return torch.tensor([0.5, 1.0, 1.5], dtype=dtype, device=device)
-    base = torch.linspace(0.5, 1.5, steps=shape[0] * shape[1], dtype=dtype, device=device)
-    return base.reshape(shape)
 
 
 def _schema_of(fn: Any) -> Any:
@@ -101,12 +147,13 @@ def _schema_of(fn: Any) -> Any:
 _SCHEMA_SCALARS = {"float": 2.0, "int": 2, "SymInt": 2, "bool": False, "Scalar": 2.0}
 
 
-def _inputs_from_schema(schema: Any, dtype: Any, device: str, shape: tuple[int, ...]) -> list[Any]:
+def _inputs_from_schema(
+    schema: Any, dtype: Any, device: str, shape: tuple[int, ...], seed: int
+) -> list[Any]:
     """One value per positional argument without a default of an op's schema
     (`scale(Tensor x, float s) -> Tensor`): the probe's tensor for `Tensor`, 2.0 / 2 / False
     for scalars; any other type needs a factory, and the error says which."""
-
-    base = _probe_tensor(dtype, device, shape)
+    base = probe_tensor(dtype, device, shape, seed)
     out: list[Any] = []
     for argument in schema.arguments:
         if argument.kwarg_only or argument.has_default_value():
@@ -135,225 +182,303 @@ def _leaf(value: Any, copy: bool = False) -> Any:
 
 
 def inputs_for(
-    fn: Any, factory: Callable[..., Any] | None, dtype: Any, device: str, shape: tuple[int, ...]
+    fn: Any,
+    factory: Callable[..., Any] | None,
+    dtype: Any,
+    device: str,
+    shape: tuple[int, ...],
+    seed: int,
 ) -> list[Any]:
+    """The inputs of one draw: the factory's (called with every RNG at the draw's seed, so a
+    factory that draws random values draws the same ones each time), or synthesised ones."""
+    reseed(seed)
     if factory is not None:
         made = factory(dtype=dtype, device=device)
         return list(made) if isinstance(made, (tuple, list)) else [made]
-    return default_inputs(fn, dtype, device, shape)
+    return default_inputs(fn, dtype, device, shape, seed)
+
+
+def _not_repeatable(what: str) -> dict[str, Any]:
+    return {
+        "verdict": COULD_NOT_RUN,
+        "evidence": [
+            f"two identical runs ({what}, the same inputs, every RNG reseeded) gave different "
+            "gradients: the code draws from a source no seed controls, so no comparison "
+            "between runs shows anything"
+        ],
+    }
+
+
+def _draws(
+    probe: Callable[[int, str], list[str] | dict[str, Any]],
+) -> tuple[dict[str, Any] | None, list[list[str]]]:
+    """Run `probe(seed, label)` for every draw; a dict it returns (could_not_run) ends it."""
+    found: list[list[str]] = []
+    for number, seed in enumerate(SEEDS, start=1):
+        result = probe(seed, f"draw {number}/{len(SEEDS)}")
+        if isinstance(result, dict):
+            return result, found
+        found.append(result)
+    return None, found
 
 
 def probe_a(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> dict[str, Any]:
-    """Graph building in backward: first order via grad and .backward(), leaks, (grad)gradcheck."""
-    import torch
-
+    """Graph building in backward: first order via grad and .backward(), leaks, (grad)gradcheck;
+    on every draw, each run of forward with every RNG reseeded to the draw's seed."""
     per_device: dict[str, Any] = {}
     for dev in devices:
-        ev: list[str] = []
-
-        def fresh(leaf: bool = True, dev: str = dev) -> tuple[Any, list[Any]]:
-            args = inputs_for(fn, factory, torch.float64, dev, (3,))
-            w = args[0].detach().requires_grad_(True)
-            args[0] = w if leaf else w * 1.0
-            return w, args
-
-        try:
-            fresh()
-        except Exception as exc:  # noqa: BLE001
-            per_device[dev] = {
-                "verdict": COULD_NOT_RUN,
-                "evidence": [f"could not build inputs: {first_line(exc)}"],
-            }
+        stopped, draws = _draws(partial(_probe_a_draw, fn, dev, factory))
+        if stopped is not None:
+            per_device[dev] = stopped
             continue
-        for cg in (False, True):
-            mark(f"A grad {dev} create_graph={cg}")
-            w, args = fresh()
-            try:
-                g_grad = torch.autograd.grad(caller(fn)(*args).sum(), w, create_graph=cg)[
-                    0
-                ].detach()
-                if w.grad is not None:
-                    ev.append(
-                        f"create_graph={cg}: torch.autograd.grad populated the input's .grad "
-                        "(a nested backward leaks into the caller's leaves)"
-                    )
-            except Exception as exc:  # noqa: BLE001
-                ev.append(f"create_graph={cg}: torch.autograd.grad raised {first_line(exc)}")
-                continue
-            mark(f"A backward {dev} create_graph={cg}")
-            w, args = fresh()
-            try:
-                caller(fn)(*args).sum().backward(create_graph=cg)
-                got = None if w.grad is None else w.grad.detach()
-                if got is None or not torch.allclose(got, g_grad):
-                    ev.append(
-                        f"create_graph={cg}: .backward() gave "
-                        f"{None if got is None else got.tolist()} but torch.autograd.grad "
-                        f"gave {g_grad.tolist()}"
-                    )
-            except Exception as exc:  # noqa: BLE001
-                ev.append(f"create_graph={cg}: .backward() raised {first_line(exc)}")
-        mark(f"A non-leaf {dev}")
-        w, args = fresh(leaf=False)
-        try:
-            caller(fn)(*args).sum().backward()
-        except Exception as exc:  # noqa: BLE001
-            ev.append(f"non-leaf input: .backward() raised {first_line(exc)}")
-        mark(f"A gradcheck {dev}")
-        w, args = fresh()
-        for name, check in (
-            ("gradcheck", torch.autograd.gradcheck),
-            ("gradgradcheck", torch.autograd.gradgradcheck),
-        ):
-            try:
-
-                def call(x: Any, args: list[Any] = args) -> Any:
-                    return caller(fn)(x, *args[1:])
-
-                if not check(call, (w,), raise_exception=False):
-                    ev.append(f"{name} failed (numerical and analytical gradients differ)")
-            except Exception as exc:  # noqa: BLE001
-                ev.append(f"{name} raised {first_line(exc)}")
-        if (
-            ev
-            and all("raised" in e for e in ev)
-            and len({e.split(" raised ")[-1] for e in ev}) == 1
-        ):
-            # Every run, create_graph=True and gradcheck included, failed the same way: the
-            # probe could not call the code (its inputs do not fit), so nothing is shown.
-            per_device[dev] = {
-                "verdict": COULD_NOT_RUN,
-                "evidence": [
-                    f"every run raised {ev[0].split(' raised ')[-1]}: the probe's inputs do not "
-                    "fit this code; name an input factory in [tool.autogradlint.confirm] factories"
-                ],
-            }
-            continue
-        if ev and all("gradgradcheck" in e for e in ev):
+        verdict, ev = agree(draws)
+        lines = [line for draw in draws for line in draw]
+        if verdict == CONFIRMED and all("gradgradcheck" in line for line in lines):
             ev.append("scope: double-backward only (first-order gradients are correct)")
-        per_device[dev] = {"verdict": CONFIRMED if ev else NOT_REPRODUCED, "evidence": ev}
+        per_device[dev] = {"verdict": verdict, "evidence": ev}
     return per_device
+
+
+def _probe_a_draw(
+    fn: Any, dev: str, factory: Callable[..., Any] | None, seed: int, label: str
+) -> list[str] | dict[str, Any]:
+    """One draw of probe A: its evidence, or could_not_run (as a dict) if nothing can show."""
+    import torch
+
+    def fresh(leaf: bool = True) -> tuple[Any, list[Any]]:
+        args = inputs_for(fn, factory, torch.float64, dev, (3,), seed)
+        w = args[0].detach().requires_grad_(True)
+        args[0] = w if leaf else w * 1.0
+        return w, args
+
+    def forward(args: list[Any]) -> Any:
+        reseed(seed)  # what forward draws, it draws the same on every run
+        return caller(fn)(*args)
+
+    try:
+        fresh()
+    except Exception as exc:  # noqa: BLE001
+        return {
+            "verdict": COULD_NOT_RUN,
+            "evidence": [f"could not build inputs: {first_line(exc)}"],
+        }
+    mark(f"A control {dev}, {label}")
+    try:
+        runs = []
+        for _ in range(2):
+            w, args = fresh()
+            runs.append(torch.autograd.grad(forward(args).sum(), w)[0].detach())
+        if not torch.allclose(runs[0], runs[1], equal_nan=True):
+            return _not_repeatable("torch.autograd.grad")
+    except Exception:  # noqa: BLE001,S110 - the steps below report what raises
+        pass
+    ev: list[str] = []
+    for cg in (False, True):
+        mark(f"A grad {dev} create_graph={cg}, {label}")
+        w, args = fresh()
+        try:
+            g_grad = torch.autograd.grad(forward(args).sum(), w, create_graph=cg)[0].detach()
+            if w.grad is not None:
+                ev.append(
+                    f"create_graph={cg}: torch.autograd.grad populated the input's .grad "
+                    "(a nested backward leaks into the caller's leaves)"
+                )
+        except Exception as exc:  # noqa: BLE001
+            ev.append(f"create_graph={cg}: torch.autograd.grad raised {first_line(exc)}")
+            continue
+        mark(f"A backward {dev} create_graph={cg}, {label}")
+        w, args = fresh()
+        try:
+            forward(args).sum().backward(create_graph=cg)
+            got = None if w.grad is None else w.grad.detach()
+            if got is None or not torch.allclose(got, g_grad):
+                ev.append(
+                    f"create_graph={cg}: .backward() gave "
+                    f"{None if got is None else got.tolist()} but torch.autograd.grad "
+                    f"gave {g_grad.tolist()} (the same inputs and seed)"
+                )
+        except Exception as exc:  # noqa: BLE001
+            ev.append(f"create_graph={cg}: .backward() raised {first_line(exc)}")
+    mark(f"A non-leaf {dev}, {label}")
+    w, args = fresh(leaf=False)
+    try:
+        forward(args).sum().backward()
+    except Exception as exc:  # noqa: BLE001
+        ev.append(f"non-leaf input: .backward() raised {first_line(exc)}")
+    mark(f"A gradcheck {dev}, {label}")
+    w, args = fresh()
+
+    def call(x: Any) -> Any:
+        return forward([x, *args[1:]])
+
+    for name, check in (
+        ("gradcheck", torch.autograd.gradcheck),
+        ("gradgradcheck", torch.autograd.gradgradcheck),
+    ):
+        try:
+            if not check(call, (w,), raise_exception=False):
+                ev.append(f"{name} failed (numerical and analytical gradients differ)")
+        except Exception as exc:  # noqa: BLE001
+            ev.append(f"{name} raised {first_line(exc)}")
+    if ev and all("raised" in e for e in ev) and len({e.split(" raised ")[-1] for e in ev}) == 1:
+        # Every run, create_graph=True and gradcheck included, failed the same way: the
+        # probe could not call the code (its inputs do not fit), so nothing is shown.
+        return {
+            "verdict": COULD_NOT_RUN,
+            "evidence": [
+                f"every run raised {ev[0].split(' raised ')[-1]}: the probe's inputs do not "
+                "fit this code; name an input factory in [tool.autogradlint.confirm] factories"
+            ],
+        }
+    return ev
 
 
 def probe_b(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> dict[str, Any]:
     """Grads to compiled code: the same values in every layout autograd produces; the grad's
-    and the inputs' bytes before/after; gradcheck (and opcheck for a custom op) on the control,
-    reported beside: they feed contiguous gradients only, so they pass where this fails."""
-    import torch
-
+    and the inputs' bytes before/after; gradcheck on the control, reported beside: it feeds
+    contiguous gradients only, so it passes where this fails. On
+    every draw, with every RNG reseeded before each run of forward."""
     per_device: dict[str, Any] = {}
     for dev in devices:
-        ev: list[str] = []
-        try:
-            args = inputs_for(fn, factory, torch.float32, dev, (4, 6))
-            out = caller(fn)(*[_leaf(a) for a in args])
-            shape = tuple(out.shape)
-        except Exception as exc:  # noqa: BLE001
-            per_device[dev] = {
-                "verdict": COULD_NOT_RUN,
-                "evidence": [f"could not run forward: {first_line(exc)}"],
-            }
-            continue
-        torch.manual_seed(0)
-        dense = torch.randn(shape, device=dev)
-        layouts: dict[str, tuple[Any, Any]] = {
-            "dense": (dense.clone(), dense),
-            "expanded (stride 0, as from out.sum())": (
-                torch.full((), 1.5, device=dev).expand(shape),
-                torch.full(shape, 1.5, device=dev),
-            ),
-            "offset slice": (
-                torch.cat([torch.randn((1, *shape[1:]), device=dev), dense])[1:],
-                dense,
-            ),
-        }
-        if len(shape) == 2:
-            layouts["transposed"] = (dense.t().contiguous().t(), dense)
-        if shape:  # what torch.cat's backward hands each input (pytorch/pytorch#194719)
-            wide = torch.cat([dense, torch.randn((*shape[:-1], 5), device=dev)], dim=-1)
-            layouts["narrow view (as from torch.cat's backward)"] = (wide[..., : shape[-1]], dense)
-        if len(shape) == 4:  # a convolution's gradient
-            layouts["channels_last"] = (dense.contiguous(memory_format=torch.channels_last), dense)
-
-        written: list[str] = []
-
-        def backward_with(
-            g: Any,
-            args: list[Any] = args,
-            name: str = "",
-            written: list[str] = written,
-            ev: list[str] = ev,
-        ) -> Any:
-            x = [_leaf(a, copy=True) for a in args]
-            out = caller(fn)(*x)
-            # what forward saved of the caller's tensors: their bytes before the backward
-            kept = [(i, t.detach().clone()) for i, t in enumerate(x) if isinstance(t, torch.Tensor)]
-            result = torch.autograd.grad(out, x[0], grad_outputs=g)[0]
-            for i, before in kept:
-                if not torch.equal(before, x[i].detach()) and name not in written:
-                    written.append(name)
-                    ev.append(
-                        f"grad_output {name or 'dense'}: backward changed forward's input {i} "
-                        "(a tensor it saved, which the caller holds)"
-                    )
-            return result
-
-        # The control: contiguous, dense inputs and gradient. If the code cannot run even so,
-        # the probe called it wrongly (inputs it does not take): nothing is shown either way.
-        mark(f"B control {dev}")
-        try:
-            backward_with(dense.clone())
-        except Exception as exc:  # noqa: BLE001
-            per_device[dev] = {
-                "verdict": COULD_NOT_RUN,
-                "evidence": [
-                    f"the control run (dense, contiguous gradient) raised {first_line(exc)}: "
-                    "the probe's inputs do not fit this code; name an input factory in "
-                    "[tool.autogradlint.confirm] factories"
-                ],
-            }
-            continue
-        beside = _standard_checks(fn, args, dev)
         skipped: list[str] = []
-        for name, (g, reference) in layouts.items():
-            mark(f"B layout {name} {dev}")
-            try:  # the same values, contiguous: what the layout's result must equal
-                want = backward_with(reference.clone(memory_format=torch.contiguous_format))
-            except Exception as exc:  # noqa: BLE001
-                skipped.append(f"grad_output {name}: its contiguous run raised {first_line(exc)}")
-                continue
-            try:
-                before = g.detach().contiguous().view(torch.uint8).clone()
-                version = g._version
-                got = backward_with(g, name=name)
-                if not torch.allclose(got, want, equal_nan=True):
-                    ev.append(
-                        f"grad_output {name} (stride {tuple(g.stride())}): the result "
-                        "differs from the run on a contiguous copy of the same values"
-                    )
-                if not torch.equal(before, g.detach().contiguous().view(torch.uint8)):
-                    ev.append(
-                        f"grad_output {name}: backward wrote into its incoming gradient "
-                        f"(version {version} -> {g._version}; an unchanged version means "
-                        "a raw pointer write)"
-                    )
-            except Exception as exc:  # noqa: BLE001
-                # The control passed and the same values, contiguous, ran: the layout did it.
-                ev.append(
-                    f"grad_output {name} (stride {tuple(g.stride())}): raised "
-                    f"{first_line(exc)} where the contiguous run did not"
-                )
+        beside: list[str] = []
+        stopped, draws = _draws(
+            partial(_probe_b_draw, fn, dev, factory, skipped=skipped, beside=beside)
+        )
+        if stopped is not None:
+            per_device[dev] = stopped
+            continue
+        verdict, ev = agree(draws)
         per_device[dev] = {
-            "verdict": CONFIRMED if ev else NOT_REPRODUCED,
-            "evidence": ev + [f"(not compared) {s}" for s in skipped] + beside,
+            "verdict": verdict,
+            "evidence": ev + [f"(not compared) {s}" for s in dict.fromkeys(skipped)] + beside,
         }
     return per_device
 
 
-def _standard_checks(fn: Any, args: list[Any], dev: str) -> list[str]:
-    """gradcheck on the control's inputs in float64, and torch.library.opcheck for a custom
-    op: what they say, beside the layouts (they feed contiguous gradients only)."""
+def _probe_b_draw(
+    fn: Any,
+    dev: str,
+    factory: Callable[..., Any] | None,
+    seed: int,
+    label: str,
+    skipped: list[str],
+    beside: list[str],
+) -> list[str] | dict[str, Any]:
+    """One draw of probe B: its evidence, or could_not_run (as a dict). The layouts' values are
+    the draw's; `skipped` gets the layouts that could not be compared, `beside` (on the first
+    draw) what gradcheck says."""
     import torch
+
+    def forward(x: list[Any]) -> Any:
+        reseed(seed)  # what forward draws, it draws the same on every run
+        return caller(fn)(*x)
+
+    try:
+        args = inputs_for(fn, factory, torch.float32, dev, (4, 6), seed)
+        shape = tuple(forward([_leaf(a) for a in args]).shape)
+    except Exception as exc:  # noqa: BLE001
+        return {"verdict": COULD_NOT_RUN, "evidence": [f"could not run forward: {first_line(exc)}"]}
+    values = torch.Generator().manual_seed(seed)
+
+    def random(*size: int) -> Any:
+        return torch.randn(size, generator=values).to(dev)
+
+    dense = random(*shape)
+    scalar = general_values(1, seed)[0]
+    layouts: dict[str, tuple[Any, Any]] = {
+        "dense": (dense.clone(), dense),
+        "expanded (stride 0, as from out.sum())": (
+            torch.full((), scalar, device=dev).expand(shape),
+            torch.full(shape, scalar, device=dev),
+        ),
+        "offset slice": (torch.cat([random(1, *shape[1:]), dense])[1:], dense),
+    }
+    if len(shape) == 2:
+        layouts["transposed"] = (dense.t().contiguous().t(), dense)
+    if shape:  # what torch.cat's backward hands each input (pytorch/pytorch#194719)
+        wide = torch.cat([dense, random(*shape[:-1], 5)], dim=-1)
+        layouts["narrow view (as from torch.cat's backward)"] = (wide[..., : shape[-1]], dense)
+    if len(shape) == 4:  # a convolution's gradient
+        layouts["channels_last"] = (dense.contiguous(memory_format=torch.channels_last), dense)
+
+    ev: list[str] = []
+    written: list[str] = []
+
+    def backward_with(g: Any, name: str = "") -> Any:
+        x = [_leaf(a, copy=True) for a in args]
+        out = forward(x)
+        # what forward saved of the caller's tensors: their bytes before the backward
+        kept = [(i, t.detach().clone()) for i, t in enumerate(x) if isinstance(t, torch.Tensor)]
+        result = torch.autograd.grad(out, x[0], grad_outputs=g)[0]
+        for i, before in kept:
+            if not torch.equal(before, x[i].detach()) and name not in written:
+                written.append(name)
+                ev.append(
+                    f"grad_output {name or 'dense'}: backward changed forward's input {i} "
+                    "(a tensor it saved, which the caller holds)"
+                )
+        return result
+
+    # The control: contiguous, dense inputs and gradient, twice. If the code cannot run even
+    # so, the probe called it wrongly (inputs it does not take); if the two runs differ, runs
+    # cannot be compared. Either way nothing is shown.
+    mark(f"B control {dev}, {label}")
+    try:
+        first = backward_with(dense.clone())
+        second = backward_with(dense.clone())
+    except Exception as exc:  # noqa: BLE001
+        return {
+            "verdict": COULD_NOT_RUN,
+            "evidence": [
+                f"the control run (dense, contiguous gradient) raised {first_line(exc)}: "
+                "the probe's inputs do not fit this code; name an input factory in "
+                "[tool.autogradlint.confirm] factories"
+            ],
+        }
+    if not torch.allclose(first, second, equal_nan=True):
+        return _not_repeatable("the dense control")
+    if seed == SEEDS[0]:  # once: they do not take the draws
+        beside += _standard_checks(fn, args, dev, seed)
+    for name, (g, reference) in layouts.items():
+        mark(f"B layout {name} {dev}, {label}")
+        try:  # the same values, contiguous: what the layout's result must equal
+            want = backward_with(reference.clone(memory_format=torch.contiguous_format))
+        except Exception as exc:  # noqa: BLE001
+            skipped.append(f"grad_output {name}: its contiguous run raised {first_line(exc)}")
+            continue
+        try:
+            before = g.detach().contiguous().view(torch.uint8).clone()
+            version = g._version
+            got = backward_with(g, name=name)
+            if not torch.allclose(got, want, equal_nan=True):
+                ev.append(
+                    f"grad_output {name} (stride {tuple(g.stride())}): the result "
+                    "differs from the run on a contiguous copy of the same values"
+                )
+            if not torch.equal(before, g.detach().contiguous().view(torch.uint8)):
+                ev.append(
+                    f"grad_output {name}: backward wrote into its incoming gradient "
+                    f"(version {version} -> {g._version}; an unchanged version means "
+                    "a raw pointer write)"
+                )
+        except Exception as exc:  # noqa: BLE001
+            # The control passed and the same values, contiguous, ran: the layout did it.
+            ev.append(
+                f"grad_output {name} (stride {tuple(g.stride())}): raised "
+                f"{first_line(exc)} where the contiguous run did not"
+            )
+    return ev
+
+
+def _standard_checks(fn: Any, args: list[Any], dev: str, seed: int) -> list[str]:
+    """gradcheck on the control's inputs in float64: what it says, beside the layouts (it feeds
+    contiguous gradients only)."""
+    import torch
+
+    def call(*x: Any) -> Any:
+        reseed(seed)
+        return caller(fn)(*x)
 
     out: list[str] = []
     mark(f"B gradcheck {dev}")
@@ -371,7 +496,7 @@ def _standard_checks(fn: Any, args: list[Any], dev: str) -> list[str]:
         ]
         try:
             passed = torch.autograd.gradcheck(
-                caller(fn), tuple(inputs), raise_exception=False, **tolerances
+                call, tuple(inputs), raise_exception=False, **tolerances
             )
         except Exception as exc:  # noqa: BLE001
             if dtype is torch.float64:
@@ -380,16 +505,6 @@ def _standard_checks(fn: Any, args: list[Any], dev: str) -> list[str]:
             break
         out.append(f"(beside) gradcheck{label} {'passed' if passed else 'failed'}")
         break
-    if hasattr(fn, "_opoverload"):  # a torch.library custom op
-        mark(f"B opcheck {dev}")
-        try:
-            result = torch.library.opcheck(fn, tuple(_leaf(a) for a in args))
-            failed = [name for name, verdict in result.items() if verdict != "SUCCESS"]
-            out.append(
-                "(beside) opcheck " + (f"failed: {', '.join(failed)}" if failed else "passed")
-            )
-        except Exception as exc:  # noqa: BLE001
-            out.append(f"(beside) opcheck raised {first_line(exc)[:200]}")
     return out
 
 
@@ -428,7 +543,7 @@ def probe_c(cls: Any, devices: list[str], factory: Callable[..., Any] | None) ->
         ev: list[str] = []
         inconclusive: list[str] = []
         for dt in (torch.float16, torch.bfloat16, torch.float32):
-            torch.manual_seed(0)
+            reseed(SEEDS[0])
             a = torch.randn(4, 8, dtype=dt, device=dev)
             w = torch.randn(3, 8, dtype=dt, device=dev)
             b = torch.randn(3, dtype=dt, device=dev)
@@ -495,7 +610,7 @@ def probe_arity(fn: Any, devices: list[str], factory: Callable[..., Any] | None)
                 a.requires_grad_(True)
                 if isinstance(a, torch.Tensor) and a.is_floating_point()
                 else a
-                for a in inputs_for(fn, factory, torch.float64, dev, (3,))
+                for a in inputs_for(fn, factory, torch.float64, dev, (3,), SEEDS[0])
             ]
         except Exception as exc:  # noqa: BLE001
             per_device[dev] = {
@@ -504,6 +619,7 @@ def probe_arity(fn: Any, devices: list[str], factory: Callable[..., Any] | None)
             }
             continue
         try:
+            reseed(SEEDS[0])
             caller(fn)(*args).sum().backward()
             per_device[dev] = {"verdict": NOT_REPRODUCED, "evidence": []}
         except RuntimeError as exc:
@@ -520,35 +636,39 @@ PROBES = {"A": probe_a, "B": probe_b, "C": probe_c, "arity": probe_arity}
 def serve(module: str, jobs: list[dict[str, Any]]) -> None:
     """One module's probes in one process: torch and the module are imported once, then each
     probe runs in a forked copy of this process, so a crash, a hang or a leak costs that probe
-    only. Output, in order: `@@JOB i` (on stdout and stderr), the probe's `@@MARK` lines, then
-    `@@RESULT i {json}`, `@@TIMEOUT i` or `@@EXIT i STATUS`; `@@FALLBACK i` asks the parent to
-    run job i in a fresh interpreter instead (CUDA initialised here cannot be used after fork)."""
-    import os
+    only. Protocol, in order: `@@LIMIT` and `@@MARK` for the import, then `@@IMPORTED` (or
+    `@@IMPORTFAIL "why"`); per job `@@JOB i` (also on stderr, to split it), `@@LIMIT`, the
+    probe's `@@MARK` lines, then `@@RESULT i {json}` if it has one, and `@@TIMEOUT i` or
+    `@@EXIT i STATUS`; `@@FALLBACK i` asks the parent to run job i in a fresh interpreter
+    instead (CUDA initialised here cannot be used after fork)."""
     import signal
     import time
 
     mark("import torch")
     import torch
 
+    limit(max((float(job["timeout"]) for job in jobs), default=0.0))  # the timeout covers import
     mark(f"import {module}")
     try:
-        importlib.import_module(module)
+        import_target(module)
     except BaseException as exc:  # noqa: BLE001 - SystemExit at import is a failure too
-        print(f"@@IMPORTFAIL {json.dumps(first_line(exc))}", flush=True)
+        say(f"@@IMPORTFAIL {json.dumps(first_line(exc))}")
         return
+    say("@@IMPORTED")
     cuda_in_use = torch.cuda.is_initialized()
     for index, job in enumerate(jobs):
-        for stream in (sys.stdout, sys.stderr):
-            print(f"@@JOB {index}", file=stream, flush=True)
+        say(f"@@JOB {index}")
+        print(f"@@JOB {index}", file=sys.stderr, flush=True)
         if cuda_in_use and "cuda" in job["devices"]:
-            print(f"@@FALLBACK {index}", flush=True)
+            say(f"@@FALLBACK {index}")
             continue
+        limit(float(job["timeout"]) + 5)  # this loop stops the probe at its timeout itself
         pid = os.fork()
         if pid == 0:  # the probe: never returns into this loop
             code = 0
             try:
                 result = run_job(job["kind"], job["target"], job["devices"], job["factory"])
-                print(f"@@RESULT {index} {json.dumps(result)}", flush=True)
+                say(f"@@RESULT {index} {json.dumps(result)}")
             except BaseException:  # noqa: BLE001
                 import traceback
 
@@ -565,23 +685,30 @@ def serve(module: str, jobs: list[dict[str, Any]]) -> None:
             if done:
                 status = raw
             elif time.monotonic() > deadline:
-                # Processes the probe forked stay in the sandbox's group, which the parent
-                # kills as a whole when this server ends: none outlives the run.
+                # What the probe started is killed with the run (its session, and what left
+                # it, through the supervisor): none outlives it.
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except OSError:
                     pass
                 os.waitpid(pid, 0)
-                print(f"@@TIMEOUT {index}", flush=True)
+                say(f"@@TIMEOUT {index}")
                 break
             else:
                 time.sleep(0.01)
-        if status is not None and os.waitstatus_to_exitcode(status) != 0:
-            print(f"@@EXIT {index} {os.waitstatus_to_exitcode(status)}", flush=True)
+        if status is not None:
+            say(f"@@EXIT {index} {os.waitstatus_to_exitcode(status)}")
 
 
-def run_job(kind: str, target: str, devices_arg: list[str], factory_spec: str) -> dict[str, Any]:
-    """One probe, in this process: the JSON-able result the parent reads."""
+def run_job(
+    kind: str,
+    target: str,
+    devices_arg: list[str],
+    factory_spec: str,
+    timeout: float | None = None,
+) -> dict[str, Any]:
+    """One probe, in this process: the JSON-able result the parent reads. With `timeout`, the
+    probe announces its own phase once the target is imported (the import had one too)."""
     import torch
 
     devices = [d for d in devices_arg if d != "cuda" or torch.cuda.is_available()]
@@ -595,27 +722,64 @@ def run_job(kind: str, target: str, devices_arg: list[str], factory_spec: str) -
             "evidence": [f"import failed: {first_line(exc)}"],
             "devices": {},
         }
-    return {"devices": PROBES[kind](obj, devices, factory), "torch": torch.__version__}
+    if timeout is not None:
+        limit(timeout)
+    per_device = PROBES[kind](obj, devices, factory)
+    if kind in OPCHECK_INPUTS and opcheck.is_custom_op(obj):
+        for dev, result in per_device.items():
+            _add_opcheck(result, obj, factory, kind, dev)
+    return {"devices": per_device, "torch": torch.__version__}
+
+
+# The inputs opcheck gets: the probe's own, on its first draw (B's kernels may be float32 only).
+OPCHECK_INPUTS = {"A": ("float64", (3,)), "arity": ("float64", (3,)), "B": ("float32", (4, 6))}
+
+
+def _add_opcheck(
+    result: dict[str, Any], fn: Any, factory: Callable[..., Any] | None, kind: str, dev: str
+) -> None:
+    """A custom op's opcheck results, as evidence of their own (they leave the verdict)."""
+    import torch
+
+    mark(f"opcheck {dev}")
+    dtype, shape = OPCHECK_INPUTS[kind]
+    try:
+        args = [
+            _leaf(a) for a in inputs_for(fn, factory, getattr(torch, dtype), dev, shape, SEEDS[0])
+        ]
+    except Exception as exc:  # noqa: BLE001
+        found = {"opcheck": f"failed: could not build inputs: {first_line(exc)}"}
+    else:
+        found = opcheck.report(fn, args)
+    result["opcheck"] = found
+    result["evidence"] = [*result["evidence"], *opcheck.lines(found)]
 
 
 def main(argv: list[str]) -> None:
     import warnings
 
-    from .sandbox import limit_memory
-
-    limit_memory()  # before any of the project's code runs
+    # Python 3.10 has no -P: the working directory (empty, private) leaves sys.path here.
+    sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
     warnings.filterwarnings("ignore")
-    if argv[0] == "import":  # the warm-up: import the module once (it may build an extension)
-        importlib.import_module(argv[1])
-        return
     if argv[0] == "serve":  # serve MODULE JOBS_JSON
         serve(argv[1], json.loads(argv[2]))
-        return
-    kind, target, devices_arg = argv[:3]  # one probe: KIND module:Qualname DEVICES [factory]
-    factory_spec = argv[3] if len(argv) > 3 else ""
+        _end()
+    kind, target, devices_arg, factory_spec, timeout = argv[:5]  # one probe
     mark("import torch")
+    import torch  # noqa: F401 - the tool's own allowance, before the module's timeout
+
+    limit(float(timeout))
     devices = [d for d in devices_arg.split(",") if d]
-    print(json.dumps(run_job(kind, target, devices, factory_spec)), flush=True)
+    result = run_job(kind, target, devices, factory_spec, float(timeout))
+    say(f"@@RESULT {json.dumps(result)}")
+    _end()
+
+
+def _end() -> None:
+    """Exit now: a thread or an atexit hook of the code under test must not hold the run."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,18 @@
 """Execute targets (the only place autogradlint runs analysed code): one sandboxed process per
 module imports torch and the module once, and runs each probe in a fork of itself with its own
-timeout (child.serve); a fresh interpreter per probe where forking cannot work."""
+timeout (child.serve); a fresh interpreter per probe where forking cannot work. The timeout
+bounds the module's import as well as each probe."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import sandbox
-from .child import CONFIRMED, COULD_NOT_RUN, NOT_REPRODUCED
+from .draws import CONFIRMED, COULD_NOT_RUN, NOT_REPRODUCED
 from .plan import Target
 from .sandbox import Completed, importable
 
@@ -51,42 +53,76 @@ class Outcome:
         }
 
 
-def warm_up(module: str, root: Path, timeout: float, devices: list[str]) -> str | None:
-    """Import the module once, outside the probes' timeout: a load_inline build can take minutes
-    on a cold cache. Returns the reason it failed, or None."""
-    if not importable(module):
-        return f"cannot import {module!r}: not a valid module name (the file name is not one)"
-    done = sandbox.run(["import", module], root, timeout, devices)
-    if done.timed_out:
-        return f"importing {module} took longer than {timeout:.0f}s"
-    if done.returncode != 0:
-        lines = done.stderr.strip().splitlines()
-        return f"import failed: {lines[-1] if lines else f'exit status {done.returncode}'}"
-    return None
-
-
 def run_target(target: Target, devices: list[str], timeout: float, factory: str = "") -> Outcome:
-    """One probe in a fresh interpreter."""
-    arguments = [target.kind, target.spec, ",".join(devices), factory]
-    done = sandbox.run(arguments, target.root, timeout, devices)
+    """One probe in a fresh interpreter: the import, then the probe, each within `timeout`."""
+    if not importable(target.module):
+        return _failed(target, devices, _not_importable(target.module))
+    arguments = [target.kind, target.spec, ",".join(devices), factory, f"{timeout:g}"]
+    done = sandbox.run(arguments, target.root, 2 * timeout, devices)
+    in_import = _last_mark(done.messages).startswith(("import ", "startup"))
+    if in_import and _result(done.messages) is None:  # it ended, or ran out of time, importing
+        return _failed(target, devices, _import_failure(target.module, timeout, done))
     return interpret(target, devices, timeout, done)
 
 
-def interpret(target: Target, devices: list[str], timeout: float, done: Completed) -> Outcome:
-    """The verdicts in a probe's output (its marks, its JSON line, how it ended)."""
-    outcome = Outcome(target)
+def _not_importable(module: str) -> str:
+    return f"cannot import {module!r}: not a valid module name (the file name is not one)"
+
+
+def _result(messages: list[str], prefix: str = "@@RESULT ") -> dict[str, Any] | None:
+    """The last result line's JSON, if one came whole and has the shape the child writes."""
+    for line in reversed(messages):
+        if line.startswith(prefix):
+            with contextlib.suppress(ValueError):
+                parsed = json.loads(line[len(prefix) :])
+                if _well_formed(parsed):
+                    return dict(parsed)
+            return None
+    return None
+
+
+def _well_formed(result: Any) -> bool:
+    """{"verdict", "evidence"} for all devices, or {"devices": {dev: {"verdict", "evidence"}}}."""
+
+    def one(entry: Any) -> bool:
+        return (
+            isinstance(entry, dict)
+            and entry.get("verdict") in (CONFIRMED, NOT_REPRODUCED, COULD_NOT_RUN)
+            and isinstance(entry.get("evidence"), list)
+        )
+
+    if not isinstance(result, dict):
+        return False
+    if "verdict" in result:
+        return one(result)
+    devices = result.get("devices")
+    return isinstance(devices, dict) and all(one(entry) for entry in devices.values())
+
+
+def _import_failure(module: str, timeout: float, done: Completed) -> str:
+    """Why the module did not import: it took too long, or it ended the process."""
+    what = "torch" if _last_mark(done.messages) == "import torch" else module
     if done.timed_out:
-        step = _last_mark(done.stdout)
+        if what == "torch":
+            return f"importing torch took longer than {sandbox.STARTUP_SECONDS:.0f}s"
+        return f"importing {module} took longer than {timeout:g}s (the timeout covers the import)"
+    last_err = (done.stderr.strip().splitlines() or [""])[-1][:200]
+    why = f"importing {what} ended the process with status {done.returncode}: {last_err}"
+    return why.rstrip(": ")
+
+
+def interpret(target: Target, devices: list[str], timeout: float, done: Completed) -> Outcome:
+    """The verdicts in a probe's report (its marks, its result line, how it ended)."""
+    outcome = Outcome(target)
+    step = _last_mark(done.messages)
+    if done.timed_out:
         for dev in devices:
             outcome.devices[dev] = {
                 "verdict": COULD_NOT_RUN,
                 "evidence": [f"timeout after {timeout:g}s (last step: {step})"],
             }
         return outcome
-    result = next(
-        (json.loads(line) for line in reversed(done.stdout.splitlines()) if line.startswith("{")),
-        None,
-    )
+    result = _result(done.messages)
     if result is not None and done.returncode == 0:
         if "verdict" in result:  # import failure: the same for every device
             for dev in devices:
@@ -101,15 +137,22 @@ def interpret(target: Target, devices: list[str], timeout: float, done: Complete
                 dev, {"verdict": NOT_RUN, "evidence": ["no such device on this machine"]}
             )
         return outcome
-    step = _last_mark(done.stdout)
-    last_err = (done.stderr.strip().splitlines() or [""])[-1][:200]
-    why = f"the child exited with status {done.returncode} during '{step}': {last_err}".rstrip(": ")
+    if done.returncode == 0:
+        # The code under test ended the process itself (os._exit(0), sys.exit in a thread...).
+        why = (
+            f"the child exited with status 0 during the probe, without a result (last step: "
+            f"{step}): the code under test ended the process"
+        )
+    else:
+        last_err = (done.stderr.strip().splitlines() or [""])[-1][:200]
+        why = f"the child exited with status {done.returncode} during '{step}': {last_err}"
+        why = why.rstrip(": ")
     code = done.returncode or 0
     crashed_on_layout = (
         target.kind == "B" and code < 0 and step.startswith("B layout") and "dense" not in step
     )
     for dev in devices:
-        if crashed_on_layout and step.endswith(dev):
+        if crashed_on_layout and f" {dev}," in step:
             outcome.devices[dev] = {
                 "verdict": CONFIRMED,
                 "evidence": [
@@ -121,8 +164,8 @@ def interpret(target: Target, devices: list[str], timeout: float, done: Complete
     return outcome
 
 
-def _last_mark(stdout: str) -> str:
-    marks = [line[7:] for line in stdout.splitlines() if line.startswith("@@MARK ")]
+def _last_mark(messages: list[str]) -> str:
+    marks = [line[7:] for line in messages if line.startswith("@@MARK ")]
     return marks[-1] if marks else "startup"
 
 
@@ -131,9 +174,9 @@ def confirm(
     devices: list[str],
     timeout: float,
     factories: dict[str, str] | None = None,
-    build_timeout: float = 900.0,
 ) -> list[Outcome]:
-    """Every target's outcome, in the order given."""
+    """Every target's outcome, in the order given. `timeout` bounds each module's import and
+    each probe."""
     factories = factories or {}
     groups: dict[tuple[Path, str], list[int]] = {}
     for index, target in enumerate(targets):
@@ -142,11 +185,10 @@ def confirm(
     for (root, module), members in groups.items():
         chosen = [targets[i] for i in members]
         if not importable(module):
-            why = f"cannot import {module!r}: not a valid module name (the file name is not one)"
             for index in members:
-                outcomes[index] = _failed(targets[index], devices, why)
+                outcomes[index] = _failed(targets[index], devices, _not_importable(module))
             continue
-        served = _serve(root, module, chosen, devices, timeout, factories, build_timeout)
+        served = _serve(root, module, chosen, devices, timeout, factories)
         for index, outcome in zip(members, served, strict=True):
             outcomes[index] = outcome
     return [outcomes[i] for i in range(len(targets))]
@@ -163,10 +205,9 @@ def _serve(
     devices: list[str],
     timeout: float,
     factories: dict[str, str],
-    build_timeout: float,
 ) -> list[Outcome]:
     """One module's targets through child.serve; any probe the server could not report on (it
-    died, or asked for a fresh interpreter) runs on its own, after a warm-up import."""
+    died, or asked for a fresh interpreter) runs on its own."""
     jobs = [
         {
             "kind": t.kind,
@@ -177,74 +218,65 @@ def _serve(
         }
         for t in targets
     ]
-    # The import may build an extension (minutes on a cold cache): it has build_timeout; each
-    # probe has its own timeout inside the server.
-    budget = build_timeout + len(jobs) * (timeout + 5)
+    # The import has `timeout`, and each probe its own inside the server.
+    budget = timeout + len(jobs) * (timeout + 5 + sandbox.PHASE_GRACE_SECONDS)
     done = sandbox.run(["serve", module, json.dumps(jobs)], root, budget, devices)
     failed_import = next(
         (
             line[len("@@IMPORTFAIL ") :]
-            for line in done.stdout.splitlines()
+            for line in done.messages
             if line.startswith("@@IMPORTFAIL ")
         ),
         None,
     )
     if failed_import is not None:
-        why = f"import failed: {json.loads(failed_import)}"
+        with contextlib.suppress(ValueError):
+            failed_import = str(json.loads(failed_import))
+        return [_failed(t, devices, f"import failed: {failed_import}") for t in targets]
+    if "@@IMPORTED" not in done.messages:
+        why = _import_failure(module, timeout, done)
         return [_failed(t, devices, why) for t in targets]
-    out_sections = _sections(done.stdout)
-    err_sections = _sections(done.stderr)
+    sections = _sections(done.messages)
+    err_sections = _sections(done.stderr.splitlines())
     outcomes: list[Outcome] = []
-    warmed: str | None | bool = False  # False: the warm-up import has not run yet
     for index, target in enumerate(targets):
-        section = out_sections.get(index)
-        if section is None and done.timed_out and not out_sections:
-            outcomes.append(
-                _failed(
-                    target, devices, f"importing {module} took longer than {build_timeout:.0f}s"
-                )
-            )
-            continue
-        if section is None or any(line.startswith(f"@@FALLBACK {index}") for line in section):
-            if warmed is False:
-                warmed = warm_up(module, root, build_timeout, devices)
-            if warmed is not None:
-                outcomes.append(_failed(target, devices, str(warmed)))
-            else:
-                outcomes.append(run_target(target, devices, timeout, str(jobs[index]["factory"])))
+        section = sections.get(index)
+        if section is None or f"@@FALLBACK {index}" in section:
+            outcomes.append(run_target(target, devices, timeout, str(jobs[index]["factory"])))
             continue
         output = _job_output(index, section, err_sections.get(index, []), done)
         outcomes.append(interpret(target, devices, timeout, output))
     return outcomes
 
 
-def _sections(text: str) -> dict[int, list[str]]:
+def _sections(lines: list[str]) -> dict[int, list[str]]:
     """The lines after each `@@JOB i` marker, by i."""
     sections: dict[int, list[str]] = {}
     current: list[str] | None = None
-    for line in text.splitlines():
+    for line in lines:
         if line.startswith("@@JOB "):
-            current = sections.setdefault(int(line.split()[1]), [])
+            with contextlib.suppress(ValueError, IndexError):
+                current = sections.setdefault(int(line.split()[1]), [])
         elif current is not None:
             current.append(line)
     return sections
 
 
 def _job_output(index: int, lines: list[str], errors: list[str], server: Completed) -> Completed:
-    """One job's part of the server's output, as if it had run alone."""
-    stdout: list[str] = []
+    """One job's part of the server's report, as if it had run alone."""
+    messages: list[str] = []
     code: int | None = 0
     ended = False
     for line in lines:
         if line.startswith(f"@@RESULT {index} "):
-            stdout.append(line[len(f"@@RESULT {index} ") :])
-            ended = True
+            messages.append("@@RESULT " + line[len(f"@@RESULT {index} ") :])
         elif line == f"@@TIMEOUT {index}":
             code, ended = None, True
         elif line.startswith(f"@@EXIT {index} "):
-            code, ended = int(line.split()[2]), True
+            with contextlib.suppress(ValueError, IndexError):
+                code, ended = int(line.split()[2]), True
         else:
-            stdout.append(line)
+            messages.append(line)
     if not ended:  # the server itself ended during this job
-        code = None if server.timed_out else (server.returncode or -9)
-    return Completed(code, "\n".join(stdout), "\n".join(errors))
+        code = None if server.timed_out else server.returncode
+    return Completed(code, "", "\n".join(errors), messages)

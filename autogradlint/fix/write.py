@@ -1,6 +1,8 @@
 """Writing a fixed file the way a careful editor does: never harm it, never lose an edit.
 
-- A symlink is written through: its target gets the fix, the link stays a link.
+- A symlink is written through: its target gets the fix, the link stays a link. A target
+  outside the checked paths (`link.py -> ../outside/victim.py`) is refused unless the caller
+  lets writes leave them (`fix --follow-symlinks-outside`).
 - A file with several hard links, or one whose owner this process cannot give back to a new
   file, is rewritten in place (after the new bytes sit complete in a temporary file), so every
   link and the owner stay; otherwise a temporary file with the same mode, owner and group
@@ -23,10 +25,11 @@ import re
 import signal
 import stat
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..model import printable
 from ..source_io import decode, detect_encoding, read_regular
 
 TEMP_SUFFIX = ".agl-tmp"
@@ -69,8 +72,40 @@ def read_for_fix(path: Path) -> ReadFile:
     return ReadFile(path, target, data, info)
 
 
-def write_fixed(read: ReadFile, text: str) -> None:
-    """Replace the file `read` came from with `text`, in its own encoding (BOM kept)."""
+def checked_roots(paths: Sequence[str]) -> tuple[Path, ...]:
+    """The real directories the named paths stand for, which writes must stay in: a named
+    directory (a symlinked one is where it leads: the user named it), a named file's own."""
+    roots = []
+    for named in paths:
+        path = Path(named)
+        roots.append(Path(os.path.realpath(path if path.is_dir() else path.parent)))
+    return tuple(roots)
+
+
+def _refuse_outside(read: ReadFile, roots: Sequence[Path]) -> None:
+    target = read.target
+    if any(target == root or root in target.parents for root in roots):
+        return
+    raise WriteRefused(
+        f"leads through a symlink to {printable(str(target))}, outside the checked paths; "
+        "not written (pass --follow-symlinks-outside to write it)"
+    )
+
+
+def write_fixed(
+    read: ReadFile,
+    text: str,
+    *,
+    roots: Sequence[Path] | None = None,
+    on_written: Callable[[], None] = lambda: None,
+) -> None:
+    """Replace the file `read` came from with `text`, in its own encoding (BOM kept).
+
+    `roots`: the directories the file must really be in (checked_roots), None for anywhere.
+    `on_written` runs once the file is replaced, before an interrupt held off meanwhile is
+    raised: a caller counting written files counts this one even when Ctrl-C came during it."""
+    if roots is not None:
+        _refuse_outside(read, roots)
     encoding = detect_encoding(read.data)
     try:
         data = text.encode(encoding)
@@ -90,6 +125,7 @@ def write_fixed(read: ReadFile, text: str) -> None:
                 _write_in_place(read, data)
             else:
                 _replace(read, data)
+            on_written()
     except WriteRefused:
         raise
     except OSError as exc:

@@ -12,7 +12,7 @@ from ..settings import Settings
 
 # (kind, source, path, enabled rules, settings, what the project says about the file)
 Job = tuple[str, str, str, frozenset[str], Settings, FileView]
-PRELOAD = ("autogradlint.lsp.jobs",)  # what the fork server imports once for every worker
+PRELOAD = ("autogradlint.lsp.jobs",)  # what each worker imports before its first job
 # The worker lives as long as the server: it remembers each document's findings per class, so
 # a keystroke re-analyses only the class it changed (incremental.py).
 LINTER = IncrementalLinter()

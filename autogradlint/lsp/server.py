@@ -3,18 +3,23 @@
 The analysis runs in a worker process (isolation.Persistent), never in the server: a document
 that crashes the parser or runs away costs that lint, not the server. The event loop only waits
 for the worker; configuration is read once per directory and again when a configuration file
-changes; a code action reuses the fixes computed for the document's current version.
+changes; a code action reuses the fixes computed for the document's current version. Every
+request is answered, with a JSON-RPC error where pygls would drop it (protocol.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
@@ -31,6 +36,7 @@ from ..source_io import read_source
 from .convert import SOURCE, hover_markdown, minimal_edit, to_diagnostic
 from .jobs import PRELOAD, Job
 from .jobs import run as run_job
+from .protocol import AnsweringProtocol
 
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.{SOURCE}"
 DEBOUNCE_S = 0.05  # short: a 2,000-line file is linted within the 150 ms budget after typing
@@ -46,8 +52,10 @@ class DocumentState:
 
 
 class AutogradLintServer(LanguageServer):
+    protocol: AnsweringProtocol
+
     def __init__(self) -> None:
-        super().__init__("autogradlint", __version__)
+        super().__init__("autogradlint", __version__, protocol_cls=AnsweringProtocol)
         self.documents: dict[str, DocumentState] = {}  # open documents only
         self.configs: dict[Path, Config] = {}  # by directory, until a configuration changes
         self.worker = Persistent(run_job, time_budget=WORKER_TIME_BUDGET_S, preload=PRELOAD)
@@ -114,6 +122,14 @@ class AutogradLintServer(LanguageServer):
             else:
                 records[key] = record_of(path, source)
             self.indexes[root] = ProjectIndex(root, list(records.values()))
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """A body that is not JSON is answered (ParseError); other errors as pygls does."""
+        reading = source is JsonRpcException  # what pygls says of a message it could not take
+        if reading and isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
+            self.protocol.unreadable()
+            return
+        super().report_server_error(error, source)
 
     async def compute(self, job: Job) -> object:
         """Run a job in the worker process; the event loop only waits."""
@@ -372,7 +388,9 @@ def _contains(rng: types.Range, pos: types.Position) -> bool:
 
 
 def run() -> None:
+    """Serve over stdio until `exit` or the end of input; exit 0 only after `shutdown` (LSP)."""
     try:
         server.start_io()
     finally:
         server.worker.close()
+    sys.exit(0 if server.protocol.shut_down else 1)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 from torch.autograd import Function
 from torch.autograd.function import once_differentiable
+from torch.autograd.gradcheck import GradcheckError
 from torch.utils.checkpoint import checkpoint
 
 from .rows import first_line, rows
@@ -78,6 +81,33 @@ def test_once_differentiable_runs_backward_without_grad_mode() -> None:
 
     outer_backward(Once, True, True)
     assert seen == [False]
+
+
+def readme_example() -> type[Function]:
+    """The README's first example, executed from the README itself (its first code block)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    code = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, object] = {"torch": torch, "F": torch.nn.functional}
+    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 - our own README
+    (cls,) = [v for v in namespace.values() if isinstance(v, type) and issubclass(v, Function)]
+    return cls
+
+
+@rows("A1.5")
+def test_readme_example_runs_under_create_graph_and_fails_every_check() -> None:
+    fn = readme_example()
+    x = torch.tensor([-1.3, 0.2, 0.9, 2.1], dtype=torch.float64, requires_grad=True)
+    (gx,) = torch.autograd.grad(fn.apply(x).sum(), x, create_graph=True)
+    assert torch.allclose(gx, torch.sigmoid(x))
+    with pytest.raises(RuntimeError) as training:
+        fn.apply(x).sum().backward()
+    assert first_line(training.value) == ELEMENT_0
+    with pytest.raises(RuntimeError) as checked:
+        torch.autograd.gradcheck(fn.apply, (x,))
+    assert first_line(checked.value) == ELEMENT_0
+    with pytest.raises(GradcheckError) as second:
+        torch.autograd.gradgradcheck(fn.apply, (x,))
+    assert first_line(second.value) == "Numerical gradient for function expected to be zero"
 
 
 def grad_without_enable_grad(x, g):
