@@ -214,6 +214,8 @@ _HOSTILE_MODULE = "import torch\nfrom . import _k\n\f" + BACKWARD_VIA.format(
     "options",
     [
         ["--output-format", "text"],
+        ["--output-format", "full"],  # the fix's diff quotes the line too
+        ["--show-fixes", "--output-format", "text"],
         ["--output-format", "concise"],
         ["--output-format", "github"],
         ["--output-format", "junit"],
