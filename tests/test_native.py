@@ -717,3 +717,37 @@ def test_native_files_are_what_a_pruned_walk_finds_in_its_order(tmp_path: Path) 
         "top.c",
         "zz/last.h",
     ]
+
+
+@pytest.mark.parametrize(
+    ("kernel", "safety"),
+    [
+        ("", "unsafe"),  # the kernel's source is not there: it may write into the gradient
+        ("__global__ void scale_kernel(const float* g, float s, int64_t n) {}\n", "safe"),
+        ("__global__ void scale_kernel(float* g, float s, int64_t n) { g[0] *= s; }\n", None),
+    ],
+)
+def test_the_contiguous_fix_is_safe_only_when_the_kernel_cannot_write(
+    tmp_path: Path, kernel: str, safety: str | None
+) -> None:
+    """A writable pointer into the gradient handed to a kernel: `.contiguous()` changes what
+    the kernel writes into unless its parameter is `const` (the last case writes: AGL202)."""
+    cpp = kernel + (
+        "double scale(torch::Tensor g, double s) {\n"
+        "  scale_kernel<<<1, 256>>>(g.data_ptr<float>(), s, g.numel());\n"
+        "  return s;\n"
+        "}\n"
+        'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("scale", &scale); }\n'
+    )
+    root = _project(tmp_path, _function("Scale", "scale"))
+    (root / "csrc" / "ops.cpp").write_text(cpp)
+    config = Config(root=root)
+    found = discover([str(root)], config, respect_gitignore=False)
+    (result,) = [r for r in lint_paths(found.files, config, root=root) if r.findings]
+    (finding,) = result.findings
+    if safety is None:
+        assert finding.rule_id == "AGL202"
+        return
+    assert (finding.rule_id, finding.fixable) == ("AGL201", safety)
+    if safety == "unsafe":
+        assert "hands it to code whose source is not read" in finding.help
