@@ -621,22 +621,37 @@ _CONTRACT_DEF = re.compile(r"^([ \t]+)def[ \t]+(?:forward|backward|setup_context
 
 
 def may_have_plain_methods(text: str, name: str) -> bool:
-    """Whether the top-level class `name` of `text` may define a contract method that is not
-    a `@staticmethod` or `@classmethod` (an over-approximation: only says no when each def of
-    one has such a decorator right above it)."""
-    start = re.search(rf"^class[ \t]+{re.escape(name)}\b", text, re.M)
-    if start is None:
+    """Whether the class `name` of `text` (at any depth) may define a contract method that is
+    not a `@staticmethod` or `@classmethod` (an over-approximation: only says no when each def
+    of one has such a decorator above it, comments and blank lines between them allowed)."""
+    starts = list(re.finditer(rf"^([ \t]*)class[ \t]+{re.escape(name)}\b", text, re.M))
+    if not starts:
         return True
-    end = re.compile(r"^\S", re.M).search(text, start.end())
-    body = text[start.end() : end.start() if end is not None else len(text)]
+    return any(_plain_contract_method(text, start) for start in starts)
+
+
+def _plain_contract_method(text: str, start: re.Match[str]) -> bool:
+    """Whether the class opened at `start` may have a contract method without a decorator that
+    makes it static or a classmethod. Its body ends at the first code line indented no deeper
+    than the `class` keyword."""
+    indent = len(start.group(1))
+    end = len(text)
+    for code in re.finditer(r"^([ \t]*)(\S)", text[start.end() :], re.M):
+        if code.group(2) != "#" and len(code.group(1)) <= indent and code.start() > 0:
+            end = start.end() + code.start()
+            break
+    body = text[start.end() : end]
     for match in _CONTRACT_DEF.finditer(body):
-        indent = match.group(1)
+        own = match.group(1)
         above = body[: match.start()].rstrip("\n").split("\n")
         decorators: list[str] = []
         for line in reversed(above):
-            if not line.startswith(indent + "@"):
+            stripped = line.strip()
+            if not stripped or stripped.startswith("#"):
+                continue  # comments and blank lines may stand between a decorator and its def
+            if not line.startswith(own + "@"):
                 break
-            decorators.append(line.strip())
+            decorators.append(stripped)
         if not any(d in ("@staticmethod", "@classmethod") for d in decorators):
             return True
     return False
