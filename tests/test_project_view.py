@@ -253,7 +253,9 @@ def test_instances_of_a_class_named_like_a_common_word_are_unproven(tmp_path: Pa
     few = tmp_path / "few"
     few.mkdir()
     (few / "legacy.py").write_text(legacy)
-    (few / "user.py").write_text("from typing import Type\n\nx: Type[int]\n")
+    (few / "user.py").write_text(
+        "from typing import Type\n\ndef f(x: Type) -> Type:\n    return x\n"
+    )
     index = project_index([], sorted(few.glob("*.py")), few)
     ((_, _, instances),) = index.view(str(few / "legacy.py")).uses
     assert instances == ""  # searched: an annotation makes no instance
