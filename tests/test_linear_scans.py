@@ -321,10 +321,11 @@ PYTHON_SHAPES: dict[str, Callable[[int], str]] = {
 
 def _scan_python(text: str) -> None:
     from autogradlint.outline import module_imports, outline
-    from autogradlint.speed.complexity import too_complex
-    from autogradlint.speed.parsing import literal_runs
-    from autogradlint.speed.preselect import kept_ranges
     from autogradlint.speed.statements import chunk_starts
+
+    from autogradlint.analysis.parsing import literal_runs
+    from autogradlint.speed.complexity import too_complex
+    from autogradlint.speed.preselect import kept_ranges
 
     data = text.encode()
     outline(data)

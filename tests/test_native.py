@@ -422,7 +422,7 @@ class Op(torch.autograd.Function):
         (x,) = ctx.saved_tensors
         return _launch(grad, x)
 """
-    from autogradlint.engine import lint_source
+    from autogradlint.engine.pipeline import lint_source
 
     found = lint_source(source.format(stride="x.stride(0)"), str(tmp_path / "ops.py")).findings
     assert [(f.rule_id, f.line) for f in found] == [("AGL201", 25)]

@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT
 from test_native import BACKWARD_VIA
 
-from autogradlint.speed.parsing import parse_module
+from autogradlint.analysis.parsing import parse_module
 
 SOURCES = sorted((ROOT / "tests" / "fixtures").glob("*.py")) + sorted(
     (ROOT / "examples").glob("*.py")
@@ -61,7 +61,7 @@ def test_thousands_of_adjacent_literals_parse_to_the_same_code(count: int, comme
     its code generation recurses too deep. The run is one leaf, and the code is the source."""
     import ast
 
-    from autogradlint.speed.parsing import RunString
+    from autogradlint.analysis.parsing import RunString
 
     text = _generated(count, comment)
     module = parse_module(text)

@@ -132,7 +132,7 @@ def test_check_to_a_pipe_does_not_import_rich(tmp_path: os.PathLike[str]) -> Non
     )
     assert "AGL" in done.stdout and "Found " in done.stdout
     imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()]
-    assert "autogradlint.engine" in imported  # the run was seen
+    assert "autogradlint.engine.pipeline" in imported  # the run was seen
     assert not [name for name in imported if name.startswith("rich")]
 
 

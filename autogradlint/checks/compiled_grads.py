@@ -25,9 +25,9 @@ from ..analysis.names import dotted
 from ..analysis.source_text import code_of
 from ..analysis.summaries import Reach
 from ..analysis.walk import FastVisitor
-from ..fix.edits import Edits, Fix
-from ..fix.preconditions import Unproven, verdict
-from ..speed.ast_walk import walk as walk_ast
+from ..edits import Edits, Fix
+from ..preconditions import Unproven, verdict
+from ..text.ast_walk import walk as walk_ast
 from .base import Check
 from .common import BackwardOf, backward_methods, keyword, positional, source_of
 from .fix_proofs import subclassed_elsewhere, torch_unreachable

@@ -12,9 +12,9 @@ import click
 
 from ..config import Config
 from ..model import FileError, FileResult, printable
-from ..project import EMPTY
 from ..runner import discover as discover_files
 from ..runner import lint_paths
+from ..view import EMPTY
 from .app import main
 from .common import (
     EXIT_CLEAN,
@@ -320,7 +320,7 @@ def _lint(
     """Every file's result, the errors, and stdin's bytes when it was read."""
     wants = _wants(opts)
     if paths == ("-",):
-        from ..lint import lint_file
+        from ..engine.door import lint_file
 
         name = opts.stdin_filename or "<stdin>"
         data = sys.stdin.buffer.read()

@@ -348,7 +348,7 @@ def native_root(path: str) -> str:
     config file, VCS or packaging marker), else its top package (an installed wheel keeps its
     sources inside the package), else its own directory. Never a shared parent such as /tmp or
     site-packages."""
-    from ..project import project_root
+    from ..view import project_root
 
     found = project_root(Path(path))
     if found is not None:

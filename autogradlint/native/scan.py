@@ -279,7 +279,7 @@ def inline_sources(text: str) -> str:
     load_inline binds each under its own name, in a module Python binds to any name."""
     import ast
 
-    from ..project import parse_quietly
+    from ..text.ast_walk import parse_quietly
 
     tree = parse_quietly(text)
     if tree is None:

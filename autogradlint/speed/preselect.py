@@ -18,41 +18,17 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from ..analysis.bindings import Bindings
-from ..analysis.hierarchy import function_like
-from ..outline import module_imports
 from ..settings import (
     DEFAULT_LOADERS,
     DISPATCH_REQUEST_OPS,
     DISPATCH_SIZED_OPS,
     HELPER_DEPTH,
 )
-from .statements import body_start, chunk_of, chunk_starts, class_members, is_bare_string
-
-CALL_TAILS = (".forward(", "()(", ".apply(")
-
-
-def direct_call_offsets(
-    text: str, function_like: set[str], tails: tuple[str, ...] = CALL_TAILS
-) -> list[int]:
-    """Where `Fn.forward(`, `Fn()(` or `Fn.apply(` is called on a Function class (AGL407 and
-    AGL410 read those).
-
-    Found from the two literal tails, so the search runs at memory speed on large files."""
-    if not function_like:
-        return []
-    out: list[int] = []
-    for tail in tails:
-        at = text.find(tail)
-        while at != -1:
-            head = at
-            while head > 0 and (text[head - 1].isalnum() or text[head - 1] == "_"):
-                head -= 1
-            if text[head:at] in function_like:
-                out.append(head)
-            at = text.find(tail, at + 1)
-    return out
-
+from ..text.bindings import Bindings
+from ..text.hierarchy import function_like
+from ..text.marks import direct_call_offsets, holds_graph_call, word_char
+from ..text.outline import module_imports
+from ..text.statements import body_start, chunk_of, chunk_starts, class_members, is_bare_string
 
 _CLASS_DECL = re.compile(r"class[ \t]+(\w+)[ \t]*(\()?")
 # A hook defined as a method, or bound as a class attribute (`__torch_function__ = impl`).
@@ -125,7 +101,7 @@ def _loader_offsets(text: str, loaders: tuple[str, ...]) -> list[int]:
     for pattern in _loader_calls(loaders):
         for match in pattern.finditer(text):
             at = match.start()
-            if _word_char(text[at - 1 : at]) or _commented(text, at):
+            if word_char(text[at - 1 : at]) or _commented(text, at):
                 continue
             callee = _callee_before(text, at, text.find("(", at))
             if callee is not None:
@@ -144,7 +120,7 @@ def _callee_before(text: str, at: int, end: int) -> str | None:
     start plainly: after `)` or `]`, a `.` before spaces, or at a line start after a line
     that ends with `.` or may hide one in a comment."""
     start = at
-    while start > 0 and (_word_char(text[start - 1]) or text[start - 1] == "."):
+    while start > 0 and (word_char(text[start - 1]) or text[start - 1] == "."):
         start -= 1
     callee = text[start:end].rstrip(" \t")
     before = start
@@ -162,10 +138,6 @@ def _callee_before(text: str, at: int, end: int) -> str | None:
     if any(not part.isidentifier() for part in callee.split(".")):
         return None
     return callee
-
-
-def _word_char(char: str) -> bool:
-    return char.isalnum() or char == "_"
 
 
 # A def or class larger than this (in characters) that merely holds something of interest is
@@ -325,20 +297,6 @@ def _helper_chunks(text: str, starts: list[int], bounds: list[int], callers: set
     }
 
 
-def holds_graph_call(text: str) -> bool:
-    """What makes a helper worth following: family A looks for `x.backward(` /
-    `autograd.backward(` and `autograd.grad(` / an imported `grad(` in it (not `compute_grad(`).
-    A helper without them, calling none that has them, is not parsed."""
-    if ".backward(" in text:
-        return True
-    at = text.find("grad(")
-    while at != -1:
-        if not _word_char(text[at - 1 : at]):
-            return True
-        at = text.find("grad(", at + 1)
-    return False
-
-
 # After the dot of an attribute, Python allows only blanks, line breaks inside brackets, line
 # continuations and comments before the name (possessive: no backtracking over long comments).
 _ATTRIBUTE = re.compile(r"(?:[ \t\f\r\n\\]++|\#[^\n]*+)*+(\w+)")
@@ -351,7 +309,7 @@ def _attributes_used(text: str, prefix: str, start: int, end: int) -> set[str]:
     names: set[str] = set()
     at = text.find(prefix, start, end)
     while at != -1:
-        if not _word_char(text[at - 1 : at]):
+        if not word_char(text[at - 1 : at]):
             attribute = _ATTRIBUTE.match(text, at + len(prefix), end)
             if attribute is not None:
                 names.add(attribute.group(1))
@@ -389,7 +347,7 @@ def _calls(text: str, name: str, start: int, end: int) -> bool:
         after = at + len(name)
         while after < end and text[after] in " \t":
             after += 1
-        if after < end and text[after] == "(" and not _word_char(text[at - 1 : at]):
+        if after < end and text[after] == "(" and not word_char(text[at - 1 : at]):
             return True
         at = text.find(name, at + 1, end)
     return False

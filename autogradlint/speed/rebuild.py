@@ -28,7 +28,7 @@ from typing import Any
 import libcst as cst
 from libcst import MaybeSentinel
 
-from .parsing import parse_expression
+from ..analysis.parsing import parse_expression
 
 
 class Unsupported(Exception):

@@ -4,7 +4,7 @@ resolved through imports (never by a bare class name).
 Every front end (check of a directory, of one file, of stdin, fix, the language server,
 pre-commit) lints a file with the same `FileView`, built from the whole project whatever paths
 were named, so they report the same findings. The view is built from bytes: class statements
-(outline.py) for every file, and, only for the few files whose classes or
+(text/outline.py) for every file, and, only for the few files whose classes or
 imports can involve a Function, their module-scope imports and the signatures of their
 Functions' `forward` (`ast` of just those statements). Per-file records are cached with the
 results; building the index itself is linear in the candidate classes.
@@ -16,30 +16,19 @@ import ast
 import functools
 import os
 import re
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
-from .analysis.bindings import Binding
-from .analysis.hierarchy import descendants
-from .outline import ClassDecl, Outline, module_imports
 from .source_io import decode
-from .speed.statements import body_start, chunk_starts, class_members, keyword_line
+from .text.ast_walk import ast_dotted, parse_quietly
+from .text.bindings import Binding
+from .text.functions import FUNCTION_BASES, TORCH_FUNCTIONS, forward_parameters, parameters
+from .text.hierarchy import descendants
+from .text.outline import ClassDecl, Outline, module_imports
+from .text.statements import body_start, chunk_starts, class_members, keyword_line
 
-FUNCTION_BASES = frozenset(
-    {
-        "torch.autograd.Function",
-        "torch.autograd.function.Function",
-        "torch.autograd.function.InplaceFunction",
-        "torch.autograd.function._SingleLevelFunction",
-        "torch.autograd.function.NestedIOFunction",
-        "torch.autograd.function.FunctionBase",
-    }
-)
-# The names torch's Function classes go by (last component): where the filter starts.
-TORCH_FUNCTIONS = frozenset(name.rsplit(".", 1)[-1] for name in FUNCTION_BASES)
 PROJECT_MARKERS = (".git", ".hg", "pyproject.toml", "setup.py", "setup.cfg", ".autogradlint.yaml")
 _MAX_HOPS = 16  # re-exports followed per name (a cycle of imports ends there)
 # Files parsed at most to look for instances of one class name (AGL402's fix): beyond that the
@@ -150,7 +139,7 @@ def _package_of(directory: str) -> str:
 def signatures_of(text: str) -> tuple[tuple[str, Signature], ...]:
     """The forward signature of each top-level class that defines one, in class order: from
     `ast` of each forward's header alone where the text says exactly which statements are
-    the class's methods (speed/statements.py), else of the whole class statement."""
+    the class's methods (text/statements.py), else of the whole class statement."""
     signatures: list[tuple[str, Signature]] = []
     for start, end in _forward_classes(text):
         read = None if "\r" in text else _from_forward_header(text, start, end)
@@ -234,7 +223,7 @@ def _from_forward_header(text: str, start: int, end: int) -> list[tuple[str, Sig
     defs = [n for n in holder.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     if len(defs) != 1 or defs[0].name != "forward":
         return None
-    found_parameters = _parameters(defs[0], "setup_context" in methods)
+    found_parameters = parameters(defs[0], "setup_context" in methods)
     signature = Signature(
         found_parameters.required,
         len(found_parameters.names),
@@ -242,57 +231,6 @@ def _from_forward_header(text: str, start: int, end: int) -> list[tuple[str, Sig
         found_parameters.setup_context,
     )
     return [(named.group(1), signature)]
-
-
-def parse_quietly(text: str) -> ast.Module | None:
-    """`ast` of a text, or None when it does not parse; never a warning about the code read
-    (old escape sequences in published packages)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
-
-
-class ForwardParameters(NamedTuple):
-    """forward's inputs as `apply` hands them over: after ctx, or all of them in the
-    setup_context style."""
-
-    names: tuple[str, ...]
-    required: int  # how many have no default
-    star: bool  # forward takes *args
-    setup_context: bool
-    keyword_only: bool  # forward also takes keyword-only parameters
-
-
-def forward_parameters(node: ast.ClassDef) -> ForwardParameters | None:
-    """The inputs of a class's own forward (the index's signatures and the slicer's apply
-    check read them from here)."""
-    methods = {
-        s.name: s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
-    }
-    forward = methods.get("forward")
-    if forward is None:
-        return None
-    return _parameters(forward, "setup_context" in methods)
-
-
-def _parameters(
-    forward: ast.FunctionDef | ast.AsyncFunctionDef, setup_context: bool
-) -> ForwardParameters:
-    args = forward.args
-    positional = [*args.posonlyargs, *args.args]
-    if not setup_context:
-        positional = positional[1:]  # ctx
-    required = len(positional) - len(args.defaults)
-    return ForwardParameters(
-        tuple(a.arg for a in positional),
-        max(required, 0),
-        args.vararg is not None,
-        setup_context,
-        bool(args.kwonlyargs),
-    )
 
 
 def _forward_signature(node: ast.ClassDef) -> Signature | None:
@@ -749,8 +687,6 @@ def instance_uses(tree: ast.Module, names: set[str], path: str) -> str:
     class, an annotation or an `isinstance` test. By name only, so a class of the same name
     elsewhere counts too. Read from the file's `ast` (a text that does not parse proves
     nothing: the caller says so)."""
-    from .speed.slicing import ast_dotted  # it imports this module: at call time
-
     parents: dict[int, ast.AST] = {}
     aliases = set(names)
     for node in ast.walk(tree):

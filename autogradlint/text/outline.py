@@ -9,7 +9,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .analysis.bindings import Binding
+from .bindings import Binding
 
 ClassDecl = tuple[str, tuple[str, ...], bool]  # name, dotted bases as written, file has autograd
 # No `^` anchor (it would defeat the literal-prefix search): the line start is checked by hand.
