@@ -170,7 +170,7 @@ def ambiguities(pattern: re.Pattern[str] | re.Pattern[bytes]) -> list[str]:
 # Reviewed by hand: what follows the quantifiers cannot fail, so `re` never goes back into them.
 _LINEAR_ANYWAY = {
     # `\s*(?P<word>[\w\-]*)(?:...|[ \t]+...)?` ends in an optional group: a match either way
-    "autogradlint.suppress._OURS",
+    "autogradlint.text.suppress._OURS",
 }
 
 
@@ -320,12 +320,11 @@ PYTHON_SHAPES: dict[str, Callable[[int], str]] = {
 
 
 def _scan_python(text: str) -> None:
-    from autogradlint.outline import module_imports, outline
-    from autogradlint.speed.statements import chunk_starts
-
     from autogradlint.analysis.parsing import literal_runs
     from autogradlint.speed.complexity import too_complex
     from autogradlint.speed.preselect import kept_ranges
+    from autogradlint.text.outline import module_imports, outline
+    from autogradlint.text.statements import chunk_starts
 
     data = text.encode()
     outline(data)
