@@ -225,7 +225,7 @@ def instances_of(ctx: CheckContext, cls: str) -> str | None:
                 if any((ast_dotted(b) or "").rsplit(".", 1)[-1] in family for b in node.bases):
                     family.add(node.name)
                     changed = True
-    here = instance_uses(ctx.facts.source, family, "this file")
+    here = instance_uses(tree, family, "this file")
     if here:
         return here
     known = {name: where for name, _sub, where in ctx.facts.project.uses}

@@ -30,7 +30,7 @@ from ..text.marks import direct_call_offsets, holds_graph_call, word_char
 from ..text.outline import module_imports
 from ..text.statements import body_start, chunk_of, chunk_starts, class_members, is_bare_string
 
-_CLASS_DECL = re.compile(r"class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?")
+_CLASS_DECL = re.compile(r"class[ \t]+(\w+)[ \t]*(\()?")
 # A hook defined as a method, or bound as a class attribute (`__torch_function__ = impl`).
 _HOOK_NAME = re.compile(r"__torch_(?:function|dispatch)__(?=[ \t]*(?:\(|=[^=]))")
 # A dispatch handler registered by decorator for an op AGL306 checks (`@implements(aten.to...`).
@@ -42,6 +42,26 @@ _IMPORT = re.compile(r"import[ \t\\(]")
 _TRITON = re.compile(r"@[ \t]*triton\.")
 _DEF_NAME = re.compile(r"\n(?:async[ \t]+)?def[ \t]+(\w+)")
 _NOT_MODULE_SCOPE = re.compile(r"(?:@|def\b|async\b|class\b)")
+
+
+def _class_decls(text: str) -> list[tuple[int, str, str]]:
+    """(offset, name, bases up to the first `)`) of each `class Name(` or `class Name`. The
+    `)` is found once per stretch of text: a pattern reading the bases up to `)` rescanned the
+    rest of the file from every `class X(` that no `)` follows (quadratic)."""
+    out: list[tuple[int, str, str]] = []
+    close = -1  # the `)` that ends the bases last read (-2: there is none further on)
+    for match in _CLASS_DECL.finditer(text):
+        if match.start() < close:
+            continue  # inside the bases before
+        bases = ""
+        if match.group(2) and close != -2:
+            if close < match.end():
+                close = text.find(")", match.end())
+                close = -2 if close == -1 else close
+            if close >= 0:
+                bases = text[match.end() : close]
+        out.append((match.start(), match.group(1), bases))
+    return out
 
 
 def _commented(text: str, offset: int) -> bool:
@@ -153,11 +173,7 @@ def kept_ranges(
     text; None when nothing in it can matter. Top-level statements (whose chunks begin at
     `starts`) are kept whole, except large defs and classes that merely contain something of
     interest: those keep their header and, recursively, the statements of their body that do."""
-    decls = [
-        (m.start(), m.group(1), m.group(2) or "")
-        for m in _CLASS_DECL.finditer(text)
-        if _at_line_start(text, m.start())
-    ]
+    decls = [decl for decl in _class_decls(text) if _at_line_start(text, decl[0])]
     # The same rule as slicing's _function_like_names, over the class statements' text (a
     # keyword base such as `metaclass=...` counts by its name: more is kept, never less).
     names = function_like(
