@@ -78,9 +78,10 @@ def test_thousands_of_adjacent_literals_parse_to_the_same_code(count: int, comme
 @pytest.mark.parametrize("count", [1_000, 5_000])
 def test_a_generated_inline_source_is_linted(tmp_path: Path, count: int) -> None:
     """Not "syntax error" (5,000) nor "too deeply nested" (1,000): the file is checked."""
-    from autogradlint.engine.pipeline import lint_source
+    from autogradlint.engine.door import lint
+    from autogradlint.engine.request import LintRequest
 
-    result = lint_source(_generated(count), str(tmp_path / "ops.py"))
+    result = lint(LintRequest(_generated(count), str(tmp_path / "ops.py")))
     assert result.error is None
     assert [(f.rule_id, f.line) for f in result.findings] == [("AGL201", count + 19)]
 

@@ -239,14 +239,13 @@ def test_instances_of_a_class_named_like_a_common_word_are_unproven(tmp_path: Pa
     """AGL402's fix needs every instance of a legacy Function searched for; a class named like a
     word every file uses (`Type`) is not searched file by file (that cost more than the rest of
     a check of torch's tree): its instances are unproven, and the index says why."""
-    from autogradlint.runner import project_index
-    from autogradlint.view import MAX_MENTIONING
+    from autogradlint.view import MAX_MENTIONING, build_index
 
     legacy = "import torch\n\nclass Type(torch.autograd.Function):\n    def forward(self, x):\n        return x\n"
     (tmp_path / "legacy.py").write_text(legacy)
     for i in range(MAX_MENTIONING + 1):
         (tmp_path / f"user{i}.py").write_text("from typing import Type\n\nx: Type[int]\n")
-    index = project_index([], sorted(tmp_path.glob("*.py")), tmp_path)
+    index = build_index(tmp_path, sorted(tmp_path.glob("*.py")))
     ((name, _subclassed, instances),) = index.view(str(tmp_path / "legacy.py")).uses
     assert name == "Type"
     assert instances == f"`Type` is named in {MAX_MENTIONING + 2} files, too many to search"
@@ -256,6 +255,6 @@ def test_instances_of_a_class_named_like_a_common_word_are_unproven(tmp_path: Pa
     (few / "user.py").write_text(
         "from typing import Type\n\ndef f(x: Type) -> Type:\n    return x\n"
     )
-    index = project_index([], sorted(few.glob("*.py")), few)
+    index = build_index(few, sorted(few.glob("*.py")))
     ((_, _, instances),) = index.view(str(few / "legacy.py")).uses
     assert instances == ""  # searched: an annotation makes no instance
