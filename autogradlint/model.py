@@ -132,6 +132,9 @@ class FileResult:
     fixes: list[FixSuggestion] = field(default_factory=list)  # when asked for (json, sarif)
     classes: list[ClassSummary] = field(default_factory=list)  # when asked for (confirm)
     plan: FixPlan | None = None  # when a tier's plan was asked for (the fix loop); None: nothing
+    # The tree the checks read (engine/pipeline.Route): "rebuilt" from `ast` (the fast path),
+    # libcst's "slice" or "whole" file; "" when nothing was parsed here (prefiltered, cached).
+    route: str = ""
     # What the result depends on beyond the file (analysis/dependencies.py): the project's C/C++
     # sources and other Python files the checks read; a cached result is valid while they hold.
     depends: str = ""

@@ -52,8 +52,14 @@ def lint(request: LintRequest) -> FileResult:
 
 def _result(path: str, analysis: Analysis, findings: list[Finding]) -> FileResult:
     if analysis.error is not None:
-        return FileResult(path, error=analysis.error, parsed=analysis.parsed)
-    return FileResult(path, findings=findings, parsed=analysis.parsed, depends=analysis.depends)
+        return FileResult(path, error=analysis.error, parsed=analysis.parsed, route=analysis.route)
+    return FileResult(
+        path,
+        findings=findings,
+        parsed=analysis.parsed,
+        depends=analysis.depends,
+        route=analysis.route,
+    )
 
 
 def class_summaries(analysis: Analysis, settings: Settings) -> list[ClassSummary]:

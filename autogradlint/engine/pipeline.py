@@ -29,6 +29,10 @@ from ..view import EMPTY, FileView
 from .hygiene import HYGIENE, CommentFix, audit, key
 from .request import LintRequest
 
+# The tree the checks read: "rebuilt" from `ast` (the fast path, findings only), libcst's parse of
+# the "slice" (the statements a check may read) or of the "whole" file; "" when nothing was parsed.
+Route = Literal["", "rebuilt", "slice", "whole"]
+
 
 @dataclass
 class Analysis:
@@ -45,6 +49,10 @@ class Analysis:
     depends: str = ""  # other files the checks read (analysis/dependencies.py)
     # Where the violations' nodes are, by id, when placed already (a rebuilt tree's twins).
     spans: dict[int, Span] | None = None
+    route: Route = ""
+    # Why the rebuilt tree was left for libcst's: one of the declared "cannot do this exactly"
+    # signals (Unsupported, NeedsParse, a finding not placed on its statement); "" when not.
+    fallback: str = ""
 
 
 def analyse(
@@ -62,7 +70,9 @@ def analyse(
     `project` is what the rest of the project says about this file (view.py).
     `rebuild=True` (findings only, no fixes) checks a tree rebuilt from `ast` and parses with
     libcst only the statements holding what a check reports or quotes (speed/rebuild.py,
-    speed/twins.py), or the whole slice when that cannot be done exactly.
+    speed/twins.py), or the whole slice when that cannot be done exactly: only the declared
+    signals (Unsupported, NeedsParse) send a file there; any other exception on the rebuilt
+    tree is a reported internal error, never a silent second run.
     `record_depends=False` leaves out what else the result depends on (only a cache reads
     it; stamping the C++ sources costs a stat per file)."""
     rules = all_rules()
@@ -94,6 +104,8 @@ def analyse(
     kept: list[bool] | None = None
     line_map: list[int] | None = None
     ast_error: SyntaxError | None = None
+    route: Route = "whole"  # until a slice is cut
+    fallback = ""
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
         return Analysis(path, text=text, error=FileError(path, "source contains a NUL byte", line))
@@ -125,6 +137,7 @@ def analyse(
             parse_input = sliced.source
             kept = sliced.kept
             line_map = sliced.line_map
+            route = "slice"
     refused = too_complex(parse_input)
     if refused is not None:
         where: int | None = refused.line  # in the text libcst would have parsed
@@ -147,8 +160,9 @@ def analyse(
             record_depends,
         )
         quick = run.on_rebuilt(Layout(line_map, tree, kept))
-        if quick is not None:
+        if isinstance(quick, Analysis):
             return quick
+        fallback = quick
     try:
         module = parse_module(parse_input)
     except cst.ParserSyntaxError as exc:
@@ -186,12 +200,9 @@ def analyse(
     )
     try:
         facts, ctx = run.checks_on(module)
-    except RecursionError:
-        error = FileError(path, "too deeply nested to analyse")
-        return Analysis(path, text=text, module=module, error=error, parsed=True)
     except Exception as exc:  # noqa: BLE001 - a bug of ours must not stop the run
-        message = f"internal error (please report): {type(exc).__name__}: {exc}"
-        return Analysis(path, text=text, module=module, error=FileError(path, message), parsed=True)
+        error = _check_error(path, exc)
+        return Analysis(path, text=text, module=module, error=error, parsed=True, route=route)
     return Analysis(
         path,
         text=text,
@@ -201,7 +212,16 @@ def analyse(
         layout=Layout(line_map, tree, kept),
         facts=facts,
         depends=run.depends(ctx),
+        route=route,
+        fallback=fallback,
     )
+
+
+def _check_error(path: str, exc: Exception, where: str = "") -> FileError:
+    """What a check that raised reports: too deep a tree, else an internal error (a bug)."""
+    if isinstance(exc, RecursionError):
+        return FileError(path, "too deeply nested to analyse")
+    return FileError(path, f"internal error{where} (please report): {type(exc).__name__}: {exc}")
 
 
 @dataclass(frozen=True)
@@ -239,14 +259,15 @@ class _Run:
             check(ctx).run()
         return facts, ctx
 
-    def on_rebuilt(self, layout: Layout) -> Analysis | None:
+    def on_rebuilt(self, layout: Layout) -> Analysis | str:
         """The analysis on a tree rebuilt from `ast`, its findings placed and quoted on their
-        statements' libcst twins; None sends the file to libcst's whole parse."""
+        statements' libcst twins; or why libcst must parse the slice instead (a declared
+        signal only: any other exception is the file's internal error)."""
         assert layout.tree is not None
         try:
             module = rebuild_module(layout.tree, self.text, layout.kept)
-        except Unsupported:
-            return None
+        except Unsupported as exc:
+            return f"Unsupported: {exc}"
         try:
             twins = Twins(module, layout.tree, layout.kept, self.parse_input, layout.line_map)
             with rebuilt_tree(twins):
@@ -260,16 +281,19 @@ class _Run:
                 for v in ctx.violations
             ]
         except NeedsParse:
-            return None
-        except Exception:  # noqa: BLE001 - libcst's tree gives the error, if any
-            return None
+            return "NeedsParse"
+        except Exception as exc:  # noqa: BLE001 - a bug of ours: reported, not rerun on libcst
+            error = _check_error(self.path, exc, " on the rebuilt tree")
+            return Analysis(
+                self.path, text=self.text, module=module, error=error, parsed=True, route="rebuilt"
+            )
         spans: dict[int, Span] | None = None
         if violations:
             module = twins.module()
             wanted = {id(v.anchor or v.node): v.anchor or v.node for v in violations}
             spans = statement_positions(module, wanted, layout, self.text)
             if spans is None:
-                return None
+                return "a finding's statement could not be placed"
         return Analysis(
             self.path,
             text=self.text,
@@ -280,6 +304,7 @@ class _Run:
             facts=facts,
             depends=self.depends(ctx),
             spans=spans,
+            route="rebuilt",
         )
 
 
