@@ -1,5 +1,5 @@
 """Shared helpers: expected-finding markers (`# AGL201`) in example and fixture code, and which
-tests download: those marked `corpus` or `network` run only when asked for."""
+tests run only when asked for: those marked `corpus`, `network` (they download) or `slow`."""
 
 from __future__ import annotations
 
@@ -55,18 +55,20 @@ def root() -> Path:
     return ROOT
 
 
-# Tests that download run only when asked for, by `-m` or by their environment switch, so that
-# `python -m pytest` needs no network and writes nothing outside the checkout and /tmp.
-DOWNLOADS = {
+# Tests that download or take minutes run only when asked for, by `-m` or by their environment
+# switch, so that `python -m pytest` needs no network, writes nothing outside the checkout and
+# /tmp, and takes under three minutes on two cores.
+OPT_IN = {
     "corpus": "AUTOGRADLINT_CORPUS",  # the public corpus, ~450 MB into the user cache
     "network": "AUTOGRADLINT_NETWORK",  # pre-commit's hook environments from PyPI, ~150 MB
+    "slow": "AUTOGRADLINT_SLOW",  # builds (a wheel, the C++ example) and long sweeps: minutes
 }
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.option.markexpr:
         return  # `-m` says exactly what runs
-    off = {mark for mark, switch in DOWNLOADS.items() if os.environ.get(switch) != "1"}
+    off = {mark for mark, switch in OPT_IN.items() if os.environ.get(switch) != "1"}
     kept, skipped = [], []
     for item in items:
         (skipped if off & {m.name for m in item.iter_markers()} else kept).append(item)

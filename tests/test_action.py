@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 
-pytestmark = [pytest.mark.slow, pytest.mark.network]
+pytestmark = pytest.mark.network  # downloads; also takes minutes
 
 
 def _value(expr: str, inputs: dict[str, str], outputs: dict[str, str]) -> str:

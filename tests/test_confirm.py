@@ -100,10 +100,10 @@ BASE = """
 
 
 def test_a_hanging_target_could_not_run(tmp_path: Path) -> None:
-    outcome = run_target(_target(tmp_path, BASE, "A", "Hangs"), ["cpu"], timeout=12)
+    outcome = run_target(_target(tmp_path, BASE, "A", "Hangs"), ["cpu"], timeout=3)
     assert outcome.verdict == "could_not_run"
     (line,) = outcome.devices["cpu"]["evidence"]
-    assert line.startswith("timeout after 12s (last step: A control cpu, draw 1/3)")
+    assert line.startswith("timeout after 3s (last step: A control cpu, draw 1/3)")
 
 
 def test_a_crashing_target_could_not_run(tmp_path: Path) -> None:
@@ -212,7 +212,7 @@ def test_a_probes_grandchild_does_not_survive_the_timeout(tmp_path: Path) -> Non
     open({str(pid_file)!r}, "w").write(str(_child.pid))
     """
     )
-    outcome = run_target(_target(tmp_path, source, "A", "Hangs"), ["cpu"], timeout=10)
+    outcome = run_target(_target(tmp_path, source, "A", "Hangs"), ["cpu"], timeout=3)
     assert outcome.verdict == "could_not_run"
     pid = int(pid_file.read_text())
     assert (

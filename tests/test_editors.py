@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 VSCODE = ROOT / "editors" / "vscode"
 
-pytestmark = [pytest.mark.slow, pytest.mark.network]
+pytestmark = pytest.mark.network  # downloads; also takes minutes
 
 
 def _npm(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -4,6 +4,7 @@ a noqa, a class added or removed, half-typed code)."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -108,27 +109,36 @@ def _summary(result):  # type: ignore[no-untyped-def]
     )
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, database=None)
-@given(
-    units=st.integers(min_value=4, max_value=9),
-    edits=st.lists(
-        st.tuples(st.sampled_from(range(len(EDITS))), st.integers(0, 8)), min_size=1, max_size=6
-    ),
+# The whole sample lints each text twice per edit: the fast suite runs its first part, -m slow all.
+@pytest.mark.parametrize(
+    "examples", [pytest.param(15, id="sample"), pytest.param(40, id="full", marks=pytest.mark.slow)]
 )
-def test_incremental_lint_equals_a_whole_lint_after_every_edit(units: int, edits) -> None:  # type: ignore[no-untyped-def]
-    linter = IncrementalLinter()
-    text = _module(units)
-    assert _summary(linter.lint(LintRequest(text, "m.py"))) == _summary(
-        lint(LintRequest(text, "m.py"))
+def test_incremental_lint_equals_a_whole_lint_after_every_edit(examples: int) -> None:
+    @settings(max_examples=examples, deadline=None, derandomize=True, database=None)
+    @given(
+        units=st.integers(min_value=4, max_value=9),
+        edits=st.lists(
+            st.tuples(st.sampled_from(range(len(EDITS))), st.integers(0, 8)),
+            min_size=1,
+            max_size=6,
+        ),
     )
-    for which, target in edits:
-        text = EDITS[which][1](text, target % units)
+    def check(units: int, edits) -> None:  # type: ignore[no-untyped-def]
+        linter = IncrementalLinter()
+        text = _module(units)
         assert _summary(linter.lint(LintRequest(text, "m.py"))) == _summary(
             lint(LintRequest(text, "m.py"))
-        ), (
-            EDITS[which][0],
-            text,
         )
+        for which, target in edits:
+            text = EDITS[which][1](text, target % units)
+            assert _summary(linter.lint(LintRequest(text, "m.py"))) == _summary(
+                lint(LintRequest(text, "m.py"))
+            ), (
+                EDITS[which][0],
+                text,
+            )
+
+    check()
 
 
 def test_an_edit_in_one_unit_analyses_that_unit_only(monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -159,9 +159,10 @@ def test_fix_parses_the_slice_not_the_file(monkeypatch: pytest.MonkeyPatch) -> N
     from autogradlint.engine.fix_loop import fix_text
     from autogradlint.engine.request import LintRequest
 
-    filler = "".join(f"def helper_{i}(x):\n    return x + {i}\n\n\n" for i in range(40_000))
+    # 150 kB proves what 1.5 MB did: the assertion is on what was parsed, not on the time taken.
+    filler = "".join(f"def helper_{i}(x):\n    return x + {i}\n\n\n" for i in range(4_000))
     source = filler + SQUARE_BUG.replace("import torch\n", "import torch\n\n\n", 1)
-    assert len(source) > 1_500_000
+    assert len(source) > 150_000
     sizes: list[int] = []
     real = engine.parse_module
 

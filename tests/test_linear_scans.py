@@ -9,7 +9,8 @@ Three properties, none of them a timing:
   the input costs at most ten times the executed lines (counted with sys.settrace, which is
   deterministic; a quadratic scan costs 64 times);
 - as a generous safety net, each shape at 1 MB runs in a subprocess that must finish within
-  30 s (the old code took hours on several of them).
+  30 s (the old code took hours on several of them); these take minutes, so they run with
+  `-m slow` (CI's second step), the two properties above in the fast suite.
 """
 
 from __future__ import annotations

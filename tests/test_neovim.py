@@ -16,8 +16,6 @@ from conftest import SQUARE_BUG
 ROOT = Path(__file__).resolve().parent.parent
 SESSION = ROOT / "editors" / "neovim" / "lsp_session.lua"
 
-pytestmark = pytest.mark.slow
-
 
 def test_neovim_shows_diagnostics_hover_and_applies_a_quick_fix(tmp_path: Path) -> None:
     nvim = shutil.which("nvim")

@@ -101,7 +101,6 @@ def test_check_fix_and_apply_run_in_the_workspace_lint_and_run_nothing(
     assert "with torch.enable_grad():" in (root / "bug.py").read_text()
 
 
-@pytest.mark.slow
 @pytest.mark.network  # pre-commit builds the hook's virtualenv from PyPI
 def test_the_pre_commit_hook_lints_and_runs_nothing(
     workspace: tuple[Path, Path],

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BUG = SQUARE_BUG
 
 # pre-commit installs the hook into a virtualenv from PyPI (~150 MB under the user cache)
-pytestmark = [pytest.mark.slow, pytest.mark.network]
+pytestmark = pytest.mark.network  # downloads; also takes minutes
 
 
 def _git(repo: Path, *args: str) -> None:

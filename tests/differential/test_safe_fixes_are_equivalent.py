@@ -3,9 +3,9 @@ inputs, must give bitwise-equal results on every scenario where the original did
 
 The programs come from programs.py and hazards.py (hypothesis); the scenarios and the
 comparison from run.py; each program is fixed as a project (project.py), so preconditions about
-its other files are proven the way `fix` proves them. CI runs a fixed, derandomised sample
-(`AGL_DIFFERENTIAL_EXAMPLES`, default 120 per family); set `AGL_DIFFERENTIAL_RANDOM=1` and a
-larger count to search further (`AGL_DIFFERENTIAL_EXAMPLES=100 AGL_DIFFERENTIAL_RANDOM=1` runs
+its other files are proven the way `fix` proves them. The fast suite runs a fixed, derandomised
+sample of 30 programs per family; `-m slow` (CI's second step) runs 120 (`AGL_DIFFERENTIAL_EXAMPLES`
+sets that count); set `AGL_DIFFERENTIAL_RANDOM=1` and a larger count to search further (`AGL_DIFFERENTIAL_EXAMPLES=100 AGL_DIFFERENTIAL_RANDOM=1` runs
 1,000 programs over the ten families).
 """
 
@@ -31,13 +31,12 @@ from run import differences, function_scenarios, subclass_scenarios
 from autogradlint.engine.verify import compile_error
 
 EXAMPLES = int(os.environ.get("AGL_DIFFERENTIAL_EXAMPLES", "120"))
-SETTINGS = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    derandomize=os.environ.get("AGL_DIFFERENTIAL_RANDOM") != "1",
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+# Each program runs with torch over every scenario: the whole sample takes minutes, so the fast
+# suite runs its first part and `-m slow` all of it.
+SIZES = [
+    pytest.param(min(30, EXAMPLES), id="sample"),
+    pytest.param(EXAMPLES, id="full", marks=pytest.mark.slow),
+]
 FAMILIES = [
     pytest.param(grad_writes(), {"AGL406"}, function_scenarios, id="AGL406"),
     pytest.param(graphless_grads(), {"AGL101", "AGL102"}, function_scenarios, id="AGL101-AGL102"),
@@ -60,8 +59,15 @@ FAMILIES = [
 
 
 @pytest.mark.parametrize(("programs", "rules", "scenarios"), FAMILIES)
-def test_safe_fixes_keep_every_non_raising_result(programs, rules, scenarios) -> None:
-    @SETTINGS
+@pytest.mark.parametrize("examples", SIZES)
+def test_safe_fixes_keep_every_non_raising_result(programs, rules, scenarios, examples) -> None:
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=os.environ.get("AGL_DIFFERENTIAL_RANDOM") != "1",
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
     @given(program=programs)
     def check(program: str | dict[str, str]) -> None:
         outcome = fix_project(program, rules)
