@@ -1,0 +1,88 @@
+"""Family C held to torch (tests/oracle, known.md K4-K9): overrides whose harm torch shows
+through a module constant, a helper, or the result, each as bad code, the finding, and the
+fixed code."""
+
+from __future__ import annotations
+
+import textwrap
+
+from autogradlint.engine.door import lint_file
+
+FAMILY_C = frozenset({"AGL301", "AGL302", "AGL303", "AGL304", "AGL305", "AGL306"})
+
+
+def _found(source: str) -> list[tuple[str, int]]:
+    result = lint_file(textwrap.dedent(source).encode(), "overrides.py", enabled=FAMILY_C)
+    return [(f.rule_id, f.line) for f in result.findings]
+
+
+MODE = """\
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    TARGET = {target}
+
+
+    class Watch(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {{}}
+            args = tuple(a.to(TARGET) if isinstance(a, torch.Tensor) else a for a in args)
+            return func(*args, **kwargs)
+    """
+
+
+def test_a_device_constant_is_read_as_a_device_not_a_dtype() -> None:
+    """K5: `.to(TARGET)` with `TARGET = torch.device("cuda")` moves, it does not cast."""
+    assert _found(MODE.format(target='torch.device("cuda")')) == [("AGL302", 10)]
+    assert _found(MODE.format(target='"cuda:1"')) == [("AGL302", 10)]
+    assert _found(MODE.format(target="torch.float64")) == [("AGL301", 10)]
+
+
+def test_a_meta_constant_is_the_tracing_redirect_the_rule_exempts() -> None:
+    """K5/K6: `TARGET = torch.device("meta")` is `.to(torch.device("meta"))` spelled once at
+    the top: the redirect tracing subclasses make (exempt, as the literal is: K7)."""
+    assert _found(MODE.format(target='torch.device("meta")')) == []
+    assert _found(MODE.format(target='"meta"')) == []
+
+
+CAST_EACH = """\
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+
+    def _cast(a):
+        return a.to(torch.float64) if isinstance(a, torch.Tensor) else a
+
+
+    def _cast_all(args):
+        return tuple(_cast(a) for a in args)
+
+
+    def _cast_each(args):
+        out = []
+        for a in args:
+            out.append(a.to(torch.float64) if isinstance(a, torch.Tensor) else a)
+        return tuple(out)
+
+
+    class Watch(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {{}}
+            args = {convert}
+            return func(*args, **kwargs)
+    """
+
+
+def test_a_helper_building_a_tuple_of_conversions_converts() -> None:
+    """K4: `for a in args: out.append(a.to(...))` then `return tuple(out)`."""
+    assert _found(CAST_EACH.format(convert="_cast_each(args)")) == [("AGL301", 23)]
+
+
+def test_a_helper_calling_a_converting_helper_converts() -> None:
+    """K4: `_cast_all(args)` returns `tuple(_cast(a) for a in args)`, two helpers deep."""
+    assert _found(CAST_EACH.format(convert="_cast_all(args)")) == [("AGL301", 23)]
+
+
+def test_the_fixed_mode_converts_nothing() -> None:
+    """The fix: the mode hands the caller's own tensors on (cast where the numerics need it)."""
+    assert _found(CAST_EACH.format(convert="args")) == []
