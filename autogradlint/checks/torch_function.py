@@ -175,7 +175,11 @@ class _HookVisitor(FastVisitor):
         key = string_value(index.value) if isinstance(index, cst.Index) else None
         if key == "dtype":
             self.conversions.append(Conversion(node, "dtype", base, value=value))
-        elif key == "device" and not _is_meta(value, self.constant) and not self._fills_missing("device"):
+        elif (
+            key == "device"
+            and not _is_meta(value, self.constant)
+            and not self._fills_missing("device")
+        ):
             self.conversions.append(Conversion(node, "device", base, value=value))
 
     def _fills_missing(self, key: str) -> bool:
@@ -386,9 +390,7 @@ def _returned_conversion(function: cst.FunctionDef, reader: _Reader) -> str | No
     return returned[0] if returned else None
 
 
-def _direct_conversion(
-    expr: cst.BaseExpression, derived: set[str], reader: _Reader
-) -> str | None:
+def _direct_conversion(expr: cst.BaseExpression, derived: set[str], reader: _Reader) -> str | None:
     """The conversion `expr` applies to a value given (a name of `derived`, or an element or
     attribute of one), itself or per element: `x.to(d)`, `x.to(d) if ... else x`,
     `[a.cuda() for a in args]`, `tuple(_cast(a) for a in args)` with `_cast` a converting
