@@ -86,3 +86,57 @@ def test_a_helper_calling_a_converting_helper_converts() -> None:
 def test_the_fixed_mode_converts_nothing() -> None:
     """The fix: the mode hands the caller's own tensors on (cast where the numerics need it)."""
     assert _found(CAST_EACH.format(convert="args")) == []
+
+
+REENTER = """\
+    import torch
+
+
+    def _seen(args):
+        return [a.shape for a in args if isinstance(a, torch.Tensor)]
+
+
+    def _log(args):
+        return _seen(args)
+
+
+    class Tagged(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {{}}
+    {body}
+            return out
+    """
+
+
+def _reenter(body: str) -> str:
+    return REENTER.format(body=textwrap.indent(textwrap.dedent(body), " " * 8))
+
+
+def test_a_helper_reading_tensor_attributes_re_enters_the_override() -> None:
+    """K9: the read in `_seen(args)` goes through `__torch_function__` again: RecursionError."""
+    body = """\
+        seen = _seen(args)
+        with torch._C.DisableTorchFunctionSubclass():
+            out = func(*args, **kwargs)
+    """
+    assert _found(_reenter(body)) == [("AGL304", 16)]
+
+
+def test_a_helper_two_calls_deep_re_enters_the_override() -> None:
+    body = """\
+        seen = _log(args)
+        with torch._C.DisableTorchFunctionSubclass():
+            out = func(*args, **kwargs)
+    """
+    assert _found(_reenter(body)) == [("AGL304", 16)]
+
+
+def test_the_helper_called_with_the_override_disabled_is_fine() -> None:
+    """The fix: read under `DisableTorchFunctionSubclass()`, where reads do not dispatch."""
+    body = """\
+        with torch._C.DisableTorchFunctionSubclass():
+            seen = _seen(args)
+            out = func(*args, **kwargs)
+    """
+    assert _found(_reenter(body)) == []

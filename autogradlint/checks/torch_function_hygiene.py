@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from ..analysis.control import mentions
 from ..analysis.facts import ClassInfo
-from ..analysis.names import dotted
+from ..analysis.names import ImportTable, dotted
 from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor, names_in
 from ..edits import Edits, Fix
@@ -99,7 +101,8 @@ class TorchFunctionHygiene(Check):
         params = [p.name.value for p in hook.params.params]
         derived = set(params[3:5])  # cls, func, types, args, kwargs
         imports = self.ctx.facts.imports
-        found: list[cst.Attribute] = []
+        found: list[cst.CSTNode] = []
+        helpers = _HelperReads(self.ctx.methods.function, imports)
 
         func_name = params[1] if len(params) > 1 else "func"
 
@@ -153,6 +156,17 @@ class TorchFunctionHygiene(Check):
                         if isinstance(target.target, cst.Name):
                             derived.add(target.target.value)
 
+            def visit_Call(self, node: cst.Call) -> None:
+                # `seen = _seen(args)`: a module-level helper reading `a.shape` on what it is
+                # handed re-enters the override all the same.
+                if self.disabled or self.func_branches or self.bounded:
+                    return
+                if isinstance(node.func, cst.Name) and any(
+                    _mentions(arg.value, derived) for arg in node.args
+                ):
+                    if helpers.reads(node.func.value):
+                        found.append(node)
+
             def visit_Attribute(self, node: cst.Attribute) -> None:
                 if self.disabled or self.func_branches or self.bounded:
                     return
@@ -194,6 +208,85 @@ class TorchFunctionHygiene(Check):
 
                 fix = Fix("unsafe", hook, build, "call `func(*args, **kwargs)`")
             self.report("AGL305", call, anchor=call.func, fix=fix, cls=info.name)
+
+
+class _HelperReads:
+    """Whether a module-level function of the file reads a tensor attribute or method on what
+    it is handed (or on values taken from it), outside a disabling `with`, itself or through
+    another such helper it hands them to."""
+
+    def __init__(
+        self, function: Callable[[str], cst.FunctionDef | None], imports: ImportTable
+    ) -> None:
+        self.function = function
+        self.imports = imports
+        self.known: dict[str, bool] = {}
+
+    def reads(self, name: str) -> bool:
+        if self.imports.is_imported(name):
+            return False
+        if name not in self.known:
+            self.known[name] = False  # a recursive helper stops here
+            function = self.function(name)
+            if function is not None:
+                self.known[name] = self._reads(function)
+        return self.known[name]
+
+    def _reads(self, function: cst.FunctionDef) -> bool:
+        params = function.params
+        derived = {p.name.value for p in (*params.posonly_params, *params.params)}
+        if isinstance(params.star_arg, cst.Param):
+            derived.add(params.star_arg.name.value)  # `def _seen(*args)`
+        imports = self.imports
+        outer = self
+        hit = False
+
+        class _Visit(FastVisitor):
+            def __init__(self) -> None:
+                self.disabled = 0
+
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is function
+
+            def visit_Lambda(self, node: cst.Lambda) -> bool:
+                return False
+
+            def visit_With(self, node: cst.With) -> None:
+                if any(_is_disabler(item.item, imports) for item in node.items):
+                    self.disabled += 1
+
+            def leave_With(self, original_node: cst.With) -> None:
+                if any(_is_disabler(item.item, imports) for item in original_node.items):
+                    self.disabled -= 1
+
+            def visit_For(self, node: cst.For) -> None:
+                if _mentions(node.iter, derived) and isinstance(node.target, cst.Name):
+                    derived.add(node.target.value)
+
+            def visit_Call(self, node: cst.Call) -> None:
+                nonlocal hit
+                if self.disabled or not isinstance(node.func, cst.Name):
+                    return
+                if any(_mentions(arg.value, derived) for arg in node.args):
+                    hit |= outer.reads(node.func.value)
+
+            def visit_Attribute(self, node: cst.Attribute) -> None:
+                nonlocal hit
+                if self.disabled or node.attr.value not in TENSOR_ATTRS:
+                    return
+                base = node.value
+                while isinstance(base, cst.Subscript):
+                    base = base.value
+                hit |= isinstance(base, cst.Name) and base.value in derived
+
+        class _Bind(FastVisitor):
+            def visit_CompFor(self, node: cst.CompFor) -> None:
+                if _mentions(node.iter, derived) and isinstance(node.target, cst.Name):
+                    derived.add(node.target.value)
+
+        _Bind().walk(function)
+        _Visit().walk(function)
+        return hit
 
 
 def _is_disabler(expr: cst.BaseExpression, imports) -> bool:  # type: ignore[no-untyped-def]
