@@ -104,13 +104,13 @@ REENTER = """\
         @classmethod
         def __torch_function__(cls, func, types, args=(), kwargs=None):
             kwargs = kwargs or {{}}
-    {body}
+{body}
             return out
     """
 
 
 def _reenter(body: str) -> str:
-    return REENTER.format(body=textwrap.indent(textwrap.dedent(body), " " * 8))
+    return REENTER.format(body=textwrap.indent(textwrap.dedent(body), " " * 12))
 
 
 def test_a_helper_reading_tensor_attributes_re_enters_the_override() -> None:
