@@ -140,3 +140,50 @@ def test_the_helper_called_with_the_override_disabled_is_fine() -> None:
             out = func(*args, **kwargs)
     """
     assert _found(_reenter(body)) == []
+
+
+RESULT = """\
+    import torch
+
+
+    class Tagged(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {{}}
+            out = super().__torch_function__(func, types, args, kwargs)
+            if isinstance(out, torch.Tensor):
+                with torch._C.DisableTorchFunctionSubclass():
+                    out = {cast}
+            return out
+    """
+
+
+def test_a_result_cast_to_a_fixed_dtype_reaches_the_caller() -> None:
+    """K8: float32 in, float64 out, and `.dtype` misreported, as with a cast argument."""
+    assert _found(RESULT.format(cast="out.to(torch.float64)")) == [("AGL301", 11)]
+    assert _found(RESULT.format(cast="out.half()")) == [("AGL301", 11)]
+    source = textwrap.dedent(RESULT.format(cast="out.half()")).encode()
+    [finding] = lint_file(source, "overrides.py", enabled=FAMILY_C).findings
+    assert finding.message == (
+        "`Tagged.__torch_function__` changes result dtypes after redispatch: `out.half()`"
+    )
+
+
+def test_a_result_cast_inline_in_the_return_reaches_the_caller() -> None:
+    source = """\
+        import torch
+        from torch.overrides import TorchFunctionMode
+
+
+        class Upcast(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                return func(*args, **(kwargs or {})).double()
+        """
+    assert _found(source) == [("AGL301", 7)]
+
+
+def test_a_result_cast_back_to_the_callers_dtype_is_fine() -> None:
+    """The fix: return the op's own result, or cast back to a dtype read from the call."""
+    assert _found(RESULT.format(cast="out.to(out.dtype)")) == []
+    assert _found(RESULT.format(cast="out.to(args[0].dtype)")) == []
+    assert _found(RESULT.format(cast="out")) == []

@@ -58,6 +58,12 @@ class _HookVisitor(FastVisitor):
         self.local_converters: dict[str, cst.FunctionDef | cst.Lambda] = {}
         self.conversions: list[Conversion] = []
         self.redispatches: list[cst.Call] = []
+        # The result side: names bound to what the redispatch returns, the conversions of
+        # those to a fixed dtype (by the name they are bound to, or None inline in a return),
+        # and the names the hook returns.
+        self.results: set[str] = set()
+        self.result_conversions: list[Conversion] = []
+        self.returned: set[str] = set()
         self.if_tests: list[cst.BaseExpression] = []
         self.handled_ops: list[frozenset[str]] = []  # ops the enclosing branches handle
         self.depth = 0
@@ -89,10 +95,23 @@ class _HookVisitor(FastVisitor):
             for name in _target_names(node.target):
                 self.derived.add(name)
 
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is None:
+            return
+        self.returned.update(names_in(node.value))
+        if self._converts_result(node.value):
+            self.result_conversions.append(Conversion(node.value, "dtype", None))
+
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             if isinstance(target.target, cst.Subscript):
                 self._kwargs_store(target.target, node.value, node)
+        value = node.value
+        bound = [n for target in node.targets for n in _target_names(target.target)]
+        if isinstance(value, cst.Call) and self._is_redispatch(value):
+            self.results.update(bound)
+        elif self._converts_result(value):
+            self.result_conversions += [Conversion(value, "dtype", name) for name in bound]
         derived = self._is_derived(node.value)
         conversions = self._conversions_in(node.value)
         read = set(names_in(node.value))
@@ -141,6 +160,20 @@ class _HookVisitor(FastVisitor):
         )
 
     # --- helpers ---------------------------------------------------------------------------
+    def _converts_result(self, expr: cst.BaseExpression) -> bool:
+        """`out.to(torch.float64)`, `out.double()`, `func(*args).half()`: the redispatch's
+        result cast to a dtype fixed in the code. A cast to a dtype read from the call
+        (`out.to(args[0].dtype)`, `out.to(orig_dtype)`) restores what the plain op gives."""
+        if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)):
+            return False
+        receiver = expr.func.value
+        if isinstance(receiver, cst.Call):
+            if not self._is_redispatch(receiver):
+                return False
+        elif not (isinstance(receiver, cst.Name) and receiver.value in self.results):
+            return False
+        return _fixed_dtype(expr, self.constant)
+
     def _is_redispatch(self, call: cst.Call) -> bool:
         func = call.func
         if isinstance(func, cst.Name) and func.value == self.func:
@@ -422,6 +455,24 @@ def _direct_conversion(expr: cst.BaseExpression, derived: set[str], reader: _Rea
     return None
 
 
+def _fixed_dtype(call: cst.Call, constant: Constant | None) -> bool:
+    """A conversion to a dtype the code names (`.double()`, `.to(torch.float64)`,
+    `.to(dtype=torch.half)`, `.type(torch.float16)`), not one read from a value."""
+    func = call.func
+    if not isinstance(func, cst.Attribute):
+        return False
+    method = func.attr.value
+    if method in DTYPE_METHODS:
+        return not call.args
+    if method not in ("to", "type"):
+        return False
+    target = keyword(call, "dtype") or positional(call, 0)
+    if target is None or (method == "to" and conversion_kind(call, constant) != "dtype"):
+        return False
+    name = dotted(_resolved(target, constant)) or ""
+    return name.startswith("torch.") and not name.endswith("device")
+
+
 def _unwrapped(expr: cst.BaseExpression) -> cst.BaseExpression:
     """The one argument of `tuple(...)` / `list(...)`: the same values, regrouped."""
     while (
@@ -603,4 +654,21 @@ class TorchFunctionConversions(Check):
                 cls=info.name,
                 hook=hook.name.value,
                 code=source_of(module, conversion.node),
+                side="argument dtypes before",  # AGL301's headline (AGL302's has no field)
+            )
+        # The result cast after redispatch reaches the caller just as a cast argument's does:
+        # float32 in, float64 out, and `.dtype` misreported (C1.2, C1.3).
+        for conversion in visitor.result_conversions:
+            if conversion.target is not None and conversion.target not in visitor.returned:
+                continue
+            if id(conversion.node) in seen:
+                continue
+            seen.add(id(conversion.node))
+            self.report(
+                "AGL301",
+                conversion.node,
+                cls=info.name,
+                hook=hook.name.value,
+                code=source_of(module, conversion.node),
+                side="result dtypes after",
             )
