@@ -3,8 +3,13 @@ torch shows but the linter did not name, each as bad code, the finding, and the 
 
 from __future__ import annotations
 
+import json
 import textwrap
+from pathlib import Path
 
+from click.testing import CliRunner
+
+from autogradlint.cli import main
 from autogradlint.engine.door import lint_file
 
 FAMILY_A = frozenset({"AGL101", "AGL102", "AGL103", "AGL104", "AGL105"})
@@ -80,3 +85,73 @@ def test_the_fixed_backward_keeps_second_order() -> None:
             (gx,) = torch.autograd.grad(y, x, g, create_graph=create_graph)
     """
     assert _found(body) == []
+
+
+MIXIN = """\
+import torch
+
+
+class GradMixin:
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+{body}
+        return gx
+"""
+
+FUNCTION = """\
+import torch
+from .mixins import GradMixin
+
+
+class Cube(GradMixin, torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x**3
+"""
+
+
+def _project(root: Path, body: str, function: str = FUNCTION) -> list[tuple[str, str, int]]:
+    (root / "pyproject.toml").write_text("")
+    package = root / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    indented = textwrap.indent(textwrap.dedent(body), " " * 8)
+    (package / "mixins.py").write_text(MIXIN.format(body=indented.rstrip("\n")))
+    (package / "ops.py").write_text(function)
+    result = CliRunner().invoke(
+        main, ["check", "--no-cache", "--output-format", "json", "--exit-zero", str(root)]
+    )
+    assert result.exit_code == 0, result.output
+    return sorted(
+        (Path(f["filename"]).name, f["code"], f["location"]["row"])
+        for f in json.loads(result.stdout)
+    )
+
+
+RECOMPUTE_BACKWARD = """\
+    xd = x.detach().requires_grad_()
+    with torch.enable_grad():
+        y = xd**3
+        y.backward(g)
+    gx = xd.grad
+"""
+
+
+def test_a_backward_inherited_from_a_mixin_of_another_module_is_checked(tmp_path: Path) -> None:
+    """K1: `class Cube(GradMixin, Function)` runs GradMixin's backward, whichever module holds
+    it: its `y.backward(g)` writes `.grad` of every leaf it reaches (AGL104), reported where
+    the code is."""
+    assert _project(tmp_path, RECOMPUTE_BACKWARD) == [("mixins.py", "AGL104", 11)]
+
+
+def test_a_plain_class_no_function_derives_from_is_not_a_backward(tmp_path: Path) -> None:
+    """The same class, mixed into nothing that is a Function: torch never runs it as one."""
+    plain = FUNCTION.replace("GradMixin, torch.autograd.Function", "GradMixin")
+    assert _project(tmp_path, RECOMPUTE_BACKWARD, plain) == []
+
+
+def test_the_fixed_mixin_backward_builds_no_graph(tmp_path: Path) -> None:
+    """The fix: the analytic gradient."""
+    assert _project(tmp_path, "gx = g * 3 * x**2\n") == []
