@@ -60,11 +60,8 @@ class FileMethods:
         found = [at for at in _defs_of(self.text, name) if _at_module_scope(self.text, at)]
         if len(found) != 1:
             return None  # none, or redefined (@overload, a branch): not one answer
-        bounds = self._chunk_bounds()
-        index = _chunk_of(bounds, found[0])
-        try:
-            module = parse_module(self.text[bounds[index] : bounds[index + 1]])
-        except Exception:  # noqa: BLE001 - libcst raises bare exceptions on odd input
+        module = self._statement_at(found[0])
+        if module is None:
             return None
         defs = [s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == name]
         return defs[0] if len(defs) == 1 else None
@@ -80,11 +77,8 @@ class FileMethods:
         found = [m.start() for m in _assign_pattern(name).finditer(self.text)]
         if len(found) != 1:
             return None  # unbound, or rebound at module scope: not one answer
-        bounds = self._chunk_bounds()
-        index = _chunk_of(bounds, found[0])
-        try:
-            module = parse_module(self.text[bounds[index] : bounds[index + 1]])
-        except Exception:  # noqa: BLE001 - libcst raises bare exceptions on odd input
+        module = self._statement_at(found[0])
+        if module is None:
             return None
         for stmt in module.body:
             if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
@@ -99,6 +93,15 @@ class FileMethods:
             if isinstance(target, cst.Name) and target.value == name:
                 return small.value
         return None
+
+    def _statement_at(self, offset: int) -> cst.Module | None:
+        """The top-level statement holding `offset`, parsed alone (None if libcst refuses it)."""
+        bounds = self._chunk_bounds()
+        index = _chunk_of(bounds, offset)
+        try:
+            return parse_module(self.text[bounds[index] : bounds[index + 1]])
+        except Exception:  # noqa: BLE001 - libcst raises bare exceptions on odd input
+            return None
 
     def _chunk_bounds(self) -> list[int]:
         if self._bounds is None:
