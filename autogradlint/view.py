@@ -69,14 +69,19 @@ class FileView:
     # subclass), "" for nowhere, None where instances were not looked for. A class missing
     # here is one nothing is known about (no index, or a class the index cannot resolve).
     uses: tuple[tuple[str, str, str | None], ...] = ()
+    # This file's plain classes that a Function of the project derives from (`GradMixin` of
+    # `class Fn(GradMixin, Function)`): torch runs the backward such a mixin defines.
+    mixins: frozenset[str] = frozenset()
 
     @property
     def seeds(self) -> frozenset[str]:
         """Class names a text scan may treat as Functions (an over-approximation)."""
-        return self.function_names | {b.rsplit(".", 1)[-1] for b in self.function_bases}
+        return (
+            self.function_names | self.mixins | {b.rsplit(".", 1)[-1] for b in self.function_bases}
+        )
 
     def __bool__(self) -> bool:
-        return bool(self.function_bases or self.function_names)
+        return bool(self.function_bases or self.function_names or self.mixins)
 
 
 EMPTY = FileView()
@@ -290,6 +295,7 @@ class ProjectIndex:
     functions: set[str] = field(default_factory=set)  # canonical `module.Class` names
     bare: frozenset[str] = frozenset()
     bases_of: dict[str, set[str]] = field(default_factory=dict)  # canonical, of candidates
+    mixed_in: set[str] = field(default_factory=set)  # canonical: non-Function bases of Functions
 
     def __post_init__(self) -> None:
         for record in self.records:
@@ -330,6 +336,13 @@ class ProjectIndex:
             bases_of.setdefault(own, set()).update(r for r in resolved if r is not None)
         self.functions = descendants(seeds, bases_of)
         self.bases_of = bases_of
+        # The project's plain classes a Function derives from: their methods are the Function's.
+        self.mixed_in = {
+            base
+            for function in self.functions
+            for base in bases_of.get(function, ())
+            if base not in self.functions
+        }
 
     # --- resolution ----------------------------------------------------------------------------
     def module(self, name: str) -> Record | None:
@@ -367,19 +380,32 @@ class ProjectIndex:
     # --- what one file needs ------------------------------------------------------------------
     def needs_view(self, outline: Outline) -> bool:
         """Whether a file can involve a Function of another file: a class statement whose base
-        may name one, or a direct call (`X.forward(`, `X()(`) on a name that may be one."""
+        may name one, a direct call (`X.forward(`, `X()(`) on a name that may be one, or a
+        class a Function derives from (a mixin)."""
         if not self.functions:
             return False
-        return any(name in self.bare for name in outline.callees) or any(
-            _last(base) in self.bare for _name, bases, _flag in outline.decls for base in bases
+        return (
+            any(name in self.bare for name in outline.callees)
+            or any(
+                _last(base) in self.bare for _name, bases, _flag in outline.decls for base in bases
+            )
+            or any(_name in self._mixin_names for _name, _bases, _flag in outline.decls)
         )
+
+    @functools.cached_property
+    def _mixin_names(self) -> frozenset[str]:
+        """The class names of `mixed_in` (a filter: `_mixins_in` resolves them)."""
+        return frozenset(_last(name) for name in self.mixed_in)
 
     def view(self, path: str, text: str | None = None, outline: Outline | None = None) -> FileView:
         """The view of one file. `text` and `outline` stand in for what is on disk (stdin, an
         editor's buffer)."""
         record = self._record(path, text, outline)
-        if record is None or not self.needs_view(record.outline):
+        if record is None:
             return EMPTY
+        mixins = self._mixins_in(record)
+        if not self.needs_view(record.outline):
+            return FileView(record.names[0], mixins=mixins) if mixins else EMPTY
         uses = self.uses(record)
         direct_calls = any(name in self.bare for name in record.outline.callees)
         module = record.names[0] if record.names else ""
@@ -401,7 +427,24 @@ class ProjectIndex:
                     signature = self.signature(canonical)
                     if signature is not None:
                         signatures.append((local, signature))
-        return FileView(module, frozenset(bases), frozenset(names), tuple(sorted(signatures)), uses)
+        return FileView(
+            module,
+            frozenset(bases),
+            frozenset(names),
+            tuple(sorted(signatures)),
+            uses,
+            mixins,
+        )
+
+    def _mixins_in(self, record: Record) -> frozenset[str]:
+        """The classes `record` declares that a Function of the project derives from without
+        being one."""
+        if not self.mixed_in or not record.names:
+            return frozenset()
+        module = record.names[0]
+        return frozenset(
+            name for name, _bases, _flag in record.decls if f"{module}.{name}" in self.mixed_in
+        )
 
     def signature(self, canonical: str, hops: int = 0) -> Signature | None:
         """The forward a Function class has: its own, else the first of its bases'."""
@@ -649,6 +692,7 @@ def view_key(view: FileView) -> str:
         sorted(view.function_names),
         view.signatures,
         view.uses,
+        sorted(view.mixins),
     )
     return hashlib.blake2b(repr(stable).encode(), digest_size=8).hexdigest()
 

@@ -91,7 +91,9 @@ def test_full_is_rufffs_layout_with_the_fix_as_a_diff(project: Path, monkeypatch
         "help: `Square.backward` runs with grad mode off in ordinary training and on only "
         'under create_graph=True, so `y` has no grad_fn and training raises "element 0 of '
         'tensors does not require grad and does not have a grad_fn". Build it and call '
-        "`torch.autograd.grad` under `torch.enable_grad()`.",
+        "`torch.autograd.grad` under `torch.enable_grad()`. Under create_graph=True, where it "
+        "runs, it also drops the second-order term (AGL105): pass "
+        "`create_graph=torch.is_grad_enabled()` to it as well.",
     ]
     assert lines[9].startswith("fix: wrap the recomputation in `with torch.enable_grad():`")
     assert lines[10:17] == [

@@ -57,6 +57,7 @@ def test_message_fields_are_ones_the_checks_provide(rule_id: str) -> None:
         "error",
         "advice",
         "counting",
+        "side",
     }
 
 

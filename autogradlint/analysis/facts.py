@@ -37,7 +37,7 @@ class ClassInfo:
     name: str
     kinds: set[str] = field(
         default_factory=set
-    )  # function | tensor | function_mode | dispatch_mode
+    )  # function | tensor | function_mode | dispatch_mode | mixin
     methods: dict[str, cst.FunctionDef] = field(default_factory=dict)
     base_names: list[str] = field(default_factory=list)
 
@@ -306,6 +306,8 @@ def _classify(
                 info.kinds.add("function_mode")
             elif last in DISPATCH_MODE_NAMES:
                 info.kinds.add("dispatch_mode")
+        if info.name in project.mixins:
+            info.kinds.add("mixin")  # a Function of the project derives from it (view.py)
         infos[id(node)] = info
     # Subclasses of classes of interest in the same file inherit their kinds (a base may be
     # defined after its subclass: rare, but legal inside functions).

@@ -41,6 +41,7 @@ class FileMethods:
         self._bounds: list[int] | None = None
         self._found: dict[str, list[Method]] = {}
         self._functions: dict[str, cst.FunctionDef | None] = {}
+        self._constants: dict[str, cst.BaseExpression | None] = {}
 
     def graph_helpers(self, name: str) -> list[Method]:
         """The methods called `name` in classes whose text can hold a graph call (the others
@@ -59,14 +60,48 @@ class FileMethods:
         found = [at for at in _defs_of(self.text, name) if _at_module_scope(self.text, at)]
         if len(found) != 1:
             return None  # none, or redefined (@overload, a branch): not one answer
-        bounds = self._chunk_bounds()
-        index = _chunk_of(bounds, found[0])
-        try:
-            module = parse_module(self.text[bounds[index] : bounds[index + 1]])
-        except Exception:  # noqa: BLE001 - libcst raises bare exceptions on odd input
+        module = self._statement_at(found[0])
+        if module is None:
             return None
         defs = [s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == name]
         return defs[0] if len(defs) == 1 else None
+
+    def constant(self, name: str) -> cst.BaseExpression | None:
+        """The value of `name = ...` at module scope, when the file binds it exactly once
+        there (parsed alone): `TARGET = torch.device("meta")`."""
+        if name not in self._constants:
+            self._constants[name] = self._constant(name)
+        return self._constants[name]
+
+    def _constant(self, name: str) -> cst.BaseExpression | None:
+        found = [m.start() for m in _assign_pattern(name).finditer(self.text)]
+        if len(found) != 1:
+            return None  # unbound, or rebound at module scope: not one answer
+        module = self._statement_at(found[0])
+        if module is None:
+            return None
+        for stmt in module.body:
+            if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+                continue
+            small = stmt.body[0]
+            if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                target: cst.BaseExpression = small.targets[0].target
+            elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                target = small.target
+            else:
+                continue
+            if isinstance(target, cst.Name) and target.value == name:
+                return small.value
+        return None
+
+    def _statement_at(self, offset: int) -> cst.Module | None:
+        """The top-level statement holding `offset`, parsed alone (None if libcst refuses it)."""
+        bounds = self._chunk_bounds()
+        index = _chunk_of(bounds, offset)
+        try:
+            return parse_module(self.text[bounds[index] : bounds[index + 1]])
+        except Exception:  # noqa: BLE001 - libcst raises bare exceptions on odd input
+            return None
 
     def _chunk_bounds(self) -> list[int]:
         if self._bounds is None:
@@ -108,6 +143,12 @@ def _defs_of(text: str, name: str) -> list[int]:
 @functools.lru_cache(maxsize=256)
 def _def_pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"def[ \t]+{re.escape(name)}[ \t]*\(")
+
+
+@functools.lru_cache(maxsize=256)
+def _assign_pattern(name: str) -> re.Pattern[str]:
+    """`name = ...` / `name: T = ...` starting a line (not `name == ...`)."""
+    return re.compile(rf"^{re.escape(name)}[ \t]*(?::[^=\n]*)?=(?!=)", re.MULTILINE)
 
 
 _WORD_END = re.compile(r"\w")

@@ -66,11 +66,12 @@ class BackwardOf:
 
 
 def backward_methods(facts: FileFacts) -> list[tuple[BackwardOf, cst.FunctionDef]]:
-    """Every backward of the file: Function classes' and custom ops' alike."""
+    """Every backward of the file: Function classes' and custom ops' alike, and the backward
+    of a mixin a Function of the project derives from (torch runs that one)."""
     found: list[tuple[BackwardOf, cst.FunctionDef]] = [
         (BackwardOf(info.name, info.node), info.methods["backward"])
-        for info in facts.function_classes
-        if "backward" in info.methods
+        for info in facts.classes
+        if (info.is_function or "mixin" in info.kinds) and "backward" in info.methods
     ]
     found += [
         (BackwardOf(op.subject or op.op, None), op.backward)

@@ -290,7 +290,14 @@ class ReentrantAutograd(Check):
                     method, flow, provenance, site, outputs, self._unproven_outside("AGL101")
                 )
             )
-            self._report("AGL101", where, fix, outputs=shown)
+            # Under create_graph=True backward runs with grad mode on, so the same call builds
+            # and walks a graph there, and drops the second-order term (A3.2). AGL101's fix
+            # leaves that silent bug (AGL105 reports it once the fix is applied), so the help
+            # names it now.
+            second = self._drops_second_order(site, provenance, flow, route)
+            self._report(
+                "AGL101", where, fix, outputs=shown, advice=SECOND_ORDER_DROPPED if second else ""
+            )
             return
         if producers and DISABLE in producers and producers <= {DEFAULT, DISABLE}:
             fix = (
@@ -302,17 +309,27 @@ class ReentrantAutograd(Check):
             )
             self._report("AGL102", where, fix, outputs=shown)
             return
-        if ENABLE not in producers or route.private or flow.base_mode == DISABLE:
+        if ENABLE not in producers:
             return
-        create_graph = keyword(site.node, "create_graph")
-        if create_graph is not None and not is_literal(create_graph, "False"):
-            return
-        inputs = positional(site.node, 1, "inputs")
-        if inputs is None:
-            return
-        if provenance.sources(inputs, site.order) & {SAVED, CTX}:
+        if self._drops_second_order(site, provenance, flow, route):
             fix = None if route.at else fixes.forward_create_graph(method, flow, site.node)
             self._report("AGL105", where, fix)
+
+    @staticmethod
+    def _drops_second_order(
+        site: CallSite, provenance: Provenance, flow: MethodFlow, route: Route
+    ) -> bool:
+        """Whether a grad call that builds its graph when backward runs under create_graph
+        returns gradients without one: no create_graph, differentiating with respect to the
+        outer graph's tensors (saved, or held on ctx), outside a first-order-by-design
+        recompute on private leaves and a backward whose grad mode is off."""
+        if route.private or flow.base_mode == DISABLE:
+            return False
+        create_graph = keyword(site.node, "create_graph")
+        if create_graph is not None and not is_literal(create_graph, "False"):
+            return False
+        inputs = positional(site.node, 1, "inputs")
+        return inputs is not None and bool(provenance.sources(inputs, site.order) & {SAVED, CTX})
 
     def _backward_call(
         self, site: CallSite, root: cst.BaseExpression, provenance: Provenance, route: Route
@@ -355,6 +372,12 @@ class ReentrantAutograd(Check):
         node, via = where
         self.report(rule_id, node, anchor=node.func, fix=fix, cls=self.cls, via=via, **fields)
 
+
+# What AGL101's help adds when the call, where it runs, also drops second order (AGL105).
+SECOND_ORDER_DROPPED = (
+    " Under create_graph=True, where it runs, it also drops the second-order term (AGL105):"
+    " pass `create_graph=torch.is_grad_enabled()` to it as well."
+)
 
 FUNCTION_METHODS = frozenset({"forward", "backward", "setup_context", "jvp", "vjp", "vmap"})
 

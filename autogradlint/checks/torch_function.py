@@ -20,6 +20,8 @@ DTYPE_METHODS = frozenset({"float", "half", "bfloat16", "double", "int", "long",
 DEVICE_METHODS = frozenset({"cuda", "cpu"})
 TREE_MAPS = frozenset({"tree_map", "tree_map_only", "tree_map_"})
 REDISPATCH_FUNCTIONS = ("_disabled_torch_function_impl",)
+# The module-level value of a name, when the file binds it once (FileMethods.constant).
+Constant = Callable[[str], cst.BaseExpression | None]
 
 
 @dataclass(frozen=True)
@@ -40,11 +42,14 @@ class _HookVisitor(FastVisitor):
         params: list[str],
         imports: ImportTable,
         helper: Callable[[str], cst.FunctionDef | None] | None = None,
+        constant: Constant | None = None,
     ) -> None:
         self.hook = hook
         self.imports = imports
         self.helper = helper  # a module-level function of the file, by name
         self.helper_kinds: dict[str, str | None] = {}
+        self.constant = constant
+        self.reader = _Reader(constant, self._helper_kind)
         # The later names of a converted value: `grouped = regroup(moved)` still holds the moved
         # tensors (by the conversion's target).
         self.carried: dict[str, set[str]] = {}
@@ -53,6 +58,12 @@ class _HookVisitor(FastVisitor):
         self.local_converters: dict[str, cst.FunctionDef | cst.Lambda] = {}
         self.conversions: list[Conversion] = []
         self.redispatches: list[cst.Call] = []
+        # The result side: names bound to what the redispatch returns, the conversions of
+        # those to a fixed dtype (by the name they are bound to, or None inline in a return),
+        # and the names the hook returns.
+        self.results: set[str] = set()
+        self.result_conversions: list[Conversion] = []
+        self.returned: set[str] = set()
         self.if_tests: list[cst.BaseExpression] = []
         self.handled_ops: list[frozenset[str]] = []  # ops the enclosing branches handle
         self.depth = 0
@@ -84,10 +95,23 @@ class _HookVisitor(FastVisitor):
             for name in _target_names(node.target):
                 self.derived.add(name)
 
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is None:
+            return
+        self.returned.update(names_in(node.value))
+        if self._converts_result(node.value):
+            self.result_conversions.append(Conversion(node.value, "dtype", None))
+
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             if isinstance(target.target, cst.Subscript):
                 self._kwargs_store(target.target, node.value, node)
+        value = node.value
+        bound = [n for target in node.targets for n in _target_names(target.target)]
+        if isinstance(value, cst.Call) and self._is_redispatch(value):
+            self.results.update(bound)
+        elif self._converts_result(value):
+            self.result_conversions += [Conversion(value, "dtype", name) for name in bound]
         derived = self._is_derived(node.value)
         conversions = self._conversions_in(node.value)
         read = set(names_in(node.value))
@@ -136,6 +160,20 @@ class _HookVisitor(FastVisitor):
         )
 
     # --- helpers ---------------------------------------------------------------------------
+    def _converts_result(self, expr: cst.BaseExpression) -> bool:
+        """`out.to(torch.float64)`, `out.double()`, `func(*args).half()`: the redispatch's
+        result cast to a dtype fixed in the code. A cast to a dtype read from the call
+        (`out.to(args[0].dtype)`, `out.to(orig_dtype)`) restores what the plain op gives."""
+        if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)):
+            return False
+        receiver = expr.func.value
+        if isinstance(receiver, cst.Call):
+            if not self._is_redispatch(receiver):
+                return False
+        elif not (isinstance(receiver, cst.Name) and receiver.value in self.results):
+            return False
+        return _fixed_dtype(expr, self.constant)
+
     def _is_redispatch(self, call: cst.Call) -> bool:
         func = call.func
         if isinstance(func, cst.Name) and func.value == self.func:
@@ -170,7 +208,11 @@ class _HookVisitor(FastVisitor):
         key = string_value(index.value) if isinstance(index, cst.Index) else None
         if key == "dtype":
             self.conversions.append(Conversion(node, "dtype", base, value=value))
-        elif key == "device" and not _is_meta(value) and not self._fills_missing("device"):
+        elif (
+            key == "device"
+            and not _is_meta(value, self.constant)
+            and not self._fills_missing("device")
+        ):
             self.conversions.append(Conversion(node, "device", base, value=value))
 
     def _fills_missing(self, key: str) -> bool:
@@ -201,7 +243,7 @@ class _HookVisitor(FastVisitor):
             self.helper_kinds[name] = None  # a recursive helper stops here
             function = self.helper(name)
             if function is not None:
-                self.helper_kinds[name] = _returned_conversion(function)
+                self.helper_kinds[name] = _returned_conversion(function, self.reader)
         return self.helper_kinds[name]
 
     def _converter_kind(self, fn: cst.BaseExpression) -> str | None:
@@ -214,10 +256,11 @@ class _HookVisitor(FastVisitor):
         if body is None:
             return None
         kinds: list[str] = []
+        constant = self.constant
 
         class _Find(FastVisitor):
             def visit_Call(self, node: cst.Call) -> None:
-                kind = conversion_kind(node)
+                kind = conversion_kind(node, constant)
                 if kind is not None:
                     kinds.append(kind)
 
@@ -317,15 +360,25 @@ class _ConversionFinder(FastVisitor):
         if isinstance(func, cst.Attribute):
             receiver = set(names_in(func.value))
             if receiver & (self.visitor.derived | self.bound):
-                kind = conversion_kind(node)
+                kind = conversion_kind(node, self.visitor.constant)
                 if kind is not None:
                     self.found.append((kind, node))
 
 
-def _returned_conversion(function: cst.FunctionDef) -> str | None:
+@dataclass(frozen=True)
+class _Reader:
+    """What a helper's body is read with: the module's constants, and the conversion another
+    module-level helper returns (so a helper calling a converting helper is one too)."""
+
+    constant: Constant | None
+    helper_kind: Callable[[str], str | None]
+
+
+def _returned_conversion(function: cst.FunctionDef, reader: _Reader) -> str | None:
     """`dtype` / `device` when `function` returns its parameters converted: `return
     x.to(device)`, or a name it assigned or appended such conversions to (`for x in args:
-    out.append(x.to(device))` ... `return out`). A value computed from a converted one
+    out.append(x.to(device))` ... `return out`, `return tuple(out)`), or what a converting
+    helper of the module returns of them (`return tuple(_cast(a) for a in args)`). A value computed from a converted one
     (`torch.stack([(data >> 4).to(torch.uint8), ...])`, a statistic) is something else: the
     caller does not get its own tensors back on another device or in another dtype."""
     params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
@@ -342,7 +395,7 @@ def _returned_conversion(function: cst.FunctionDef) -> str | None:
                 derived.update(_target_names(node.target))
 
         def visit_Assign(self, node: cst.Assign) -> None:
-            kind = _direct_conversion(node.value, derived)
+            kind = _direct_conversion(node.value, derived, reader)
             for target in node.targets:
                 for name in _target_names(target.target):
                     if kind is not None:
@@ -353,16 +406,16 @@ def _returned_conversion(function: cst.FunctionDef) -> str | None:
             if isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend"):
                 owner = dotted(func.value)
                 for arg in node.args:
-                    kind = _direct_conversion(arg.value, derived)
+                    kind = _direct_conversion(arg.value, derived, reader)
                     if owner is not None and kind is not None:
                         into[owner] = kind
 
         def visit_Return(self, node: cst.Return) -> None:
-            value = node.value
+            value = _unwrapped(node.value) if node.value is not None else None
             if isinstance(value, cst.Name) and value.value in into:
                 returned.append(into[value.value])
             elif value is not None:
-                kind = _direct_conversion(value, derived)
+                kind = _direct_conversion(value, derived, reader)
                 if kind is not None:
                     returned.append(kind)
 
@@ -370,22 +423,30 @@ def _returned_conversion(function: cst.FunctionDef) -> str | None:
     return returned[0] if returned else None
 
 
-def _direct_conversion(expr: cst.BaseExpression, derived: set[str]) -> str | None:
+def _direct_conversion(expr: cst.BaseExpression, derived: set[str], reader: _Reader) -> str | None:
     """The conversion `expr` applies to a value given (a name of `derived`, or an element or
     attribute of one), itself or per element: `x.to(d)`, `x.to(d) if ... else x`,
-    `[a.cuda() for a in args]`; None for anything computed from it first."""
+    `[a.cuda() for a in args]`, `tuple(_cast(a) for a in args)` with `_cast` a converting
+    helper; None for anything computed from it first."""
+    expr = _unwrapped(expr)
     if isinstance(expr, cst.IfExp):
-        return _direct_conversion(expr.body, derived) or _direct_conversion(expr.orelse, derived)
+        return _direct_conversion(expr.body, derived, reader) or _direct_conversion(
+            expr.orelse, derived, reader
+        )
     if isinstance(expr, (cst.List, cst.Tuple)):
         for element in expr.elements:
-            kind = _direct_conversion(element.value, derived)
+            kind = _direct_conversion(element.value, derived, reader)
             if kind is not None:
                 return kind
         return None
     if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
-        return _direct_conversion(expr.elt, derived | _comprehension_targets(expr.for_in, derived))
+        bound = derived | _comprehension_targets(expr.for_in, derived)
+        return _direct_conversion(expr.elt, bound, reader)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name):
+        given = any(not set(names_in(arg.value)).isdisjoint(derived) for arg in expr.args)
+        return reader.helper_kind(expr.func.value) if given else None
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
-        kind = conversion_kind(expr)
+        kind = conversion_kind(expr, reader.constant)
         base = expr.func.value
         while isinstance(base, (cst.Subscript, cst.Attribute)):
             base = base.value
@@ -394,8 +455,40 @@ def _direct_conversion(expr: cst.BaseExpression, derived: set[str]) -> str | Non
     return None
 
 
-def conversion_kind(call: cst.Call) -> str | None:
-    """`dtype` or `device` for a tensor conversion method call; None otherwise (or for meta)."""
+def _fixed_dtype(call: cst.Call, constant: Constant | None) -> bool:
+    """A conversion to a dtype the code names (`.double()`, `.to(torch.float64)`,
+    `.to(dtype=torch.half)`, `.type(torch.float16)`), not one read from a value."""
+    func = call.func
+    if not isinstance(func, cst.Attribute):
+        return False
+    method = func.attr.value
+    if method in DTYPE_METHODS:
+        return not call.args
+    if method not in ("to", "type"):
+        return False
+    target = keyword(call, "dtype") or positional(call, 0)
+    if target is None or (method == "to" and conversion_kind(call, constant) != "dtype"):
+        return False
+    name = dotted(_resolved(target, constant)) or ""
+    return name.startswith("torch.") and not name.endswith("device")
+
+
+def _unwrapped(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """The one argument of `tuple(...)` / `list(...)`: the same values, regrouped."""
+    while (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Name)
+        and expr.func.value in ("tuple", "list")
+        and len(expr.args) == 1
+        and not expr.args[0].star
+    ):
+        expr = expr.args[0].value
+    return expr
+
+
+def conversion_kind(call: cst.Call, constant: Constant | None = None) -> str | None:
+    """`dtype` or `device` for a tensor conversion method call; None otherwise (or for meta).
+    `constant` reads a module-level name the call is given (`.to(TARGET)`)."""
     func = call.func
     if not isinstance(func, cst.Attribute):
         return None
@@ -413,17 +506,37 @@ def conversion_kind(call: cst.Call) -> str | None:
     device = keyword(call, "device")
     first = positional(call, 0)
     if device is not None:
-        return None if _is_meta(device) else "device"
+        return None if _is_meta(device, constant) else "device"
     if first is None:
         return None
-    if _is_meta(first):
+    return _target_kind(first, constant)
+
+
+def _target_kind(target: cst.BaseExpression, constant: Constant | None) -> str | None:
+    """What `.to(target)` converts: `device`, `dtype`, or None for the meta device. A name the
+    module binds once is read through its value (`TARGET = torch.device("meta")` is a device,
+    and meta); any other name by how it is spelled."""
+    value = _resolved(target, constant)
+    if _is_meta(value):
         return None
-    if string_value(first) is not None or _is_device_call(first):
+    if string_value(value) is not None or _is_device_call(value):
         return "device"
-    text = (dotted(first) or "").lower()
+    dotted_value = dotted(value) or ""
+    if value is not target and dotted_value.startswith("torch."):
+        return "device" if dotted_value.endswith("device") else "dtype"  # `torch.float64`
+    text = (dotted(target) or "").lower()
     if "device" in text:
         return "device"
     return "dtype"
+
+
+def _resolved(expr: cst.BaseExpression, constant: Constant | None) -> cst.BaseExpression:
+    """A bare name's module-level value, when the module binds it once; else the name."""
+    if constant is not None and isinstance(expr, cst.Name):
+        value = constant(expr.value)
+        if value is not None:
+            return value
+    return expr
 
 
 # aten ops that convert their input: the handler of one of them converting is applying the
@@ -461,8 +574,9 @@ def _keeps_own(conversion: Conversion, redispatches: list[cst.Call]) -> bool:
     return False
 
 
-def _is_meta(expr: cst.BaseExpression) -> bool:
+def _is_meta(expr: cst.BaseExpression, constant: Constant | None = None) -> bool:
     """Redirecting to the meta device is how tracing subclasses work, not a numerics change."""
+    expr = _resolved(expr, constant)
     if string_value(expr) == "meta":
         return True
     if isinstance(expr, cst.Call) and _is_device_call(expr):
@@ -512,7 +626,10 @@ class TorchFunctionConversions(Check):
         params = params if is_static else params[1:]
         if len(params) < 3:
             return
-        visitor = _HookVisitor(hook, params, self.ctx.facts.imports, self.ctx.methods.function)
+        methods = self.ctx.methods
+        visitor = _HookVisitor(
+            hook, params, self.ctx.facts.imports, methods.function, methods.constant
+        )
         visitor.walk(hook)
         if not visitor.redispatches:
             return
@@ -537,4 +654,21 @@ class TorchFunctionConversions(Check):
                 cls=info.name,
                 hook=hook.name.value,
                 code=source_of(module, conversion.node),
+                side="argument dtypes before",  # AGL301's headline (AGL302's has no field)
+            )
+        # The result cast after redispatch reaches the caller just as a cast argument's does:
+        # float32 in, float64 out, and `.dtype` misreported (C1.2, C1.3).
+        for conversion in visitor.result_conversions:
+            if conversion.target is not None and conversion.target not in visitor.returned:
+                continue
+            if id(conversion.node) in seen:
+                continue
+            seen.add(id(conversion.node))
+            self.report(
+                "AGL301",
+                conversion.node,
+                cls=info.name,
+                hook=hook.name.value,
+                code=source_of(module, conversion.node),
+                side="result dtypes after",
             )

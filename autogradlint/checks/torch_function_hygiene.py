@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from ..analysis.control import mentions
 from ..analysis.facts import ClassInfo
-from ..analysis.names import dotted
+from ..analysis.names import ImportTable, dotted
 from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor, names_in
 from ..edits import Edits, Fix
@@ -99,15 +101,17 @@ class TorchFunctionHygiene(Check):
         params = [p.name.value for p in hook.params.params]
         derived = set(params[3:5])  # cls, func, types, args, kwargs
         imports = self.ctx.facts.imports
-        found: list[cst.Attribute] = []
-
+        helpers = _HelperReads(self.ctx.methods.function, imports)
         func_name = params[1] if len(params) > 1 else "func"
 
-        class _Visit(FastVisitor):
+        class _Visit(_Reads):
             def __init__(self) -> None:
-                self.disabled = 0
+                super().__init__(hook, derived, imports, helpers)
                 self.func_branches = 0
                 self.bounded = False
+
+            def quiet(self) -> bool:
+                return bool(self.disabled or self.func_branches or self.bounded)
 
             def visit_If(self, node: cst.If) -> None:
                 # Inside `if func is ...`, the re-entered call (for the property getter) takes
@@ -123,57 +127,10 @@ class TorchFunctionHygiene(Check):
                     if _excludes(original_node.test, func_name) and _exits(original_node.body):
                         self.bounded = True
 
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-                return node is hook
-
-            def visit_Lambda(self, node: cst.Lambda) -> bool:
-                return False
-
-            def visit_With(self, node: cst.With) -> None:
-                if any(_is_disabler(item.item, imports) for item in node.items):
-                    self.disabled += 1
-
-            def leave_With(self, original_node: cst.With) -> None:
-                if any(_is_disabler(item.item, imports) for item in original_node.items):
-                    self.disabled -= 1
-
-            def visit_For(self, node: cst.For) -> None:
-                if _mentions(node.iter, derived) and isinstance(node.target, cst.Name):
-                    derived.add(node.target.value)
-
-            def visit_CompFor(self, node: cst.CompFor) -> None:
-                if _mentions(node.iter, derived) and isinstance(node.target, cst.Name):
-                    derived.add(node.target.value)
-
-            def visit_Assign(self, node: cst.Assign) -> None:
-                if isinstance(node.value, (cst.Subscript, cst.Name)) and _mentions(
-                    node.value, derived
-                ):
-                    for target in node.targets:
-                        if isinstance(target.target, cst.Name):
-                            derived.add(target.target.value)
-
-            def visit_Attribute(self, node: cst.Attribute) -> None:
-                if self.disabled or self.func_branches or self.bounded:
-                    return
-                if node.attr.value not in TENSOR_ATTRS:
-                    return
-                base = node.value
-                while isinstance(base, cst.Subscript):
-                    base = base.value
-                if isinstance(base, cst.Name) and base.value in derived:
-                    found.append(node)
-
-        # The comprehension element is visited before its `for`: bind loop names first.
-        class _Bind(FastVisitor):
-            def visit_CompFor(self, node: cst.CompFor) -> None:
-                if _mentions(node.iter, derived) and isinstance(node.target, cst.Name):
-                    derived.add(node.target.value)
-
-        _Bind().walk(hook)
-        _Visit().walk(hook)
-        if found:
-            node = found[0]
+        visit = _Visit()
+        visit.run()
+        if visit.found:
+            node = visit.found[0]
             code = code_of(node)
             self.report("AGL304", node, cls=info.name, code=code)
 
@@ -194,6 +151,117 @@ class TorchFunctionHygiene(Check):
 
                 fix = Fix("unsafe", hook, build, "call `func(*args, **kwargs)`")
             self.report("AGL305", call, anchor=call.func, fix=fix, cls=info.name)
+
+
+class _Reads(FastVisitor):
+    """Tensor attribute and method reads on `derived` values (and on values taken from them)
+    in one function, outside a disabling `with`, itself or in a module-level helper it hands
+    them to (`seen = _seen(args)`): each one re-enters the override (C1.1, C1.3)."""
+
+    def __init__(
+        self,
+        function: cst.FunctionDef,
+        derived: set[str],
+        imports: ImportTable,
+        helpers: _HelperReads,
+    ) -> None:
+        self.function = function
+        self.derived = derived
+        self.imports = imports
+        self.helpers = helpers
+        self.disabled = 0
+        self.found: list[cst.CSTNode] = []
+
+    def run(self) -> None:
+        # The comprehension element is visited before its `for`: bind loop names first.
+        derived = self.derived
+
+        class _Bind(FastVisitor):
+            def visit_CompFor(self, node: cst.CompFor) -> None:
+                if _mentions(node.iter, derived) and isinstance(node.target, cst.Name):
+                    derived.add(node.target.value)
+
+        _Bind().walk(self.function)
+        self.walk(self.function)
+
+    def quiet(self) -> bool:
+        """Whether a read here does not re-enter without end."""
+        return bool(self.disabled)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return node is self.function
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_With(self, node: cst.With) -> None:
+        if any(_is_disabler(item.item, self.imports) for item in node.items):
+            self.disabled += 1
+
+    def leave_With(self, original_node: cst.With) -> None:
+        if any(_is_disabler(item.item, self.imports) for item in original_node.items):
+            self.disabled -= 1
+
+    def visit_For(self, node: cst.For) -> None:
+        if _mentions(node.iter, self.derived) and isinstance(node.target, cst.Name):
+            self.derived.add(node.target.value)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        if _mentions(node.iter, self.derived) and isinstance(node.target, cst.Name):
+            self.derived.add(node.target.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if isinstance(node.value, (cst.Subscript, cst.Name)) and _mentions(
+            node.value, self.derived
+        ):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    self.derived.add(target.target.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.quiet() or not isinstance(node.func, cst.Name):
+            return
+        if any(_mentions(arg.value, self.derived) for arg in node.args):
+            if self.helpers.reads(node.func.value):
+                self.found.append(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if self.quiet() or node.attr.value not in TENSOR_ATTRS:
+            return
+        base = node.value
+        while isinstance(base, cst.Subscript):
+            base = base.value
+        if isinstance(base, cst.Name) and base.value in self.derived:
+            self.found.append(node)
+
+
+class _HelperReads:
+    """Whether a module-level function of the file reads a tensor attribute or method on what
+    it is handed (or on values taken from it), outside a disabling `with`, itself or through
+    another such helper it hands them to."""
+
+    def __init__(
+        self, function: Callable[[str], cst.FunctionDef | None], imports: ImportTable
+    ) -> None:
+        self.function = function
+        self.imports = imports
+        self.known: dict[str, bool] = {}
+
+    def reads(self, name: str) -> bool:
+        if self.imports.is_imported(name):
+            return False
+        if name not in self.known:
+            self.known[name] = False  # a recursive helper stops here
+            function = self.function(name)
+            if function is not None:
+                params = function.params
+                derived = {p.name.value for p in (*params.posonly_params, *params.params)}
+                if isinstance(params.star_arg, cst.Param):
+                    derived.add(params.star_arg.name.value)  # `def _seen(*args)`
+                visit = _Reads(function, derived, self.imports, self)
+                visit.run()
+                self.known[name] = bool(visit.found)
+        return self.known[name]
 
 
 def _is_disabler(expr: cst.BaseExpression, imports) -> bool:  # type: ignore[no-untyped-def]

@@ -82,7 +82,7 @@ def analyse(
     memo: Memo = {}  # gates share tokens: each is looked for once per file
     mentions_index = bool(project) and (
         subclasses_index(declarations(raw, memo), project.seeds)
-        or any(name.encode() in raw for name in project.function_names)
+        or any(name.encode() in raw for name in project.function_names | project.mixins)
     )
     checks = [
         check

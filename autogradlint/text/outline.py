@@ -15,7 +15,8 @@ ClassDecl = tuple[str, tuple[str, ...], bool]  # name, dotted bases as written, 
 # No `^` anchor (it would defeat the literal-prefix search): the line start is checked by hand.
 # The bases run to the first `)`, found with one `find` per stretch: `[^)]*\)` in the pattern
 # rescanned the rest of the file from every `class X(` that no `)` follows (quadratic).
-_CLASS_RE = re.compile(rb"class[ \t]+(\w+)[ \t]*\(")
+# `class X:` is read too (no bases): a mixin a Function of another file derives from.
+_CLASS_RE = re.compile(rb"class[ \t]+(\w+)[ \t]*([(:])")
 
 
 def class_declarations(data: bytes, autograd: bool | None = None) -> list[ClassDecl]:
@@ -32,7 +33,8 @@ def class_declarations(data: bytes, autograd: bool | None = None) -> list[ClassD
         start = match.start()
         if start < close:
             continue  # inside the bases before: one match, as the text is read once
-        if close < match.end():
+        bare = match.group(2) == b":"
+        if not bare and close < match.end():
             close = data.find(b")", match.end())
             if close == -1:
                 break  # no `)` after it: neither this nor any later one has its bases
@@ -42,6 +44,9 @@ def class_declarations(data: bytes, autograd: bool | None = None) -> list[ClassD
         if data[line_start:start].strip(b" \t\f"):  # a form feed may lead an indent
             continue  # `subclass Foo(...)` or `# a class Foo(...)`: not a class statement
         name = match.group(1).decode("ascii", "replace")
+        if bare:
+            out.append((name, (), autograd))
+            continue
         bases = tuple(
             sorted(
                 {

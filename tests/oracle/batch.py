@@ -33,7 +33,7 @@ class Result:
 
     @property
     def codes(self) -> list[str]:
-        return sorted({f.code for f in self.findings})
+        return sorted({code for f in self.findings for code in f.codes})
 
     def disagreements(self) -> list[Disagreement]:
         return judge(self.program.family, self.harms, self.codes)

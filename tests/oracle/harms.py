@@ -20,7 +20,9 @@ import re
 from dataclasses import dataclass
 
 ELEMENT_0 = r"RuntimeError: element 0 of tensors does not require grad"
-FIRST_ORDER = r"(train|sum|grad|partial|nonleaf)"
+# The scenarios that run backward first-order (grad mode off); `instance` runs the methods
+# through an instance under no_grad.
+FIRST_ORDER = r"(train|sum|grad|partial|nonleaf|instance)"
 
 PREDICTS: dict[str, str] = {
     # A: graph building inside backward

@@ -6,10 +6,15 @@ findings. Only the CLI's documented JSON is read, so refactors of the package do
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+# A rule a finding names as a further harm of the same code (AGL101's help naming the dropped
+# second order, AGL105): the user is told, so it counts as that rule's verdict too.
+_NAMED = re.compile(r"\((AGL\d{3})\)")
 
 
 @dataclass(frozen=True)
@@ -18,6 +23,12 @@ class Finding:
     path: str  # inside the program's package
     row: int
     message: str
+    help: str = ""
+
+    @property
+    def codes(self) -> set[str]:
+        """Its rule, and the rules its message or help names as harms of the same code."""
+        return {self.code, *_NAMED.findall(self.message), *_NAMED.findall(self.help)}
 
 
 def lint_command(root: Path) -> list[str]:
@@ -41,7 +52,13 @@ def findings_by_package(stdout: str, root: Path) -> dict[str, list[Finding]]:
         path = Path(item["filename"]).resolve().relative_to(root.resolve())
         package, inner = path.parts[0], "/".join(path.parts[1:])
         out.setdefault(package, []).append(
-            Finding(item["code"], inner, int(item["location"]["row"]), item["message"])
+            Finding(
+                item["code"],
+                inner,
+                int(item["location"]["row"]),
+                item["message"],
+                item.get("help") or "",
+            )
         )
     return out
 
