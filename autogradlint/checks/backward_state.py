@@ -3,6 +3,8 @@ or writes into a tensor it saved."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import libcst as cst
 
 from ..analysis.contract import ALIASING, mutation, returned_names, save_for_backward_calls
@@ -13,7 +15,10 @@ from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor
 from .base import Check
 from .common import source_of
+from .gradient_collectives import UNSAFE_NOTE, GradientCollectives
 from .gradient_copy import copy_gradient_first
+from .gradient_layout import NOTE as LAYOUT_NOTE
+from .gradient_layout import reads_layout
 
 # What forward saved in a slot: its description, or the intermediate's expression (its text is
 # read only when a finding shows it), and whether the caller holds the tensor.
@@ -30,6 +35,8 @@ def _described(saved: _Saved) -> tuple[str, bool]:
 class BackwardState(Check):
     """AGL406 (in-place change of an incoming gradient), AGL408 (ctx state consumed) and
     AGL409 (in-place change of a saved input or output)."""
+
+    _collectives: GradientCollectives | None = None
 
     def run(self) -> None:
         for info in self.ctx.contract().classes():
@@ -62,7 +69,36 @@ class BackwardState(Check):
                 fix = copy_gradient_first(
                     backward, flow, origin, dense=False, title=f"copy `{origin}` before changing it"
                 )
-                self.report("AGL406", found[1], fix=fix, cls=name, name=origin)
+                if fix is not None and self._reads_layout(flow, origin):
+                    fix = replace(fix, safety="unsafe", note=LAYOUT_NOTE)
+                self.report("AGL406", found[1], fix=fix, cls=name, name=origin, how="")
+        self._backward_collectives(name, backward, flow, grads, reported)
+
+    def _backward_collectives(
+        self,
+        name: str,
+        backward: cst.FunctionDef,
+        flow: MethodFlow,
+        grads: set[str],
+        reported: set[str],
+    ) -> None:
+        """A collective writing into a gradient (gradient_collectives.py): the same finding
+        and copy, unsafe: gloo ignores strides, so the copy changes non-dense results (B2.9)."""
+        if self._collectives is None:
+            self._collectives = GradientCollectives(self.ctx)
+        for write in self._collectives.writes(flow, grads):
+            if write.origin in reported:
+                continue
+            reported.add(write.origin)
+            title = f"copy `{write.origin}` before the collective writes it"
+            fix = copy_gradient_first(backward, flow, write.origin, dense=False, title=title)
+            if fix is not None:
+                fix = replace(fix, safety="unsafe", note=UNSAFE_NOTE)
+            how = write.describe()
+            self.report("AGL406", write.node, fix=fix, cls=name, name=write.origin, how=how)
+
+    def _reads_layout(self, flow: MethodFlow, gradient: str) -> bool:
+        return reads_layout(flow, self.ctx.contract(), self.ctx.facts.imports, gradient)
 
     def _backward_saved_inplace(self, info: ClassInfo, backward: cst.FunctionDef) -> None:
         """A tensor backward keeps between runs, changed in place: one forward saved with

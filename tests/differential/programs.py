@@ -83,6 +83,10 @@ ALIASES = [
     "h = g[0]",
     "h = g.reshape(3, 4)",
     "h = g.data",
+    # copies only when the gradient is not contiguous: the stride-0 one of `out.sum()` is not,
+    # its private copy is (the copy-first fix is unsafe there)
+    "h = g.contiguous()",
+    "h = g.reshape(-1)",
 ]
 RETURNS = ["g", "g * 1.0", "g.clone()", "h.reshape(3, 4)", "g + h.reshape(3, 4)"]
 

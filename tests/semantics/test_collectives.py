@@ -151,6 +151,24 @@ def _layouts(rank: int) -> dict[str, torch.Tensor]:
         "transposed": t.t().contiguous().t(),
         "offset": big[3:].view(4, 3),
         "expanded": t.flatten()[:1].reshape(1, 1).expand(4, 3),
+        "narrow": torch.cat([t, torch.zeros(4, 5)], dim=1)[:, :3],  # what cat's backward hands
+    }
+
+
+def _strides_ignored(rank: int) -> dict[str, list[float]]:
+    """all_reduce into views whose elements are not `numel` consecutive floats: what the view
+    shows after it, the storage around the view, and the true reduced values."""
+    wide = torch.cat([torch.ones(4, 3) * (rank + 1), torch.full((4, 5), 10.0 * (rank + 1))], 1)
+    narrow = wide[:, :3]
+    dist.all_reduce(narrow)
+    base = torch.arange(6.0) + 10 * rank
+    expanded = base[:1].expand(6)
+    dist.all_reduce(expanded)
+    return {
+        "narrow": narrow.flatten().tolist(),
+        "beside narrow": wide[:, 3:].flatten().tolist(),
+        "expanded": expanded.tolist(),
+        "under expanded": base.tolist(),
     }
 
 
@@ -202,6 +220,7 @@ def observe(rank: int) -> dict[str, Any]:
     return {
         "writers": {name: _consumers(rank, write) for name, write in WRITERS.items()},
         "copy first": _copy_first(rank),
+        "strides ignored": _strides_ignored(rank),
     }
 
 
@@ -267,18 +286,27 @@ def test_a_copy_taken_first_keeps_the_result_and_the_shared_buffer(ranks) -> Non
             for rank in ranks:
                 original, copied = rank["copy first"][op, layout]
                 assert isinstance(original, list) and original == copied, (op, layout)
-    # the stride-0 gradient of `out.sum()`: equal for the elementwise collectives
-    for op in ("all_reduce", "broadcast"):
-        for rank in ranks:
-            original, copied = rank["copy first"][op, "expanded"]
-            assert isinstance(original, list) and original == copied, op
-    # ... refused where ATen checks the written tensor, the copy then works
+    # a stride-0 output ATen checks: refused, where the copy works
     for op in ("reduce_scatter_tensor", "all_gather_into_tensor"):
         for rank in ranks:
             original, copied = rank["copy first"][op, "expanded"]
             assert original == OVERLAP and isinstance(copied, list), op
-    # ... and silently other values where gloo writes every element into one memory location
+
+
+@rows("B2.9")
+def test_gloo_reads_and_writes_numel_elements_from_the_data_pointer(ranks) -> None:
+    zero, one = (rank["strides ignored"] for rank in ranks)
+    # the narrow view: the first 12 floats of the 4x8 buffer were reduced, not the view's, so
+    # rows 2-3 are left as they were (the true result is 3 everywhere) and the columns beside
+    # it (another input's gradient in `torch.cat`) were written
+    assert zero["narrow"] == [3.0] * 6 + [1.0] * 6 and one["narrow"] == [3.0] * 6 + [2.0] * 6
+    assert zero["beside narrow"][:6] == [30.0] * 6 and zero["beside narrow"][6:] == [10.0] * 14
+    # the stride-0 view: the whole storage under it was reduced
+    assert zero["under expanded"] == one["under expanded"] == [10.0, 12.0, 14.0, 16.0, 18.0, 20.0]
+    # on the copy: right (and so other bytes than the original's)
+    for rank in ranks:
+        original, copied = rank["copy first"]["all_reduce", "narrow"]
+        assert original != copied
+        assert copied == (_layouts(0)["dense"] + _layouts(1)["dense"]).tolist()
     original, copied = ranks[0]["copy first"]["all_to_all_single", "expanded"]
-    assert isinstance(original, list) and original != copied
-    original, copied = ranks[1]["copy first"]["reduce", "expanded"]
-    assert isinstance(original, list) and original != copied
+    assert original != copied
