@@ -71,7 +71,7 @@ class BackwardState(Check):
                 )
                 if fix is not None and self._reads_layout(flow, origin):
                     fix = replace(fix, safety="unsafe", note=LAYOUT_NOTE)
-                self.report("AGL406", found[1], fix=fix, cls=name, name=origin, how="")
+                self.report("AGL406", found[1], fix=fix, cls=name, name=origin, detail="")
         self._backward_collectives(name, backward, flow, grads, reported)
 
     def _backward_collectives(
@@ -95,7 +95,7 @@ class BackwardState(Check):
             if fix is not None:
                 fix = replace(fix, safety="unsafe", note=UNSAFE_NOTE)
             how = write.describe()
-            self.report("AGL406", write.node, fix=fix, cls=name, name=write.origin, how=how)
+            self.report("AGL406", write.node, fix=fix, cls=name, name=write.origin, detail=how)
 
     def _reads_layout(self, flow: MethodFlow, gradient: str) -> bool:
         return reads_layout(flow, self.ctx.contract(), self.ctx.facts.imports, gradient)

@@ -21,6 +21,7 @@ from .saved_state import SavedState
 from .static_methods import StaticMethods
 from .torch_function import TorchFunctionConversions
 from .torch_function_hygiene import TorchFunctionHygiene
+from .unset_gradients import UnsetGradients
 
 REGISTRY: tuple[tuple[type[Check], gates.Gate], ...] = (
     (ReentrantAutograd, gates.REENTRANT),
@@ -35,6 +36,7 @@ REGISTRY: tuple[tuple[type[Check], gates.Gate], ...] = (
     (BackwardState, gates.BACKWARD_STATE),
     (DirectCalls, gates.DIRECT_CALLS),
     (CustomOpSetup, gates.CUSTOM_OP_SETUP),
+    (UnsetGradients, gates.UNSET_GRADIENTS),
 )
 
 

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from programs import grad_writes, graphless_grads, kernel_calls, plain_hooks, plain_methods
 from run import differences, function_scenarios, subclass_scenarios
+from unset_programs import needs_grad_scenarios, unset_gradients
 
 from autogradlint.fix.loop import fix_text
 from autogradlint.fix.verify import compile_error
@@ -33,6 +34,7 @@ FAMILIES = [
     pytest.param(kernel_calls(), {"AGL201", "AGL202"}, function_scenarios, id="AGL201-AGL202"),
     pytest.param(plain_methods(), {"AGL402"}, function_scenarios, id="AGL402"),
     pytest.param(plain_hooks(), {"AGL303"}, subclass_scenarios, id="AGL303"),
+    pytest.param(unset_gradients(), {"AGL412"}, needs_grad_scenarios, id="AGL412"),
 ]
 
 
@@ -64,7 +66,7 @@ def test_safe_fixes_keep_every_non_raising_result(programs, rules, scenarios) ->
 
 
 @settings(max_examples=40, deadline=None, derandomize=True, database=None)
-@given(program=st.one_of(graphless_grads(), grad_writes(), kernel_calls()))
+@given(program=st.one_of(graphless_grads(), grad_writes(), kernel_calls(), unset_gradients()))
 def test_unsafe_tier_still_produces_code_that_compiles(program: str) -> None:
     outcome = fix_text(program, "generated.py", unsafe=True)
     assert outcome.error is None, outcome.error
