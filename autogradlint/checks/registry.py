@@ -11,6 +11,7 @@ from ..speed import gates
 from .backward_state import BackwardState
 from .base import Check
 from .compiled_grads import CompiledGradients
+from .custom_op_fake import CustomOpFake
 from .custom_op_setup import CustomOpSetup
 from .direct_calls import DirectCalls
 from .dispatch_handlers import DispatchHandlers
@@ -37,6 +38,7 @@ REGISTRY: tuple[tuple[type[Check], gates.Gate], ...] = (
     (DirectCalls, gates.DIRECT_CALLS),
     (CustomOpSetup, gates.CUSTOM_OP_SETUP),
     (UnsetGradients, gates.UNSET_GRADIENTS),
+    (CustomOpFake, gates.CUSTOM_OP_FAKE),
 )
 
 

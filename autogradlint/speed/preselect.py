@@ -27,6 +27,7 @@ from ..settings import (
     DISPATCH_SIZED_OPS,
     HELPER_DEPTH,
 )
+from .op_definitions import op_definition_chunks
 from .statements import body_start, chunk_of, chunk_starts, class_members, is_bare_string
 
 CALL_TAILS = (".forward(", "()(", ".apply(")
@@ -202,6 +203,7 @@ def kept_ranges(
     hook_offsets += [m.start() for m in _HANDLER.finditer(text) if not _commented(text, m.start())]
     calls = direct_call_offsets(text, names)  # on Functions of this file or imported ones
     custom_ops = _custom_op_chunks(text, starts) if "register_autograd" in text else set()
+    custom_ops |= op_definition_chunks(text, starts)  # AGL413 reads the op definitions
     if not function_offsets and not hook_offsets and not calls and not custom_ops:
         return None
     marks = _Marks(

@@ -22,6 +22,7 @@ from ..analysis.hierarchy import function_like
 from ..project import forward_parameters
 from ..settings import DEFAULT_LOADERS, DISPATCH_REQUEST_OPS, DISPATCH_SIZED_OPS, HELPER_DEPTH
 from .ast_walk import walk as walk_ast
+from .op_definitions import op_definition_spans
 from .preselect import direct_call_offsets, holds_graph_call, kept_ranges, triton_kernels
 from .statements import blank_outside, chunk_starts
 
@@ -509,7 +510,7 @@ def slice_source(
     statements = _statements(tree)
     function_like = _function_like_names(tree, known_functions, statements)
     call_lines = _direct_call_lines(text, function_like, statements)
-    custom_ops = custom_op_spans(tree.body)
+    custom_ops = custom_op_spans(tree.body) + op_definition_spans(tree.body)
     if (
         not call_lines
         and not custom_ops

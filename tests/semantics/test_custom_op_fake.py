@@ -155,3 +155,22 @@ raw_double.register_autograd(_raw_backward)
 @rows("D13.5")
 def test_a_fake_does_not_cover_a_raw_kernel_backward_calls_itself() -> None:
     assert failures(raw_double) == {"test_aot_dispatch_dynamic": DATA_POINTER}
+
+
+@custom_op("agl_sem::d13_fill", mutates_args=("out",))
+def fill_(out: torch.Tensor, value: float) -> None:
+    out.fill_(value)
+
+
+@rows("D13.6")
+def test_an_op_that_only_mutates_its_arguments_gets_a_generated_fake() -> None:
+    def filled(t: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(t)
+        fill_(out, 2.0)
+        return out
+
+    assert torch.equal(
+        torch.compile(filled, backend="eager", fullgraph=True)(torch.ones(3)), torch.full((3,), 2.0)
+    )
+    found = opcheck(fill_, (torch.ones(3), 2.0), raise_exception=False)
+    assert set(found.values()) == {"SUCCESS"}
