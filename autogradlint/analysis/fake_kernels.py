@@ -50,7 +50,11 @@ def _imports(text: str, module: str) -> bool:
     """Whether `text` imports the module whose file stem is `module` (any package path)."""
     word = re.escape(module)
     return bool(
-        re.search(rf"^[ \t]*(?:from[ \t]+[\w.]*\b{word}[ \t]+import|import[ \t]+[\w.]*\b{word}\b)", text, re.M)
+        re.search(
+            rf"^[ \t]*(?:from[ \t]+[\w.]*\b{word}[ \t]+import|import[ \t]+[\w.]*\b{word}\b)",
+            text,
+            re.M,
+        )
     )
 
 
