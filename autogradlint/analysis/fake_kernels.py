@@ -71,13 +71,14 @@ def registers_fake(
         )
     name = re.escape(short)
     space = re.escape(namespace) if namespace else r"[^\"']*"
+    ops_space = re.escape(namespace) if namespace else r"\w+"
     patterns = [
         # torch.library.register_fake("ns::op") / impl_abstract / register_meta, any f-string
         rf"(?:register_fake|impl_abstract|register_meta)\s*\(\s*f?[\"']{space}::{name}[\"']",
-        # register_fake(torch.ops.ns.op.default) / register_fake(op)
-        rf"(?:register_fake|impl_abstract)\s*\(\s*(?:torch\.ops\.\w+\.)?{name}\b",
+        # register_fake(torch.ops.ns.op.default)
+        rf"(?:register_fake|impl_abstract)\s*\(\s*torch\.ops\.{ops_space}\.{name}\b",
         # lib.impl("op", fn, "Meta"), torch.library.impl("ns::op", "Meta"), register_kernel
-        rf"[\"'](?:[\w.]+::)?{name}[\"'][^\n]*[\"'](?:{_FAKE_KEYS})[\"']",
+        rf"[\"'](?:{space}::)?{name}[\"'][^\n]*[\"'](?:{_FAKE_KEYS})[\"']",
     ]
     if python is not None:
         word = re.escape(python)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ..analysis.fake_kernels import registers_fake, registrations
+from ..analysis.fake_kernels import Registrations, registers_fake, registrations
 from ..analysis.names import dotted
 from ..project import parse_quietly
 from ..speed.slicing import ast_dotted
@@ -50,9 +50,22 @@ class OpDefinition:
 class CustomOpFake(Check):
     """AGL413 on the file's module-level op definitions."""
 
+    _project: Registrations | None = None
+
+    def _faked_elsewhere(self, op: OpDefinition, module: str) -> bool:
+        """Whether another file of the project registers the op's fake. A text with no file
+        (stdin, a test's source) has no project around it to read."""
+        if not os.path.isfile(self.ctx.path):
+            return False
+        if self._project is None:
+            self._project = registrations(self.ctx.native.root)
+            # the result stays valid while the files that can register a fake do
+            self.ctx.summaries.consulted.update(path for path, _ in self._project.files)
+        return self._project.faking(op.short, op.python, op.namespace, module) is not None
+
     def run(self) -> None:
         source_tree: ast.Module | None = None
-        project = None
+        module = os.path.splitext(os.path.basename(self.ctx.path or "ops.py"))[0]
         for op in _definitions(self.ctx.facts.module, self.ctx.facts.imports):
             if op.trivial:
                 continue
@@ -63,11 +76,7 @@ class CustomOpFake(Check):
                 continue
             if registers_fake(text, op.short, op.python, op.namespace):
                 continue
-            if project is None:
-                project = registrations(self.ctx.native.root)
-                self.ctx.summaries.consulted.update(path for path, _ in project.files)
-            module = os.path.splitext(os.path.basename(self.ctx.path or "ops.py"))[0]
-            if project.faking(op.short, op.python, op.namespace, module) is not None:
+            if self._faked_elsewhere(op, module):
                 continue
             self.ctx.enter(op.python or (op.name if "{" not in op.name else None))
             register = (
