@@ -630,7 +630,44 @@ def probe_arity(fn: Any, devices: list[str], factory: Callable[..., Any] | None)
     return per_device
 
 
-PROBES = {"A": probe_a, "B": probe_b, "C": probe_c, "arity": probe_arity}
+def probe_fake(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> dict[str, Any]:
+    """A custom op's fake implementation (AGL413): opcheck's test_faketensor runs the op on
+    fake tensors, as torch.compile and torch.export do (semantics D13.1, D13.3)."""
+    import torch
+
+    per_device: dict[str, Any] = {}
+    for dev in devices:
+        mark(f"fake {dev}")
+        if not opcheck.is_custom_op(fn):
+            per_device[dev] = {"verdict": COULD_NOT_RUN, "evidence": ["not a custom op"]}
+            continue
+        try:
+            dtype, shape = OPCHECK_INPUTS["B"]  # kernels may take float32 only
+            args = inputs_for(fn, factory, getattr(torch, dtype), dev, shape, SEEDS[0])
+        except Exception as exc:  # noqa: BLE001
+            per_device[dev] = {
+                "verdict": COULD_NOT_RUN,
+                "evidence": [f"could not build inputs: {first_line(exc)}"],
+            }
+            continue
+        found = opcheck.report(fn, args, ("test_faketensor",))
+        outcome = found.get("test_faketensor", next(iter(found.values()), "?"))
+        if outcome == opcheck.PASSED:
+            per_device[dev] = {
+                "verdict": NOT_REPRODUCED,
+                "evidence": ["opcheck test_faketensor passed"],
+            }
+        elif opcheck.lacks_fake(outcome):
+            per_device[dev] = {
+                "verdict": CONFIRMED,
+                "evidence": [f"opcheck test_faketensor {outcome}"],
+            }
+        else:
+            per_device[dev] = {"verdict": COULD_NOT_RUN, "evidence": [f"opcheck {outcome}"]}
+    return per_device
+
+
+PROBES = {"A": probe_a, "B": probe_b, "C": probe_c, "arity": probe_arity, "fake": probe_fake}
 
 
 def serve(module: str, jobs: list[dict[str, Any]]) -> None:

@@ -10,14 +10,21 @@ from ..model import FileResult, Finding
 # Which probe confirms which finding (semantics A.9, B.6, C.3; the arity rule has its own).
 PROBE_OF_FAMILY = {"A": "A", "B": "B"}
 # AGL409 (backward writes a saved tensor): the B probe compares forward's inputs before and after.
-PROBE_OF_RULE = {"AGL301": "C", "AGL302": "C", "AGL401": "arity", "AGL409": "B"}
+# AGL413 (a custom op without a fake): opcheck's test_faketensor.
+PROBE_OF_RULE = {
+    "AGL301": "C",
+    "AGL302": "C",
+    "AGL401": "arity",
+    "AGL409": "B",
+    "AGL413": "fake",
+}
 
 
 @dataclass
 class Target:
     """One class to execute with one probe, and the findings it would confirm (none: clean)."""
 
-    kind: str  # A | B | C | arity
+    kind: str  # A | B | C | arity | fake
     path: str
     line: int
     module: str
