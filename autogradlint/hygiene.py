@@ -192,8 +192,37 @@ def _judgeable(selector: str | None, enabled: frozenset[str], rules: dict[str, R
     return bool(judged) and all(rid in enabled for rid in judged)
 
 
-def _removal(directive: Directive, remaining: tuple[Selector, ...], line_text: str) -> CommentFix:
-    """The line with `directive` rewritten to keep only `remaining` (or removed outright)."""
+def _removal(
+    directive: Directive, remaining: tuple[Selector, ...], line_text: str
+) -> CommentFix | None:
+    """The line with `directive` rewritten to keep only `remaining` (or removed outright);
+    None when the rewrite would change more than the comment (`comment-only`)."""
+    fix = _rewritten(directive, remaining, line_text)
+    return fix if _only_codes_removed(directive, remaining, line_text, fix) else None
+
+
+def _only_codes_removed(
+    directive: Directive, remaining: tuple[Selector, ...], line_text: str, fix: CommentFix
+) -> bool:
+    """The precondition of a comment fix (rules/AGL901.yaml, `comment-only`): the code before
+    the comment is as it was, the codes that stay are read as codes again (a reason must not
+    become codes: `# noqa: kept, on, purpose` is a blanket noqa for flake8), and the text that
+    followed the codes is still on the line."""
+    edited = fix.edit.lines[0] if fix.edit.lines else ""
+    code = line_text[: directive.start].rstrip(" \t")
+    if not edited.startswith(code):
+        return False
+    reason = line_text[directive.end :].strip().lstrip("#").strip()
+    if reason and reason not in edited:
+        return False
+    if not remaining:
+        return True
+    found = read_directive(edited[len(code) :], directive.line, len(code), directive.own_line)
+    kept = [s.text for s in found.selectors] if found is not None else None
+    return kept == [s.text for s in remaining]
+
+
+def _rewritten(directive: Directive, remaining: tuple[Selector, ...], line_text: str) -> CommentFix:
     before, after = line_text[: directive.start], line_text[directive.end :]
     if remaining:
         codes = ", ".join(s.text for s in remaining)
@@ -205,6 +234,8 @@ def _removal(directive: Directive, remaining: tuple[Selector, ...], line_text: s
         return CommentFix(title, _replace(directive.line, before + new + after))
     ending = line_text[len(line_text.rstrip("\r\n")) :]
     rest = after.rstrip("\r\n")
+    if rest.strip() and not rest.strip().startswith("#"):
+        rest = "# " + rest.strip()  # the reason written after the codes: it stays, as a comment
     if rest.strip().startswith("#"):  # another comment follows on the line: keep it
         edited = (
             before.rstrip(" \t") + "  " + rest.strip() if before.strip() else before + rest.lstrip()

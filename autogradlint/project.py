@@ -72,6 +72,11 @@ class FileView:
     function_bases: frozenset[str] = frozenset()  # base expressions that are Functions
     function_names: frozenset[str] = frozenset()  # names bound here to Functions elsewhere
     signatures: tuple[tuple[str, Signature], ...] = ()  # forward of those, by local name
+    # This file's Function classes as the rest of the project uses them (`ProjectIndex.uses`):
+    # (class, where another file subclasses it, where another file may instantiate it or a
+    # subclass), "" for nowhere, None where instances were not looked for. A class missing
+    # here is one nothing is known about (no index, or a class the index cannot resolve).
+    uses: tuple[tuple[str, str, str | None], ...] = ()
 
     @property
     def seeds(self) -> frozenset[str]:
@@ -434,6 +439,7 @@ class ProjectIndex:
         record = self._record(path, text, outline)
         if record is None or not self.needs_view(record.outline):
             return EMPTY
+        uses = self.uses(record)
         direct_calls = any(name in self.bare for name in record.outline.callees)
         module = record.names[0] if record.names else ""
         bases = {
@@ -454,7 +460,7 @@ class ProjectIndex:
                     signature = self.signature(canonical)
                     if signature is not None:
                         signatures.append((local, signature))
-        return FileView(module, frozenset(bases), frozenset(names), tuple(sorted(signatures)))
+        return FileView(module, frozenset(bases), frozenset(names), tuple(sorted(signatures)), uses)
 
     def signature(self, canonical: str, hops: int = 0) -> Signature | None:
         """The forward a Function class has: its own, else the first of its bases'."""
@@ -470,6 +476,87 @@ class ProjectIndex:
             if found is not None:
                 return found
         return None
+
+    # --- how the rest of the project uses a Function class ---------------------------------------
+    def uses(self, record: Record) -> tuple[tuple[str, str, str | None], ...]:
+        """For each Function class `record` declares: where another file declares a subclass of
+        it, and where another file makes, or may make, an instance of it or of a subclass ("":
+        nowhere). Instances are looked for only for a class whose text shows a contract method
+        that may not be static (AGL402's fix is the one that asks; None: not looked for), in
+        every other file that names it or a subclass."""
+        if not record.names:
+            return ()
+        own = os.path.abspath(record.path)
+        out: list[tuple[str, str, str | None]] = []
+        text: str | None = None
+        for name, _bases, _flag in record.decls:
+            canonical = f"{record.names[0]}.{name}"
+            if canonical not in self.functions:
+                continue
+            family = self._subclasses_of(canonical)
+            declared_in = {c: self.module(c.rpartition(".")[0]) for c in family}
+            elsewhere = sorted(
+                {
+                    f"`{c.rpartition('.')[2]}` in {r.path}"
+                    for c, r in declared_in.items()
+                    if r is not None and os.path.abspath(r.path) != own
+                }
+            )
+            subclassed = ", ".join(elsewhere)
+            if text is None:
+                data = record.source()
+                decoded = decode(data) if data is not None else ""
+                text = decoded if isinstance(decoded, str) else ""
+            instances: str | None = None
+            if may_have_plain_methods(text, name):
+                instances = self._instances(family, own)
+            out.append((name, subclassed, instances))
+        return tuple(out)
+
+    @functools.cached_property
+    def _children(self) -> dict[str, list[str]]:
+        """base -> the classes that name it among their bases (built once, not per class)."""
+        out: dict[str, list[str]] = {}
+        for name, bases in self.bases_of.items():
+            for base in bases:
+                out.setdefault(base, []).append(name)
+        return out
+
+    def _subclasses_of(self, canonical: str) -> set[str]:
+        """The class and every class of the project derived from it."""
+        found = {canonical}
+        stack = [canonical]
+        while stack:
+            for child in self._children.get(stack.pop(), ()):
+                if child not in found:
+                    found.add(child)
+                    stack.append(child)
+        return found
+
+    def _instances(self, family: set[str], own: str) -> str:
+        """Where a file other than `own` may make an instance of a class of `family` ("":
+        nowhere): read from the `ast` of every file whose text names one of them (by its last
+        component: an import inside a function, or an alias, is seen too). Reads the project's
+        files, so it is asked only for classes whose fix depends on it."""
+        names = {canonical.rpartition(".")[2] for canonical in family}
+        words = re.compile(
+            rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")\b"
+        )
+        for record in sorted(self.records, key=lambda r: r.path):
+            if os.path.abspath(record.path) == own:
+                continue  # the linted file itself: the check reads it (an editor's buffer)
+            data = record.source()
+            if data is None:
+                return f"{record.path} cannot be read"
+            if words.search(data) is None:
+                continue
+            text = decode(data)
+            if not isinstance(text, str):
+                return f"{record.path} cannot be read"
+            found = instance_uses(text, names, record.path)
+            if found:
+                return found
+        return ""
 
     def _record(self, path: str, text: str | None, outline: Outline | None) -> Record | None:
         record = self.by_path.get(os.path.abspath(path))
@@ -514,7 +601,7 @@ def _absolute(base: str, name: str, record: Record) -> str:
 def view_key(view: FileView) -> str:
     """A file's cached result stays valid while its view does (a change elsewhere in the
     project re-analyses only the files it concerns)."""
-    if not view:
+    if not view and not view.uses:
         return ""  # most files: asked once each, before anything to hash
     import hashlib
 
@@ -524,5 +611,110 @@ def view_key(view: FileView) -> str:
         sorted(view.function_bases),
         sorted(view.function_names),
         view.signatures,
+        view.uses,
     )
     return hashlib.blake2b(repr(stable).encode(), digest_size=8).hexdigest()
+
+
+# --- instances of a class, read from a file's text -------------------------------------------
+_CONTRACT_DEF = re.compile(r"^([ \t]+)def[ \t]+(?:forward|backward|setup_context|jvp|vmap)\b", re.M)
+
+
+def may_have_plain_methods(text: str, name: str) -> bool:
+    """Whether the class `name` of `text` (at any depth) may define a contract method that is
+    not a `@staticmethod` or `@classmethod` (an over-approximation: only says no when each def
+    of one has such a decorator above it, comments and blank lines between them allowed)."""
+    starts = list(re.finditer(rf"^([ \t]*)class[ \t]+{re.escape(name)}\b", text, re.M))
+    if not starts:
+        return True
+    return any(_plain_contract_method(text, start) for start in starts)
+
+
+def _plain_contract_method(text: str, start: re.Match[str]) -> bool:
+    """Whether the class opened at `start` may have a contract method without a decorator that
+    makes it static or a classmethod. Its body ends at the first code line indented no deeper
+    than the `class` keyword."""
+    indent = len(start.group(1))
+    end = len(text)
+    for code in re.finditer(r"^([ \t]*)(\S)", text[start.end() :], re.M):
+        if code.group(2) != "#" and len(code.group(1)) <= indent and code.start() > 0:
+            end = start.end() + code.start()
+            break
+    body = text[start.end() : end]
+    for match in _CONTRACT_DEF.finditer(body):
+        own = match.group(1)
+        above = body[: match.start()].rstrip("\n").split("\n")
+        decorators: list[str] = []
+        for line in reversed(above):
+            stripped = line.strip()
+            if not stripped or stripped.startswith("#"):
+                continue  # comments and blank lines may stand between a decorator and its def
+            if not line.startswith(own + "@"):
+                break
+            decorators.append(stripped)
+        if not any(d in ("@staticmethod", "@classmethod") for d in decorators):
+            return True
+    return False
+
+
+_HARMLESS_CALLS = frozenset({"isinstance", "issubclass"})
+_INSTANCE_ATTRIBUTES = frozenset({"__new__", "__call__", "__init__"})
+
+
+def instance_uses(text: str, names: set[str], path: str) -> str:
+    """Where `text` makes, or may make, an instance of a class named one of `names`, however
+    it is reached (`Scale`, `ops.Scale`, an `import ... as` alias of it, at any depth): a call
+    of it, or the class passed on as a value (an instance may be made from it elsewhere). ""
+    when every use is an attribute of the class (`Scale.apply`, `Scale.forward`), a base of a
+    class, an annotation or an `isinstance` test. By name only, so a class of the same name
+    elsewhere counts too. Read from `ast`; a text that does not parse proves nothing."""
+    from .speed.slicing import ast_dotted  # it imports this module: at call time
+
+    tree = parse_quietly(text)
+    if tree is None:
+        return f"{path} does not parse"
+    parents: dict[int, ast.AST] = {}
+    aliases = set(names)
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name.rpartition(".")[2] in names and alias.asname:
+                    aliases.add(alias.asname)
+    for node in ast.walk(tree):
+        spelled = ast_dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if spelled is None or spelled.rpartition(".")[2] not in aliases:
+            continue
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            continue
+        parent = parents.get(id(node))
+        where = f"{path}:{getattr(node, 'lineno', '?')}"
+        if isinstance(parent, ast.Call) and parent.func is node:
+            return f"`{spelled}(...)` at {where}"
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            if parent.attr in _INSTANCE_ATTRIBUTES:
+                return f"`{spelled}.{parent.attr}` at {where}"
+            continue
+        if isinstance(parent, ast.ClassDef) and node in parent.bases:
+            continue
+        if _annotation(node, parent):
+            continue
+        if (
+            isinstance(parent, ast.Call)
+            and isinstance(parent.func, ast.Name)
+            and parent.func.id in _HARMLESS_CALLS
+        ):
+            continue
+        return f"`{spelled}` is passed on as a value at {where}"
+    return ""
+
+
+def _annotation(node: ast.AST, parent: ast.AST | None) -> bool:
+    if isinstance(parent, ast.arg):
+        return parent.annotation is node
+    if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return parent.returns is node
+    if isinstance(parent, ast.AnnAssign):
+        return parent.annotation is node
+    return False

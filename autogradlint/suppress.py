@@ -26,6 +26,9 @@ _OURS = re.compile(
     re.IGNORECASE,
 )
 _CODE = re.compile(r"[\w\-]+")
+# A code as flake8 and ruff read one (`E501`, `AGL201`): after the first code, the first word
+# that is not one (nor one of autogradlint's rule names) starts the reason, which they ignore.
+_TOOL_CODE = re.compile(r"[A-Za-z]+[0-9]+")
 ALL = "*"
 
 
@@ -185,7 +188,25 @@ def _noqa(match: re.Match[str], line: int, col: int, own_line: bool) -> Directiv
     if match.group("colon") is not None and match.group("codes") is None:
         problem = "`# noqa:` names no codes, so it silences every rule on the line"
         return Directive("noqa", line, start, end, (), own_line, problem)
-    return Directive("noqa", line, start, end, _selectors(match, "codes", col), own_line)
+    selectors = _selectors(match, "codes", col)
+    if selectors and _is_code(selectors[0].text):
+        # `# noqa: AGL201 kept on purpose`: the codes end at the first word that is not one.
+        cut = next((i for i, s in enumerate(selectors) if not _is_code(s.text)), len(selectors))
+        selectors = selectors[:cut]
+        end = selectors[-1].end
+    return Directive("noqa", line, start, end, selectors, own_line)
+
+
+def _is_code(text: str) -> bool:
+    """A word of a `# noqa:` list that is a code: a tool's (`E501`), autogradlint's (`AGL2`,
+    `AGL20x`: a misspelt one is still meant as a code) or one of its rule names."""
+    from .meta import rule_names
+
+    return (
+        _TOOL_CODE.fullmatch(text) is not None
+        or text.upper().startswith("AGL")
+        or text in rule_names().values()
+    )
 
 
 def _ours(match: re.Match[str], line: int, col: int, own_line: bool) -> Directive:

@@ -8,6 +8,12 @@ labelled bug/risk site counts as found when a finding of its family sits inside 
 statement; an ok site is a false positive when one does. `--names-off` empties every name list
 (`extension-modules`, `stride-safe-extensions`, `writing-extensions`): what is found then is found
 from evidence, not from a name.
+
+Beside the per-site table it prints precision over EVERY finding the tool makes on the whole
+corpus (every manifest package, torch's own tree included): a finding on a bug/risk site is
+right, one on an ok site is wrong, and one no label covers is *untriaged*, counted as wrong and
+listed by file and line. That is the number a user meets; the per-site table only scores what
+was labelled.
 """
 
 from __future__ import annotations
@@ -17,16 +23,22 @@ import ast
 import csv
 import sys
 import warnings
-from collections import defaultdict
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
-from corpus import corpus_dir  # benchmarks/corpus.py: this script runs from its folder
+try:  # imported by tests/test_corpus.py from the repository root
+    from benchmarks.corpus import corpus_dir
+except ImportError:  # run as a script: its own folder is on sys.path (there, `corpus` would
+    from corpus import corpus_dir  # be tests/corpus under pytest, a namespace package)
 
 HERE = Path(__file__).resolve().parent.parent / "tests" / "corpus"
 FAMILY = {"AGL1": "A", "AGL2": "B", "AGL3": "C", "AGL4": "D"}
 CELLS = ("tp", "fn", "fp", "tn")
 
 
+@cache
 def statement_span(path: Path, line: int, whole_def: bool = False) -> tuple[int, int]:
     """The lines of the innermost statement that starts on `line` (the labelled call); with
     `whole_def`, a def starting there spans its whole body."""
@@ -47,25 +59,90 @@ def statement_span(path: Path, line: int, whole_def: bool = False) -> tuple[int,
     return best
 
 
-def classify(row: dict[str, str], found: list[tuple[str, int]], src: Path) -> str:
-    """tp / fn / fp / tn for one labelled site, given the file's (family, line) findings.
-
-    A bug/risk site is found by a finding of its family inside the labelled statement (for
-    OTHER, the Function contract, a finding of any family there counts: an extension writing
-    into a grad is reported by family B); an ok site is a false positive when a finding of its
-    family (OTHER: the contract, D) is there. An ok row on a `def` (a C hook that converts
-    nothing) covers the whole function: a finding of its family anywhere in it is false."""
+def covers(row: dict[str, str], family: str, line: int, src: Path) -> bool:
+    """Whether a finding of `family` (A, B, C or D) on `line` of the row's file is inside the
+    labelled site: its statement (an ok row on a `def`: the whole function) and its family (for
+    OTHER, the Function contract, family D; a bug/risk OTHER row takes a finding of any family,
+    since an extension writing into a grad is reported by family B)."""
     bad = row["verdict"] in ("bug", "risk")
     first, last = statement_span(
         src / row["package"] / row["relpath"], int(row["line"]), whole_def=not bad
     )
-    family = row["pattern"]
-    wanted = "D" if family == "OTHER" else family
-    hit = any(
-        first <= line <= last and (fam == wanted or (family == "OTHER" and bad))
-        for fam, line in found
-    )
-    return ("tp" if hit else "fn") if bad else ("fp" if hit else "tn")
+    wanted = "D" if row["pattern"] == "OTHER" else row["pattern"]
+    return first <= line <= last and (family == wanted or (row["pattern"] == "OTHER" and bad))
+
+
+def classify(row: dict[str, str], found: list[tuple[str, int]], src: Path) -> str:
+    """tp / fn / fp / tn for one labelled site, given the file's (family, line) findings.
+
+    A bug/risk site is found by a finding that `covers` places inside it; an ok site is a false
+    positive when one is there."""
+    hit = any(covers(row, family, line, src) for family, line in found)
+    if row["verdict"] in ("bug", "risk"):
+        return "tp" if hit else "fn"
+    return "fp" if hit else "tn"
+
+
+@dataclass
+class Triage:
+    """Every finding, by rule: on a bug/risk site (right), on an ok site (wrong), or on a line
+    no label covers (untriaged: also wrong, and listed as `rule path:line`)."""
+
+    right: Counter[str] = field(default_factory=Counter)
+    wrong: Counter[str] = field(default_factory=Counter)
+    untriaged: list[str] = field(default_factory=list)
+
+    def untriaged_by_rule(self) -> Counter[str]:
+        return Counter(entry.split(" ", 1)[0] for entry in self.untriaged)
+
+    def findings(self, rule: str) -> int:
+        return self.right[rule] + self.wrong[rule] + self.untriaged_by_rule()[rule]
+
+    def precision(self, rule: str) -> float:
+        total = self.findings(rule)
+        return self.right[rule] / total if total else 1.0
+
+
+def triage(
+    findings: dict[str, list[tuple[str, int]]], rows: list[dict[str, str]], src: Path
+) -> Triage:
+    """Sort every finding (file -> [(rule id, line)]) by the labels that cover it. A finding
+    inside a bug/risk site is right even when an ok row (a whole `def`) covers it too."""
+    by_file: dict[str, list[dict[str, str]]] = defaultdict(list)
+    for row in rows:
+        by_file[f"{row['package']}/{row['relpath']}"].append(row)
+    result = Triage()
+    for rel, found in sorted(findings.items()):
+        for rule, line in sorted(found, key=lambda item: (item[1], item[0])):
+            covering = [r for r in by_file[rel] if covers(r, FAMILY[rule[:4]], line, src)]
+            if any(r["verdict"] in ("bug", "risk") for r in covering):
+                result.right[rule] += 1
+            elif covering:
+                result.wrong[rule] += 1
+            else:
+                result.untriaged.append(f"{rule} {rel}:{line}")
+    return result
+
+
+def print_triage(result: Triage) -> None:
+    """The precision-over-every-finding table, per rule and per family, then the untriaged."""
+    rules = sorted(set(result.right) | set(result.wrong) | set(result.untriaged_by_rule()))
+    print("\nprecision over every finding (untriaged counts as wrong)")
+    print(f"{'rule':<8}{'findings':>9}{'bug/risk':>9}{'ok':>5}{'untriaged':>10}  precision")
+    untriaged = result.untriaged_by_rule()
+    family_cells: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for rule in rules:
+        total = result.findings(rule)
+        family_cells[FAMILY[rule[:4]]][0] += result.right[rule]
+        family_cells[FAMILY[rule[:4]]][1] += total
+        print(
+            f"{rule:<8}{total:>9}{result.right[rule]:>9}{result.wrong[rule]:>5}"
+            f"{untriaged[rule]:>10}  {result.precision(rule):9.2f}"
+        )
+    for family, (right, total) in sorted(family_cells.items()):
+        print(f"family {family}: {right}/{total} = {right / total if total else 1.0:.2f}")
+    for entry in result.untriaged:
+        print(f"untriaged: {entry}")
 
 
 def known_gaps() -> dict[tuple[str, str], str]:
@@ -104,8 +181,8 @@ def main() -> int:
     corpus = corpus_dir()
     src = corpus / "src"
     rows = [r for r in labels() if options.family in (None, r["pattern"])]
-    packages = sorted({r["package"] for r in rows})
-    missing = [p for p in packages if not (src / p).is_dir()]
+    group_of = groups()
+    missing = [p for p in group_of if not (src / p).is_dir()]
     if missing:
         print(f"not fetched (run tests/corpus/fetch.sh): {', '.join(missing)}", file=sys.stderr)
         return 2
@@ -113,14 +190,14 @@ def main() -> int:
     if options.names_off:
         settings = replace(settings, extension_modules=(), stride_safe=(), writing_extensions=())
     config = Config(root=src, settings=settings)
-    files = [
-        f for p in packages for f in discover([str(src / p)], config, respect_gitignore=False).files
-    ]
-    found: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    files = [f for p in sorted(group_of) for f in discover([str(src / p)], config, False).files]
+    by_rule: dict[str, list[tuple[str, int]]] = defaultdict(list)
     for result in lint_paths(files, config):
         rel = Path(result.path).resolve().relative_to(src.resolve()).as_posix()
-        found[rel] += [(FAMILY[f.rule_id[:4]], f.line) for f in result.findings]
-    group_of = groups()
+        by_rule[rel] += [(f.rule_id, f.line) for f in result.findings if f.rule_id[:4] in FAMILY]
+    found = {
+        rel: [(FAMILY[rule[:4]], line) for rule, line in hits] for rel, hits in by_rule.items()
+    }
     gaps = known_gaps()
     score: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])  # tp fn fp tn
     for row in rows:
@@ -137,6 +214,13 @@ def main() -> int:
         precision = tp / (tp + fp) if tp + fp else 1.0
         recall = tp / (tp + fn) if tp + fn else 1.0
         print(f"{family:<7}{group:<9}{tp:>4}{fn:>4}{fp:>4}{tn:>4}  {precision:9.2f}  {recall:6.2f}")
+    # With --family, the findings of that family (OTHER: the contract, D) against every label.
+    wanted = None if options.family is None else options.family.replace("OTHER", "D")
+    every = {
+        rel: [(rule, line) for rule, line in hits if wanted in (None, FAMILY[rule[:4]])]
+        for rel, hits in by_rule.items()
+    }
+    print_triage(triage(every, labels(), src))
     return 0
 
 

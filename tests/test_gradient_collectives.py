@@ -219,11 +219,17 @@ def test_the_copy_first_fix_is_unsafe_for_a_collective() -> None:
 
 
 def test_an_in_place_write_after_a_layout_read_gets_an_unsafe_copy() -> None:
-    """The copy of the stride-0 gradient of `out.sum()` is dense: `contiguous()` then returns
-    the gradient itself, so the write lands in what backward returns."""
-    layout = backward("h = grad_output.contiguous()\nh.mul_(2)\nreturn grad_output\n", "")
+    """The copy of the stride-0 gradient of `out.sum()` is dense: a branch on the layout takes
+    the other path on it (AGL406's `layout-not-read`)."""
+    layout = backward(
+        "if grad_output.stride(0) == 0:\n    return grad_output * 3\n"
+        "grad_output.mul_(2)\nreturn grad_output\n",
+        "",
+    )
     (finding,) = _findings(layout)
     assert finding.fixable == "unsafe"
-    plain = backward("h = grad_output.view(-1)\nh.mul_(2)\nreturn grad_output\n", "")
+    fixed = fix_text(layout, enabled=AGL406, unsafe=True)
+    assert fixed.applied == ["AGL406"]
+    plain = backward("grad_output.mul_(2)\nreturn grad_output\n", "")
     (finding,) = _findings(plain)
     assert finding.fixable == "safe"

@@ -3,8 +3,6 @@ or writes into a tensor it saved."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import libcst as cst
 
 from ..analysis.contract import ALIASING, mutation, returned_names, save_for_backward_calls
@@ -13,11 +11,11 @@ from ..analysis.flow import MethodFlow
 from ..analysis.names import dotted
 from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor
+from ..fix.preconditions import Unproven
 from .base import Check
 from .common import source_of
-from .gradient_collectives import UNSAFE_NOTE, GradientCollectives
+from .gradient_collectives import GradientCollectives
 from .gradient_copy import copy_gradient_first
-from .gradient_layout import NOTE as LAYOUT_NOTE
 from .gradient_layout import reads_layout
 
 # What forward saved in a slot: its description, or the intermediate's expression (its text is
@@ -66,11 +64,19 @@ class BackwardState(Check):
             origin = contract.alias_of(found[0], flow, order, grads, {})
             if origin and origin not in reported:
                 reported.add(origin)
+                partial = self._partial_write(flow, origin)
                 fix = copy_gradient_first(
-                    backward, flow, origin, dense=False, title=f"copy `{origin}` before changing it"
+                    backward,
+                    flow,
+                    origin,
+                    dense=False,
+                    title=f"copy `{origin}` before changing it",
+                    rule_id="AGL406",
+                    unproven=[
+                        Unproven("AGL406", "whole-gradient-writes", partial) if partial else None,
+                        self._layout_read(flow, origin),
+                    ],
                 )
-                if fix is not None and self._reads_layout(flow, origin):
-                    fix = replace(fix, safety="unsafe", note=LAYOUT_NOTE)
                 self.report("AGL406", found[1], fix=fix, cls=name, name=origin, detail="")
         self._backward_collectives(name, backward, flow, grads, reported)
 
@@ -83,22 +89,48 @@ class BackwardState(Check):
         reported: set[str],
     ) -> None:
         """A collective writing into a gradient (gradient_collectives.py): the same finding
-        and copy, unsafe: gloo ignores strides, so the copy changes non-dense results (B2.9)."""
+        and copy, never safe: gloo ignores strides, so the copy changes non-dense results
+        (B2.9)."""
         if self._collectives is None:
             self._collectives = GradientCollectives(self.ctx)
         for write in self._collectives.writes(flow, grads):
             if write.origin in reported:
                 continue
             reported.add(write.origin)
-            title = f"copy `{write.origin}` before the collective writes it"
-            fix = copy_gradient_first(backward, flow, write.origin, dense=False, title=title)
-            if fix is not None:
-                fix = replace(fix, safety="unsafe", note=UNSAFE_NOTE)
+            fix = copy_gradient_first(
+                backward,
+                flow,
+                write.origin,
+                dense=False,
+                title=f"copy `{write.origin}` before the collective writes it",
+                rule_id="AGL406",
+                unproven=[
+                    Unproven("AGL406", "no-collective-writes", write.why_unsafe()),
+                    self._layout_read(flow, write.origin),
+                ],
+            )
             how = write.describe()
             self.report("AGL406", write.node, fix=fix, cls=name, name=write.origin, detail=how)
 
-    def _reads_layout(self, flow: MethodFlow, gradient: str) -> bool:
-        return reads_layout(flow, self.ctx.contract(), self.ctx.facts.imports, gradient)
+    def _layout_read(self, flow: MethodFlow, gradient: str) -> Unproven | None:
+        found = reads_layout(flow, self.ctx.contract(), gradient)
+        return None if found is None else Unproven("AGL406", "layout-not-read", found)
+
+    def _partial_write(self, flow: MethodFlow, origin: str) -> str | None:
+        """A write into gradient `origin` that may reach only part of it: through an index or
+        a view of a part (`g[0] = v`, `g.select(0, 0).zero_()`, `h.zero_()` with `h = g[0]`),
+        or through a method that may copy (`g.contiguous()`: a copy of an expanded gradient, the
+        very buffer of a dense copy). On an expanded gradient (stride 0) one element's memory
+        is every element's, so such a write shows everywhere, and on a private copy it does
+        not (None: every write is whole)."""
+        for node, _order in flow.statements:
+            found = mutation(node)
+            if found is None:
+                continue
+            reach = _reach(found[0], flow, origin, 0)
+            if reach == "partial" or (reach == "whole" and isinstance(node, cst.Assign)):
+                return f"`{code_of(found[1]).strip()}` may write to a part of it"
+        return None
 
     def _backward_saved_inplace(self, info: ClassInfo, backward: cst.FunctionDef) -> None:
         """A tensor backward keeps between runs, changed in place: one forward saved with
@@ -554,3 +586,67 @@ def _saved_slot(
 def _rebound_after(flow: MethodFlow, name: str, order: int) -> bool:
     """Whether `name` is assigned again after `order` (then the returned tensor is another)."""
     return any(d.order > order and d.kind != "augassign" for d in flow.defs.get(name, ()))
+
+
+# Steps that give the whole tensor (a view of all of it, in the same memory), and steps that
+# give a part or may copy: what decides whether a write through them reaches the whole gradient.
+_WHOLE_METHODS = frozenset(
+    {
+        "view",
+        "view_as",
+        "reshape",
+        "reshape_as",
+        "flatten",
+        "t",
+        "transpose",
+        "permute",
+        "squeeze",
+        "unsqueeze",
+        "detach",
+        "movedim",
+        "swapaxes",
+    }
+)
+_WHOLE_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data"})
+
+
+def _reach(expr: cst.BaseExpression, flow: MethodFlow, origin: str, depth: int) -> str:
+    """How a write into `expr` reaches gradient `origin`: "whole", "partial" (through an
+    index, a view of a part, or a method that may copy), or "none" (a new tensor)."""
+    if depth > 16:
+        return "partial"
+    partial = False
+    while isinstance(expr, (cst.Attribute, cst.Call, cst.Subscript)):
+        if isinstance(expr, cst.Subscript):
+            partial, expr = True, expr.value
+        elif isinstance(expr, cst.Call):
+            func = expr.func
+            if not isinstance(func, cst.Attribute):
+                return "none"  # `torch.cat(...)`, `f(g)`: a tensor of its own
+            if func.attr.value not in _WHOLE_METHODS:
+                partial = True
+            expr = func.value
+        else:
+            if expr.attr.value not in _WHOLE_ATTRIBUTES:
+                partial = True
+            expr = expr.value
+    if not isinstance(expr, cst.Name):
+        return "none"
+    if expr.value == origin:
+        return "partial" if partial else "whole"
+    found = "none"
+    for definition in flow.defs.get(expr.value, ()):
+        if definition.kind == "augassign":
+            continue  # `h *= 2` keeps what `h` holds
+        value = definition.expression
+        if value is None:
+            inner = "partial" if definition.kind != "param" else "none"
+        else:
+            inner = _reach(value, flow, origin, depth + 1)
+            if inner != "none" and definition.kind in ("unpack", "loop", "with"):
+                inner = "partial"  # an element of it (`a, b = g`, `for row in g`)
+        if inner == "partial" or (inner == "whole" and partial):
+            return "partial"
+        if inner == "whole":
+            found = "whole"
+    return found

@@ -13,6 +13,7 @@ from ..analysis.methods import FileMethods
 from ..analysis.summaries import Summaries
 from ..dependencies import encode
 from ..fix.edits import Fix
+from ..fix.torch_name import TorchNames
 from ..meta import all_rules
 from ..model import Violation
 from ..native.modules import ProjectNative
@@ -34,6 +35,7 @@ class CheckContext:
     _native: ProjectNative | None = None
     _summaries: Summaries | None = None
     _methods: FileMethods | None = None
+    _torch_names: TorchNames | None = None
 
     @property
     def native(self) -> ProjectNative:
@@ -55,6 +57,14 @@ class CheckContext:
         if self._methods is None:
             self._methods = FileMethods(self.facts.source)
         return self._methods
+
+    @property
+    def torch_names(self) -> TorchNames:
+        """How torch is spelled where a fix writes it (`ast` of the full text, parsed when a
+        fix that writes torch is first built): what the fix loop itself will write."""
+        if self._torch_names is None:
+            self._torch_names = TorchNames(self.facts.source)
+        return self._torch_names
 
     def depends(self) -> str:
         """The other files this file's findings were decided from (dependencies.py)."""
@@ -110,6 +120,10 @@ class Check:
         if rule_id not in self.ctx.enabled:
             return
         meta = all_rules()[rule_id]
+        help_text = meta.format_help(**fields)
+        if fix is not None and fix.safety == "unsafe" and fix.note and meta.fix == "safe":
+            # The rule's fix is safe where its preconditions are proven; here one is not.
+            help_text += f" The fix is offered only as unsafe: {fix.note}."
         self.ctx.violations.append(
             Violation(
                 rule_id,
@@ -118,7 +132,7 @@ class Check:
                 anchor,
                 fix,
                 self.ctx.current_subject,
-                meta.format_help(**fields),
+                help_text,
                 severity,
             )
         )

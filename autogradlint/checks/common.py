@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import libcst as cst
 
 from ..analysis.facts import FileFacts, op_subject
+from ..analysis.names import dotted
 from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor
 from ..fix.edits import Edits, Fix
+from ..fix.preconditions import Unproven, verdict
 
 
 def positional(call: cst.Call, index: int, keyword: str | None = None) -> cst.BaseExpression | None:
@@ -178,8 +181,11 @@ def expression_statement(
     return None
 
 
-def add_decorator_fix(method: cst.FunctionDef, name: str, *, note: str = "") -> Fix:
-    """Put `@name` above the method's other decorators (safe, unless `note` says why not)."""
+def add_decorator_fix(
+    method: cst.FunctionDef, name: str, *, unproven: Sequence[Unproven | None] = ()
+) -> Fix:
+    """Put `@name` above the method's other decorators (safe, unless a precondition is
+    `unproven`)."""
 
     def build(edits: Edits) -> None:
         def edit(updated: cst.CSTNode) -> cst.CSTNode:
@@ -195,4 +201,24 @@ def add_decorator_fix(method: cst.FunctionDef, name: str, *, note: str = "") -> 
 
         edits.nodes[id(method)] = edit
 
-    return Fix("unsafe" if note else "safe", method, build, f"add `@{name}`", note)
+    safety, note = verdict(unproven)
+    return Fix(safety, method, build, f"add `@{name}`", note)
+
+
+def super_calls(node: cst.CSTNode, method: str) -> list[cst.Call]:
+    """Every `super().<method>(...)` (or `super(C, x).<method>(...)`) call below `node`."""
+    found: list[cst.Call] = []
+
+    class _Find(FastVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            func = call.func
+            if (
+                isinstance(func, cst.Attribute)
+                and func.attr.value == method
+                and isinstance(func.value, cst.Call)
+                and dotted(func.value.func) == "super"
+            ):
+                found.append(call)
+
+    _Find().walk(node)
+    return found

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -25,9 +26,11 @@ from ..analysis.source_text import code_of
 from ..analysis.summaries import Reach
 from ..analysis.walk import FastVisitor
 from ..fix.edits import Edits, Fix
+from ..fix.preconditions import Unproven, verdict
 from ..speed.ast_walk import walk as walk_ast
 from .base import Check
 from .common import BackwardOf, backward_methods, keyword, positional, source_of
+from .fix_proofs import subclassed_elsewhere, torch_unreachable
 from .gradient_copy import copy_gradient_first
 
 ALIASING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data"})
@@ -116,6 +119,8 @@ class CompiledGradients(Check):
         if not grads:
             return
         self.method = method
+        self.info = info
+        self._none_why: dict[int, str | None] = {}  # per method: why a gradient may be None
         for site in flow.calls:
             callee = compiled_callee(site.node, facts, self.ctx.settings, self.ctx.native)
             if (
@@ -207,7 +212,11 @@ class CompiledGradients(Check):
                 reach.callee, reach.path, reach.slot, reach.keyword
             ):
                 return False  # `tl.load(grad_ptr)`: one element, strides cannot matter
-            fix = None if reach.strides else self._direct_fix(arg, reach)
+            stores = self._launch_writes(reach.callee, reach.slot, reach)
+            unread = "" if stores is not None else callee
+            fix = (
+                None if reach.strides else self._direct_fix(arg, reach, flow, bool(stores), unread)
+            )
             told = _launch_evidence(reach)
             self._raw_read(
                 arg.value,
@@ -228,7 +237,7 @@ class CompiledGradients(Check):
             return False
         self._raw_read(
             arg.value,
-            self._direct_fix(arg, reach),
+            self._direct_fix(arg, reach, flow, found.writes, callee if not found.known else ""),
             found.severity,
             callee=callee,
             cls=cls,
@@ -236,9 +245,13 @@ class CompiledGradients(Check):
         )
         return True
 
-    def _direct_fix(self, arg: cst.Arg, reach: Reach) -> Fix | None:
+    def _direct_fix(
+        self, arg: cst.Arg, reach: Reach, flow: MethodFlow, writes: bool, unread: str
+    ) -> Fix | None:
         """`.contiguous()` at the call is a fix only when the helper hands it on as is."""
-        return self._contiguous_fix(arg.value) if reach.direct else None
+        if not reach.direct:
+            return None
+        return self._contiguous_fix(arg, flow, self._write_unproven(writes, unread, reach.callee))
 
     def _loaded_module_call(self, site: CallSite, flow: MethodFlow) -> tuple[str, str] | None:
         """`ext.fn(...)` where `ext` was bound to a loaded extension, here or at module level:
@@ -289,10 +302,12 @@ class CompiledGradients(Check):
             evidence = member_evidence(native, prefix, position)
             if evidence.safe:
                 continue
+            shown = f"{module.lstrip('.')}.{prefix}*" if prefix else module.lstrip(".")
+            unproven = self._write_unproven(evidence.writes, "" if evidence.known else shown, shown)
             self.report(
                 "AGL201",
                 arg.value,
-                fix=self._contiguous_fix(arg.value),
+                fix=self._contiguous_fix(arg, flow, unproven),
                 severity=evidence.severity,
                 grad=source_of(self.ctx.facts.module, arg.value),
                 callee=f"{module.lstrip('.')}.{prefix}*" if prefix else module.lstrip("."),
@@ -433,7 +448,13 @@ class CompiledGradients(Check):
                 ):
                     continue  # `tl.load(grad_ptr)`: one element, strides cannot matter
                 text = found.text
-                fix = self._contiguous_fix(arg.value)
+                if kind == "triton":
+                    stores = self._launch_writes(name, position)
+                    unread = "" if stores is not None else name
+                    unproven = self._write_unproven(bool(stores), unread, name)
+                else:
+                    unproven = self._write_unproven(found.writes, "" if found.known else name, name)
+                fix = self._contiguous_fix(arg, flow, unproven)
                 if kind == "triton" and stride_names:
                     # `.contiguous()` is no safe fix here: where the other tensor is not
                     # contiguous and the gradient happened to match it, it would break a
@@ -458,12 +479,16 @@ class CompiledGradients(Check):
         evidence: str,
     ) -> None:
         """AGL202 at the gradient argument `value`, with FIX-B2 (a private dense copy)."""
+        owner = self.info.name if self.info.node is not None else None
+        reason = torch_unreachable(self.ctx, owner, self.method)
         fix = copy_gradient_first(
             self.method,
             flow,
             state.root,
             dense=True,
             title=f"pass a private dense copy of `{state.root}`",
+            rule_id="AGL202",
+            unproven=[Unproven("AGL202", "torch-in-scope", reason) if reason else None],
         )
         grad = source_of(self.ctx.facts.module, value)
         self.report("AGL202", value, fix=fix, grad=grad, callee=callee, cls=cls, evidence=evidence)
@@ -492,17 +517,156 @@ class CompiledGradients(Check):
         )
 
     # --- fixes (FIX-B1; FIX-B2 is gradient_copy.copy_gradient_first) ------------------------
-    def _contiguous_fix(self, value: cst.BaseExpression) -> Fix | None:
-        """FIX-B1: `g` -> `g.contiguous()` at the call: bitwise-identical for correct kernels."""
-        if not isinstance(value, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
+    def _contiguous_fix(
+        self, arg: cst.Arg, flow: MethodFlow, unproven: Unproven | None
+    ) -> Fix | None:
+        """FIX-B1: `g` -> `g.contiguous()` at the call: bitwise-identical for kernels that read
+        it through its strides, safe where its preconditions hold (rules/AGL201.yaml): the
+        callee does not write into it (`.contiguous()` returns the same buffer for dense input
+        and a copy otherwise, so a write would reach the caller only sometimes), and it is never
+        None. A value that may be None is passed as it is when it is (`g if g is None else
+        g.contiguous()`): then the None case is exactly what it was."""
+        value = arg.value
+        if arg.star or not isinstance(value, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
             return None  # `*grads` and other forms have no single tensor to make contiguous
+        order = self._order_of(flow, value)
+        if self._is_gradient_tuple(value, flow, order):
+            return None  # the tuple of every gradient: no tensor to make contiguous
+        failures: list[Unproven | None] = [unproven]
+        keep_none = False
+        if self._may_be_none(value, flow, order):
+            why = self._none_unproven(flow)
+            if why is not None and _evaluated_freely(value):
+                keep_none = True  # still exact: a None is passed on as it was
+            elif why is not None:
+                failures.append(Unproven("AGL201", "gradient-not-none", why))
 
         def build(edits: Edits) -> None:
-            edits.nodes[id(value)] = lambda updated: cst.Call(
-                cst.Attribute(updated, cst.Name("contiguous"))  # type: ignore[arg-type]
-            )
+            def edit(updated: cst.CSTNode) -> cst.CSTNode:
+                assert isinstance(updated, cst.BaseExpression)
+                made = cst.Call(cst.Attribute(updated, cst.Name("contiguous")))
+                if not keep_none:
+                    return made
+                return cst.IfExp(
+                    test=cst.Comparison(
+                        updated.deep_clone(),
+                        [cst.ComparisonTarget(cst.Is(), cst.Name("None"))],
+                    ),
+                    body=updated.deep_clone(),
+                    orelse=made,
+                )
 
-        return Fix("safe", self.method, build, "pass `.contiguous()`")
+            edits.nodes[id(value)] = edit
+
+        safety, note = verdict(failures)
+        return Fix(safety, self.method, build, "pass `.contiguous()`", note)
+
+    def _write_unproven(self, writes: bool, unread: str, callee: str) -> Unproven | None:
+        """The `callee-does-not-write` precondition: the C++ (or Triton kernel) behind the
+        call was read (`unread` names the callee when it was not) and writes nothing into the
+        gradient."""
+        if writes:
+            why = f"`{callee}` writes into it"
+        elif unread:
+            why = f"the source of `{unread}` is not among the project's, so its writes are unknown"
+        else:
+            return None
+        return Unproven("AGL201", "callee-does-not-write", why)
+
+    def _launch_writes(
+        self, kernel: str, position: int | None, reach: Reach | None = None
+    ) -> bool | None:
+        """Whether a Triton kernel launched here (or at the end of a helper's `reach`) stores
+        through argument `position`; None when the kernel's source is not found (nothing is
+        proven then)."""
+        summaries = self.ctx.summaries
+        path = reach.path if reach is not None else summaries.path
+        if summaries.function(kernel.lstrip("."), path) is None:
+            return None
+        if reach is None:
+            reach = Reach(0, kernel, position, None, False, True, path, (), kind="triton")
+        return summaries.kernel_writes(reach)
+
+    @staticmethod
+    def _order_of(flow: MethodFlow, value: cst.BaseExpression) -> int:
+        """The order of the call whose argument `value` is (where its names are read)."""
+        for site in flow.calls:
+            if any(arg.value is value for arg in site.node.args):
+                return site.order
+        return 1 << 30
+
+    def _may_be_none(self, expr: cst.BaseExpression, flow: MethodFlow, order: int) -> bool:
+        """Whether a gradient-derived value may be None where it is read: a gradient as it
+        came (a parameter, an alias of one, an element of `*grads`); not what dereferenced it
+        (`g.view(-1)`, `g.T`, `g *= 2`: they raise on None first)."""
+        for _ in range(32):
+            if isinstance(expr, cst.Subscript):
+                return self._is_gradient_tuple(expr.value, flow, order)
+            if not isinstance(expr, cst.Name):
+                return not isinstance(expr, (cst.Attribute, cst.Call))
+            definition = flow.definition_before(expr.value, order)
+            if definition is None or definition.kind in ("unpack", "loop", "with"):
+                return True
+            if definition.kind == "param":
+                return expr.value != flow.vararg
+            if definition.kind == "augassign" or definition.expression is None:
+                return definition.kind != "augassign"
+            expr, order = definition.expression, definition.order
+        return True
+
+    @staticmethod
+    def _is_gradient_tuple(expr: cst.BaseExpression, flow: MethodFlow, order: int) -> bool:
+        """Whether `expr` is backward's `*grads` tuple (or a name bound to it)."""
+        for _ in range(32):
+            if not isinstance(expr, cst.Name):
+                return False
+            definition = flow.definition_before(expr.value, order)
+            if definition is None:
+                return False
+            if definition.kind == "param":
+                return expr.value == flow.vararg
+            if definition.kind != "assign" or definition.expression is None:
+                return False
+            expr, order = definition.expression, definition.order
+        return False
+
+    def _none_unproven(self, flow: MethodFlow) -> str | None:
+        """Why a gradient of this backward may arrive as None (None: it never does). It is
+        never None when backward takes one gradient (of the one output) and materialization
+        is left on: the engine then passes zeros for an unused output (a non-tensor output
+        makes no graph, so backward never runs)."""
+        if id(flow) not in self._none_why:
+            self._none_why[id(flow)] = self._none_reason(flow)
+        return self._none_why[id(flow)]
+
+    def _none_reason(self, flow: MethodFlow) -> str | None:
+        info = self.info
+        if info.node is None:
+            return "the backward of a custom op is not proven to get materialized gradients"
+        if flow.vararg or len(flow.params) != 2:
+            return (
+                "backward takes several gradients: that of a non-tensor output, or of an "
+                "unused one with materialization off, is None"
+            )
+        source = self.ctx.facts.source
+        calls = re.findall(r"set_materialize_grads\s*\(([^)]*)\)", source)
+        if any(argument.strip() != "True" for argument in calls):
+            return "the file calls `set_materialize_grads`, which can turn materialization off"
+        contract = self.ctx.contract()
+        classes = {c.name: c for c in contract.classes()}
+        found = classes.get(info.name)
+        if found is None:
+            return "its class is not read here"
+        forward = contract.method(found, "forward")
+        if forward is None:
+            return "its forward is not in this file"
+        for method in (forward, contract.method(found, "setup_context")):
+            if method is None:
+                continue
+            handed = _ctx_handed_on(method, self.ctx.facts.functions)
+            if handed is not None:
+                return f"`{method.name.value}` hands ctx to `{handed}`, which is not read"
+        return subclassed_elsewhere(self.ctx, info.name)
 
     def _listed_writer(self, name: str) -> bool:
         return any(fnmatchcase(name, p) for p in self.ctx.settings.writing_extensions)
@@ -556,3 +720,38 @@ class CompiledGradients(Check):
         for arg in call.args:
             _Strides().walk(arg.value)
         return names
+
+
+def _evaluated_freely(value: cst.BaseExpression) -> bool:
+    """Whether evaluating `value` again has no effect and gives the same object: a name, or
+    a name indexed by a literal (`grads[0]`)."""
+    if isinstance(value, cst.Name):
+        return True
+    if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name):
+        return all(
+            isinstance(element.slice, cst.Index)
+            and isinstance(element.slice.value, (cst.Integer, cst.Name))
+            for element in value.slice
+        )
+    return False
+
+
+def _ctx_handed_on(method: cst.FunctionDef, functions: dict[str, cst.FunctionDef]) -> str | None:
+    """A call `method` passes its ctx to, other than one of this file's functions (whose
+    text the `set_materialize_grads` search covered); None when it keeps ctx to itself."""
+    params = method.params.params
+    if not params:
+        return None
+    ctx_name = params[0].name.value
+    found: list[str] = []
+
+    class _Find(FastVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            callee = dotted(call.func) or "?"
+            if callee in functions:
+                return
+            if any(isinstance(a.value, cst.Name) and a.value.value == ctx_name for a in call.args):
+                found.append(callee)
+
+    _Find().walk(method.body)
+    return found[0] if found else None

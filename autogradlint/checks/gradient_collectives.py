@@ -21,12 +21,6 @@ from ..analysis.flow import MethodFlow
 from ..analysis.names import dotted
 from .base import CheckContext
 
-UNSAFE_NOTE = (
-    "gloo reduces the `numel` floats at the data pointer whatever the strides: on a non-dense "
-    "gradient (the narrow view `torch.cat` hands each input, the stride-0 one of `out.sum()`) "
-    "the original reduces the wrong memory and the dense copy the right values"
-)
-
 
 @dataclass(frozen=True)
 class GradientWrite:
@@ -37,6 +31,10 @@ class GradientWrite:
     collective: str  # its short name (`all_reduce`)
     callee: str  # as resolved (`torch.distributed.all_reduce`)
     via: tuple[str, ...] = ()  # the project functions on the way, outermost first
+
+    def why_unsafe(self) -> str:
+        """The fix note's reason (the `no-collective-writes` precondition)."""
+        return f"`{self.callee}` writes it"
 
     def describe(self) -> str:
         """The help line's opening sentence."""

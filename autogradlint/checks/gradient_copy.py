@@ -11,16 +11,24 @@ pointing at the old buffer.
 A gradient can be None (the slot of a non-tensor output, or with `set_materialize_grads(False)`);
 the copy is guarded by `if g is not None:` unless the statement it precedes already fails on
 None (`g *= n`, `g.mul_(n)`, `v = g.view(-1)`, `g[i] = 0`).
+
+The rebinding is invisible only to code that reads `g` by name: a backward that reads its own
+variables through `locals()`, `vars()` or its frame would see the copy where it saw the original
+(or the reverse), so there the fix is not safe (`locals-not-introspected`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import libcst as cst
 
 from ..analysis.control import mentions
 from ..analysis.flow import MethodFlow
 from ..fix.edits import Edits, Fix
+from ..fix.preconditions import Unproven, verdict
 from .common import body_start
+from .fix_proofs import introspects_locals
 
 
 def copy_gradient_first(
@@ -30,10 +38,14 @@ def copy_gradient_first(
     *,
     dense: bool,
     title: str,
+    rule_id: str,
+    unproven: Sequence[Unproven | None] = (),
 ) -> Fix | None:
     """`param = param.clone()` (with `memory_format=torch.contiguous_format` when `dense`)
     before the first statement of the body that mentions `param`; None when `param` is not a
-    plain gradient parameter or the body is a one-liner."""
+    plain gradient parameter or the body is a one-liner. Safe when `rule_id`'s preconditions
+    hold: those the caller proved (`unproven` holds what it could not), and that the method
+    never reads its locals other than by name."""
     if param not in flow.params[1:] or not isinstance(method.body, cst.IndentedBlock):
         return None
     block = method.body
@@ -64,7 +76,12 @@ def copy_gradient_first(
 
         edits.blocks[id(block)] = edit
 
-    return Fix("safe", method, build, title)
+    introspected = introspects_locals(method)
+    failures = [*unproven]
+    if introspected is not None:
+        failures.append(Unproven(rule_id, "locals-not-introspected", introspected))
+    safety, note = verdict(failures)
+    return Fix(safety, method, build, title, note)
 
 
 def _fails_on_none(statement: cst.BaseStatement, name: str) -> bool:

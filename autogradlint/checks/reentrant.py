@@ -13,10 +13,12 @@ from ..analysis.methods import Method
 from ..analysis.names import ImportTable, dotted
 from ..analysis.provenance import CTX, EXTERNAL, SAVED, Binding, Provenance
 from ..fix.edits import Fix
+from ..fix.preconditions import Unproven
 from ..settings import HELPER_DEPTH
 from . import reentrant_fix_builders as fixes
 from .base import Check
 from .common import backward_methods, is_literal, keyword, positional, source_of
+from .fix_proofs import backward_called_directly, decorator_may_catch, torch_unreachable
 
 GRAD_FUNCTIONS = frozenset({"torch.autograd.grad"})
 BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward"})
@@ -32,6 +34,8 @@ class ReentrantAutograd(Check):
             flow = self.ctx.flow(method)
             self.method = method
             self.cls = info.name
+            self.owner = info.name if info.node is not None else None
+            self._outside: dict[str, tuple[Unproven, ...]] = {}
             route = Route(self._checkpoint_guarded(flow), self._builds_private_leaves(flow))
             self.imports = facts.imports  # the file the scanned body is in (see _helper_call)
             self._scan(flow, Provenance(flow, facts.imports), route)
@@ -282,7 +286,9 @@ class ReentrantAutograd(Check):
             fix = (
                 None
                 if route.at
-                else fixes.wrap_in_enable_grad(method, flow, provenance, site, outputs)
+                else fixes.wrap_in_enable_grad(
+                    method, flow, provenance, site, outputs, self._unproven_outside("AGL101")
+                )
             )
             self._report("AGL101", where, fix, outputs=shown)
             return
@@ -290,7 +296,9 @@ class ReentrantAutograd(Check):
             fix = (
                 None
                 if route.at
-                else fixes.no_grad_to_enable_grad(method, flow, provenance, site, outputs)
+                else fixes.no_grad_to_enable_grad(
+                    method, flow, provenance, site, outputs, self._unproven_outside("AGL102")
+                )
             )
             self._report("AGL102", where, fix, outputs=shown)
             return
@@ -323,6 +331,23 @@ class ReentrantAutograd(Check):
             self._report("AGL103", where, fix, root=shown)
         elif not route.guarded:
             self._report("AGL104", where, None, root=shown)
+
+    def _unproven_outside(self, rule_id: str) -> tuple[Unproven, ...]:
+        """The preconditions of a grad-mode fix that the method's body cannot answer: no
+        decorator of backward and no direct caller can catch the error it raises, and torch
+        is bound where the fix writes it (or importing it changes nothing). Once per method."""
+        if rule_id not in self._outside:
+            found: list[Unproven] = []
+            caught = decorator_may_catch(self.ctx, self.method)
+            if caught is None and self.owner is not None:
+                caught = backward_called_directly(self.ctx, self.owner)
+            if caught is not None:
+                found.append(Unproven(rule_id, "nothing-catches", caught))
+            unbound = torch_unreachable(self.ctx, self.owner, self.method)
+            if unbound is not None:
+                found.append(Unproven(rule_id, "torch-in-scope", unbound))
+            self._outside[rule_id] = tuple(found)
+        return self._outside[rule_id]
 
     def _report(
         self, rule_id: str, where: tuple[cst.Call, str], fix: Fix | None, **fields: str

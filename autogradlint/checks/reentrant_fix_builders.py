@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 
@@ -19,6 +19,7 @@ from ..analysis.provenance import EXTERNAL, Provenance
 from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor, names_in
 from ..fix.edits import Edits, Fix
+from ..fix.preconditions import Unproven, verdict
 from .common import (
     body_start,
     expression_statement,
@@ -36,30 +37,36 @@ def _code(node: cst.CSTNode) -> str:
 # Why a rewrite of the grad mode is safe only under conditions: it changes the mode for every
 # statement it covers, and an in-place update of a leaf parameter in there starts to raise under
 # enable_grad. The rewrite is equivalent when every path that enters the covered statements
-# reaches the `autograd.grad` call, that call certainly raises in the original (its input has no
-# graph), and nothing in the method catches the error: then the only paths that change are ones
-# that raised.
-_NOT_PROVEN = (
-    "not proven equivalent: {why}, so the new grad mode also reaches paths that did not raise"
-)
+# reaches the `autograd.grad` call (`reaches-call`), that call certainly raises in the original
+# (its input has no graph: `graphless`), and nothing catches the error (`nothing-catches`: in
+# the method, the decorators of backward, or a direct caller): then the only paths that change
+# are ones that raised. rules/AGL101.yaml and AGL102.yaml state them; the check proves the
+# ones outside the method (decorators, callers, torch's spelling) and hands them in as `outside`.
 
 
 def _reaches_call(
+    rule_id: str,
     method: cst.FunctionDef,
     block: cst.IndentedBlock,
     first: int,
     last: int,
     call: cst.Call,
     grad_withs: set[int],
-) -> str | None:
+) -> Unproven | None:
     """Why entering block.body[first] does not surely end in `call` raising out of the method
     (None when it does)."""
     if not always_evaluated(block.body[last], call):
-        return "the call is conditional (inside if/for/try, a conditional expression or a lambda)"
+        return Unproven(
+            rule_id,
+            "reaches-call",
+            "the call is conditional (inside if/for/try, a conditional expression or a lambda)",
+        )
     if may_leave_early(list(block.body[first:last])):
-        return "a return, break or continue can skip the call"
+        return Unproven(rule_id, "reaches-call", "a return, break or continue can skip the call")
     if catches_between(method, block.body[last], grad_withs):
-        return "a try or a context manager around it can swallow its error"
+        return Unproven(
+            rule_id, "nothing-catches", "a try or a context manager around it can swallow its error"
+        )
     return None
 
 
@@ -82,6 +89,7 @@ def wrap_in_enable_grad(
     provenance: Provenance,
     site: CallSite,
     outputs: cst.BaseExpression,
+    outside: Sequence[Unproven] = (),
 ) -> Fix | None:
     """FIX-A1: wrap the statements that build `outputs`, and the call, in enable_grad."""
     located = statement_in_block(method, site.node)
@@ -110,12 +118,12 @@ def wrap_in_enable_grad(
                 return None  # the computation spans blocks: not a mechanical rewrite
             first = min(first, where[1])
             pending.append((value, definition.order))
-    why = None
+    why: Unproven | None = None
     if not provenance.graphless(outputs, site.order):
-        why = "the differentiated value may carry a graph of its own (a helper, a leaf, a factory)"
+        why = Unproven("AGL101", "graphless", _CARRIES_GRAPH)
     else:
         why = _reaches_call(
-            method, block, first, last, site.node, _grad_withs(method, provenance.imports)
+            "AGL101", method, block, first, last, site.node, _grad_withs(method, provenance.imports)
         )
 
     def build(edits: Edits) -> None:
@@ -135,18 +143,25 @@ def wrap_in_enable_grad(
         edits.blocks[id(block)] = edit
 
     return _grad_mode_fix(
-        method, build, "wrap the recomputation in `with torch.enable_grad():`", why
+        method, build, "wrap the recomputation in `with torch.enable_grad():`", [why, *outside]
     )
 
 
+_CARRIES_GRAPH = (
+    "the differentiated value may carry a graph of its own (a helper, a leaf, a factory)"
+)
+
+
 def _grad_mode_fix(
-    method: cst.FunctionDef, build: Callable[[Edits], None], title: str, why: str | None
+    method: cst.FunctionDef,
+    build: Callable[[Edits], None],
+    title: str,
+    failures: Sequence[Unproven | None],
 ) -> Fix:
-    """Safe when nothing stood in the way of the proof; else the same rewrite, unsafe, with
-    the reason."""
-    if why is not None:
-        return Fix("unsafe", method, build, title, _NOT_PROVEN.format(why=why))
-    return Fix("safe", method, build, title)
+    """Safe when every precondition was proven; else the same rewrite, unsafe, with a note
+    naming each that was not."""
+    safety, note = verdict(failures)
+    return Fix(safety, method, build, title, note)
 
 
 def no_grad_to_enable_grad(
@@ -155,6 +170,7 @@ def no_grad_to_enable_grad(
     provenance: Provenance,
     site: CallSite,
     outputs: cst.BaseExpression,
+    outside: Sequence[Unproven] = (),
 ) -> Fix | None:
     """FIX-A2: the `no_grad()` around the recomputation becomes `enable_grad()`."""
     imports = provenance.imports
@@ -177,7 +193,9 @@ def no_grad_to_enable_grad(
         enable = cst.Call(edits.torch("enable_grad"))
         edits.nodes[id(item.item)] = lambda _node: enable
 
-    return _grad_mode_fix(method, build, "replace `torch.no_grad()` by `torch.enable_grad()`", why)
+    return _grad_mode_fix(
+        method, build, "replace `torch.no_grad()` by `torch.enable_grad()`", [why, *outside]
+    )
 
 
 def _no_grad_unproven(
@@ -187,29 +205,42 @@ def _no_grad_unproven(
     site: CallSite,
     outputs: cst.BaseExpression,
     with_node: cst.With,
-) -> str | None:
+) -> Unproven | None:
     """Why turning `with_node` into enable_grad may change a path that did not raise."""
+    rule = "AGL102"
     if provenance.producers(outputs, site.order, site.mode) != {DISABLE}:
-        return "the differentiated value is not always computed under no_grad"
+        return Unproven(
+            rule, "graphless", "the differentiated value is not always computed under no_grad"
+        )
     if not provenance.graphless(outputs, site.order):
-        return "the differentiated value may carry a graph of its own (a helper, a leaf, a factory)"
+        return Unproven(rule, "graphless", _CARRIES_GRAPH)
     if len(with_node.items) != 1 or with_node.asynchronous is not None:
-        return "the `with` statement also enters other context managers"
+        return Unproven(
+            rule, "reaches-call", "the `with` statement also enters other context managers"
+        )
     located = statement_in_block(method, site.node)
     if located is None:
-        return "the call is not in a block"
+        return Unproven(rule, "reaches-call", "the call is not in a block")
     block, last = located
     grad_withs = _grad_withs(method, provenance.imports)
     if block is with_node.body:
-        return _reaches_call(method, block, 0, last, site.node, grad_withs)
+        return _reaches_call(rule, method, block, 0, last, site.node, grad_withs)
     # The with and the call's statement side by side: the with must fall through to the call.
     first = next((i for i, stmt in enumerate(block.body) if stmt is with_node), None)
     if first is None or first >= last:
-        return "the call is not after the `with` block in the same block"
+        return Unproven(
+            rule, "reaches-call", "the call is not after the `with` block in the same block"
+        )
     if isinstance(with_node.body, cst.IndentedBlock) and may_leave_early(list(with_node.body.body)):
-        return "a return, break or continue in the `with` block can skip the call"
-    return _reaches_call(method, block, first + 1, last, site.node, grad_withs) or (
-        "a try or a context manager around it can swallow its error"
+        return Unproven(
+            rule,
+            "reaches-call",
+            "a return, break or continue in the `with` block can skip the call",
+        )
+    return _reaches_call(rule, method, block, first + 1, last, site.node, grad_withs) or (
+        Unproven(
+            rule, "nothing-catches", "a try or a context manager around it can swallow its error"
+        )
         if catches_between(method, with_node, grad_withs)
         else None
     )

@@ -10,8 +10,9 @@ from ..analysis.names import dotted
 from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor, names_in
 from ..fix.edits import Edits, Fix
+from ..fix.preconditions import Unproven
 from .base import Check
-from .common import add_decorator_fix
+from .common import add_decorator_fix, super_calls
 
 # Tensor attributes and methods implemented in C: reading them on a subclass instance goes
 # through __torch_function__ again (semantics C1.1, C1.3).
@@ -85,12 +86,13 @@ class TorchFunctionHygiene(Check):
         if params and params[0] == "cls":
             # A plain method gets the instance as `cls`, a classmethod the class: the same only
             # when the body never reads `cls` (zero-argument `super()` works either way).
-            note = (
-                "the body reads `cls`: as a plain method it is the instance, as a classmethod the class"
-                if mentions(hook.body, "cls")
-                else ""
+            reads = mentions(hook.body, "cls")
+            why = "as a plain method it is the instance, as a classmethod the class"
+            fix = add_decorator_fix(
+                hook,
+                "classmethod",
+                unproven=[Unproven("AGL303", "cls-not-read", why) if reads else None],
             )
-            fix = add_decorator_fix(hook, "classmethod", note=note)
         self.report("AGL303", hook, anchor=hook.name, fix=fix, cls=info.name)
 
     def _recursion(self, info: ClassInfo, hook: cst.FunctionDef) -> None:
@@ -179,23 +181,7 @@ class TorchFunctionHygiene(Check):
         params = [p.name.value for p in hook.params.params]
         names = params[1:5] if len(params) >= 5 else []  # func, types, args, kwargs
 
-        class _Find(FastVisitor):
-            def __init__(self) -> None:
-                self.calls: list[cst.Call] = []
-
-            def visit_Call(self, node: cst.Call) -> None:
-                f = node.func
-                if (
-                    isinstance(f, cst.Attribute)
-                    and f.attr.value == "__torch_function__"
-                    and isinstance(f.value, cst.Call)
-                    and dotted(f.value.func) == "super"
-                ):
-                    self.calls.append(node)
-
-        finder = _Find()
-        finder.walk(hook)
-        for call in finder.calls:
+        for call in super_calls(hook, "__torch_function__"):
             fix = None
             if len(names) == 4:
                 fn, _types, a, kw = names

@@ -16,13 +16,10 @@ import libcst as cst
 from ..analysis.flow import MethodFlow
 from ..analysis.unbound import unbound_reads
 from ..fix.edits import Edits, Fix
+from ..fix.preconditions import Unproven, verdict
 from .base import Check
 from .common import body_start
-
-UNSAFE_NOTE = (
-    "the skipped assignment is not guarded by `needs_input_grad`: where the input it belongs to "
-    "requires grad, the original raises and the fixed code silently returns no gradient (D12.3)"
-)
+from .fix_proofs import introspects_locals
 
 
 class UnsetGradients(Check):
@@ -50,11 +47,18 @@ class UnsetGradients(Check):
             when = " and ".join(
                 f"`{text}` is {'true' if value else 'false'}" for text, value in sorted(guards)
             )
-            safe = bool(guards) and all(_mentions_needs(text, needs) for text, _ in guards)
+            other = [text for text, _ in guards if not _mentions_needs(text, needs)]
+            why = (
+                f"`{other[0]}` decides it"
+                if other
+                else "no branch decides it"
+                if not guards
+                else ""
+            )
             self.report(
                 "AGL412",
                 read.node,
-                fix=_none_first(backward, read.name, safe),
+                fix=_none_first(backward, read.name, why),
                 cls=owner,
                 name=read.name,
                 detail=when or "a branch skips its assignment",
@@ -89,8 +93,10 @@ def _mentions_needs(text: str, needs: set[str]) -> bool:
     return bool(words & needs)
 
 
-def _none_first(backward: cst.FunctionDef, name: str, safe: bool) -> Fix | None:
-    """`name = None` as the first statement of backward (after its docstring)."""
+def _none_first(backward: cst.FunctionDef, name: str, unguarded: str) -> Fix | None:
+    """`name = None` as the first statement of backward (after its docstring); safe when no
+    branch but a `needs_input_grad` test skips the assignment (`unguarded` says which does)
+    and backward reads its variables only by name."""
     if not isinstance(backward.body, cst.IndentedBlock):
         return None
     block = backward.body
@@ -110,5 +116,11 @@ def _none_first(backward: cst.FunctionDef, name: str, safe: bool) -> Fix | None:
 
         edits.blocks[id(block)] = edit
 
-    title = f"set `{name}` to None at the top of backward"
-    return Fix("safe" if safe else "unsafe", backward, build, title, "" if safe else UNSAFE_NOTE)
+    introspected = introspects_locals(backward)
+    safety, note = verdict(
+        [
+            Unproven("AGL412", "needs-input-grad-guard", unguarded) if unguarded else None,
+            Unproven("AGL412", "locals-not-introspected", introspected) if introspected else None,
+        ]
+    )
+    return Fix(safety, backward, build, f"set `{name}` to None at the top of backward", note)

@@ -4,8 +4,13 @@ A fix that writes `torch.enable_grad()` must not write a name that means somethi
 point: `import torch as t` is useless in a function that binds its own `t` (the fix would raise
 UnboundLocalError). A module alias is used only when every binding of it at module scope is an
 import of torch (or the `torch = None` fallback of a guarded import) and no scope around the fix
-binds it; otherwise torch is imported under a fresh name. Decided from CPython's `ast` of the
-whole file, once per fix pass and only when a fix needs torch.
+binds it; an enclosing function's own `import torch` (a factory that imports torch lazily) is
+used when it runs, unconditionally, before the nested scope is defined. Otherwise torch is
+imported under a fresh name, right after the module's first unconditional import of torch, so
+the module imports exactly when it did before; where there is no such import, a new one could
+make the module fail to import without torch, and the fix that needs it is not safe
+(`torch-in-scope`). Decided from CPython's `ast` of the whole file, once per fix pass and only
+when a fix needs torch.
 """
 
 from __future__ import annotations
@@ -198,6 +203,74 @@ def _enclosing_scopes(tree: ast.Module, line: int) -> list[Scope]:
     return chain
 
 
+def _imports_torch(stmt: ast.stmt) -> bool:
+    """Whether a statement imports torch or one of its submodules (either binds torch in
+    `sys.modules`: `import torch.nn`, `from torch.autograd import grad`)."""
+    if isinstance(stmt, ast.Import):
+        return any(a.name == "torch" or a.name.startswith("torch.") for a in stmt.names)
+    if isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
+        return stmt.module == "torch" or stmt.module.startswith("torch.")
+    return False
+
+
+def _closure_aliases(chain: list[Scope], local: dict[int, set[str]]) -> set[str]:
+    """Torch aliases an enclosing function binds for the innermost scope of `chain`: by an
+    `import torch [as name]` that is a statement of its own body (not under an if, a try or a
+    loop) before the statement that holds the nested scope, where nothing else in that
+    function binds the name and no scope between binds it. Such an import has run whenever
+    the nested code can run."""
+    found: set[str] = set()
+    shadowed: set[str] = set()
+    # From the innermost scope outwards: the first function scope that binds a name decides.
+    for depth in range(len(chain) - 1, -1, -1):
+        scope = chain[depth]
+        if isinstance(scope, ast.ClassDef) and depth != len(chain) - 1:
+            continue  # a class body's names are not visible to the functions inside it
+        names = local[id(scope)]
+        if depth == len(chain) - 1 or not isinstance(
+            scope, (ast.FunctionDef, ast.AsyncFunctionDef)
+        ):
+            shadowed |= names
+            continue
+        inner = chain[depth + 1]
+        before: set[str] = set()
+        for stmt in scope.body:
+            if stmt.lineno >= inner.lineno:
+                break
+            if isinstance(stmt, ast.Import):
+                before |= set(_torch_aliases(stmt))
+        for alias in names - shadowed:
+            if alias in before and _only_torch_imports(scope, alias):
+                found.add(alias)
+        shadowed |= names
+    return found
+
+
+def _only_torch_imports(scope: ast.FunctionDef | ast.AsyncFunctionDef, alias: str) -> bool:
+    """Whether every binding of `alias` directly in `scope` is an import of torch as it."""
+    if any(alias in set(_bound_names(node)) for node in ast.walk(scope.args)):
+        return False
+    stack: list[ast.AST] = list(scope.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Import):
+            if alias in set(_bound_names(node)) and alias not in set(_torch_aliases(node)):
+                return False
+            continue
+        if alias in set(_bound_names(node)):
+            return False
+        if isinstance(node, _SCOPES):
+            # Their decorators, defaults and bases run here; their bodies do not.
+            stack.extend(getattr(node, "decorator_list", []))
+            if isinstance(node, ast.ClassDef):
+                stack.extend(node.bases + [k.value for k in node.keywords])
+            else:
+                stack.extend(node.args.defaults + [d for d in node.args.kw_defaults if d])
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return True
+
+
 class TorchNames:
     """Answers, per fix location, the spelling of torch (memoised per file text)."""
 
@@ -205,6 +278,32 @@ class TorchNames:
         self.text = text
         self.tree = parse(text)
         self.module = _module_names(self.tree) if self.tree is not None else None
+        # The first module-level statement, run unconditionally, that imports torch: a new
+        # `import torch` right after it changes nothing about whether the module imports.
+        self.first_import: ast.stmt | None = None
+        for stmt in self.tree.body if self.tree is not None else ():
+            if _imports_torch(stmt):
+                self.first_import = stmt
+                break
+
+    def function_line(self, owner: str | None, name: str) -> int | None:
+        """A line inside the body of the one function `name` defined directly in a class
+        `owner` (or, for None, outside any class); None when there is not exactly one."""
+        if self.tree is None:
+            return None
+        found: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        stack: list[tuple[ast.AST, ast.AST | None]] = [(self.tree, None)]
+        while stack:
+            node, parent = stack.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+                in_class = isinstance(parent, ast.ClassDef)
+                if (owner is None and not in_class) or (
+                    in_class and owner is not None and parent.name == owner  # type: ignore[union-attr]
+                ):
+                    found.append(node)
+            scope = node if isinstance(node, _SCOPES) else parent
+            stack.extend((child, scope) for child in ast.iter_child_nodes(node))
+        return found[0].body[0].lineno if len(found) == 1 else None
 
     def at(self, line: int) -> tuple[str, bool]:
         """(name, whether `import torch [as name]` must be added) for code at `line`."""
@@ -215,9 +314,13 @@ class TorchNames:
         visible: list[Scope] = [s for s in chain if not isinstance(s, ast.ClassDef)]
         if chain and isinstance(chain[-1], ast.ClassDef):
             visible.append(chain[-1])
+        bindings = {id(scope): _scope_bindings(scope) for scope in chain}
         local: set[str] = set()
         for scope in visible:
-            local |= _scope_bindings(scope)
+            local |= bindings[id(scope)]
+        closure = _closure_aliases(chain, bindings)
+        if closure:
+            return sorted(closure, key=lambda alias: (alias != "torch", alias))[0], False
         module = self.module
         usable = sorted(
             (
@@ -261,6 +364,13 @@ def import_edit(text: str, aliases: set[str], tree: ast.Module | None = None) ->
     newline = _newline(text)
     block = tuple(import_statement(alias) + newline for alias in sorted(aliases))
     lines = split_lines(text)
+    loaded = next((s for s in tree.body if _imports_torch(s)), None) if tree is not None else None
+    if loaded is not None:
+        # After the first unconditional import of torch: torch is loaded by then, so the new
+        # line only binds a name (placed above it, it could run before code that decides
+        # whether, or how, torch loads: `os.environ[...] = ...`, `sys.path.insert(...)`).
+        end = min(loaded.end_lineno or loaded.lineno, len(lines))
+        return LineEdit(end, end, block)
     if tree is None or not tree.body:
         header = 0
         for index, line in enumerate(lines):

@@ -99,7 +99,18 @@ def grad_writes(draw: st.DrawFn) -> str:
     materialize = draw(st.booleans())
     lines: list[str] = []
     if draw(st.booleans()):
-        lines.append(draw(st.sampled_from(["n = g.numel()", "if g is None:\n    return None"])))
+        lines.append(
+            draw(
+                st.sampled_from(
+                    [
+                        "n = g.numel()",
+                        "if g is None:\n    return None",
+                        # a branch on the layout: a dense copy takes the other one
+                        "if g.stride(0) == 0:\n    return g * 3",
+                    ]
+                )
+            )
+        )
     alias = draw(st.booleans())
     if alias:
         lines.append(draw(st.sampled_from(ALIASES)))

@@ -1,9 +1,12 @@
 """Every safe fix, proven by running it: original and fixed code, executed with torch on the same
 inputs, must give bitwise-equal results on every scenario where the original did not raise.
 
-The programs come from programs.py (hypothesis); the scenarios and the comparison from run.py.
-CI runs a fixed, derandomised sample (`AGL_DIFFERENTIAL_EXAMPLES`, default 120 per family);
-set `AGL_DIFFERENTIAL_RANDOM=1` and a larger count to search further.
+The programs come from programs.py and hazards.py (hypothesis); the scenarios and the
+comparison from run.py; each program is fixed as a project (project.py), so preconditions about
+its other files are proven the way `fix` proves them. CI runs a fixed, derandomised sample
+(`AGL_DIFFERENTIAL_EXAMPLES`, default 120 per family); set `AGL_DIFFERENTIAL_RANDOM=1` and a
+larger count to search further (`AGL_DIFFERENTIAL_EXAMPLES=100 AGL_DIFFERENTIAL_RANDOM=1` runs
+1,000 programs over the ten families).
 """
 
 from __future__ import annotations
@@ -11,13 +14,21 @@ from __future__ import annotations
 import os
 
 import pytest
+from hazards import (
+    decorated_backwards,
+    instantiated_functions,
+    introspecting_backwards,
+    lazy_torch,
+    nullable_gradients,
+    program_text,
+)
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from programs import grad_writes, graphless_grads, kernel_calls, plain_hooks, plain_methods
+from project import fix_project
 from run import differences, function_scenarios, subclass_scenarios
 from unset_programs import needs_grad_scenarios, unset_gradients
 
-from autogradlint.fix.loop import fix_text
 from autogradlint.fix.verify import compile_error
 
 EXAMPLES = int(os.environ.get("AGL_DIFFERENTIAL_EXAMPLES", "120"))
@@ -34,6 +45,18 @@ FAMILIES = [
     pytest.param(kernel_calls(), {"AGL201", "AGL202"}, function_scenarios, id="AGL201-AGL202"),
     pytest.param(plain_methods(), {"AGL402"}, function_scenarios, id="AGL402"),
     pytest.param(plain_hooks(), {"AGL303"}, subclass_scenarios, id="AGL303"),
+    # issue 34: the shapes each precondition is about
+    pytest.param(
+        decorated_backwards(), {"AGL101", "AGL102"}, function_scenarios, id="decorated-backward"
+    ),
+    pytest.param(
+        nullable_gradients(), {"AGL201", "AGL202"}, function_scenarios, id="nullable-gradients"
+    ),
+    pytest.param(instantiated_functions(), {"AGL402"}, function_scenarios, id="instances"),
+    pytest.param(lazy_torch(), {"AGL101", "AGL202"}, function_scenarios, id="lazy-torch"),
+    pytest.param(
+        introspecting_backwards(), {"AGL406", "AGL202"}, function_scenarios, id="introspection"
+    ),
     pytest.param(unset_gradients(), {"AGL412"}, needs_grad_scenarios, id="AGL412"),
 ]
 
@@ -42,22 +65,22 @@ FAMILIES = [
 def test_safe_fixes_keep_every_non_raising_result(programs, rules, scenarios) -> None:
     @SETTINGS
     @given(program=programs)
-    def check(program: str) -> None:
-        outcome = fix_text(program, "generated.py", enabled=frozenset(rules))
-        assert outcome.error is None, outcome.error
+    def check(program: str | dict[str, str]) -> None:
+        outcome = fix_project(program, rules)
+        assert not outcome.errors, outcome.errors
         if not outcome.changed:
             event("no safe fix (unproven, or nothing flagged)")
             return
         event(f"fixed: {', '.join(sorted(set(outcome.applied)))}")
-        assert compile_error(outcome.source) is None
-        again = fix_text(outcome.source, "generated.py", enabled=frozenset(rules))
-        assert not again.changed, "not idempotent:\n" + again.source
-        found = differences(program, outcome.source, scenarios)
+        assert all(compile_error(text) is None for text in outcome.files.values())
+        again = fix_project(outcome.files, rules)
+        assert not again.changed, "not idempotent:\n" + program_text(again.files)
+        found = differences(program, outcome.files, scenarios)
         assert not found, (
             "a safe fix changed behaviour:\n--- original\n"
-            + program
+            + program_text(program)
             + "--- fixed\n"
-            + outcome.source
+            + program_text(outcome.files)
             + "--- differences\n"
             + "\n".join(found[:10])
         )
@@ -66,8 +89,18 @@ def test_safe_fixes_keep_every_non_raising_result(programs, rules, scenarios) ->
 
 
 @settings(max_examples=40, deadline=None, derandomize=True, database=None)
-@given(program=st.one_of(graphless_grads(), grad_writes(), kernel_calls(), unset_gradients()))
-def test_unsafe_tier_still_produces_code_that_compiles(program: str) -> None:
-    outcome = fix_text(program, "generated.py", unsafe=True)
-    assert outcome.error is None, outcome.error
-    assert compile_error(outcome.source) is None
+@given(
+    program=st.one_of(
+        graphless_grads(),
+        grad_writes(),
+        kernel_calls(),
+        decorated_backwards(),
+        nullable_gradients(),
+        lazy_torch(),
+        unset_gradients(),
+    )
+)
+def test_unsafe_tier_still_produces_code_that_compiles(program: str | dict[str, str]) -> None:
+    outcome = fix_project(program, unsafe=True)
+    assert not outcome.errors, outcome.errors
+    assert all(compile_error(text) is None for text in outcome.files.values())

@@ -1,7 +1,7 @@
 """A module with several fixable bugs in several Functions (no `import torch` at the top)."""
 
-import torch
 from torch.autograd import Function, grad
+import torch
 import fused_rope_cuda
 
 
@@ -19,8 +19,8 @@ class Rope(Function):
     @staticmethod
     def backward(ctx, grad_q, grad_k):
         cos, sin = ctx.saved_tensors
-        dq = fused_rope_cuda.backward(grad_q.contiguous(), cos, sin)
-        dk = fused_rope_cuda.backward(grad_k.view(-1).contiguous(), cos, sin)  # keep this comment
+        dq = fused_rope_cuda.backward(grad_q, cos, sin)
+        dk = fused_rope_cuda.backward(grad_k.view(-1), cos, sin)  # keep this comment
         return dq, dk
 
 
