@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from autogradlint.config import Config
-from autogradlint.engine import lint_source
+from autogradlint.engine.pipeline import lint_source
 from autogradlint.model import Finding
 from autogradlint.runner import discover, lint_paths
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import textwrap
 
-from autogradlint.engine import lint_source
-from autogradlint.lint import lint_file
+from autogradlint.engine.door import lint_file
+from autogradlint.engine.pipeline import lint_source
 from autogradlint.meta import all_rules
 
 # These ops have no fake on purpose: AGL413 (custom-op-without-fake) is tests/test_custom_op_fake.py's.

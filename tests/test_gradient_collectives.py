@@ -9,8 +9,8 @@ import textwrap
 from pathlib import Path
 
 from autogradlint.config import Config
-from autogradlint.engine import lint_source
-from autogradlint.fix.loop import fix_text
+from autogradlint.engine.fix_loop import fix_text
+from autogradlint.engine.pipeline import lint_source
 from autogradlint.model import Finding
 from autogradlint.runner import discover, lint_paths
 

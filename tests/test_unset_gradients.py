@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import textwrap
 
-from autogradlint.engine import lint_source
-from autogradlint.fix.loop import fix_text
+from autogradlint.engine.fix_loop import fix_text
+from autogradlint.engine.pipeline import lint_source
 from autogradlint.model import Finding
 
 AGL412 = frozenset({"AGL412"})

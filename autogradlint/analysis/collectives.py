@@ -14,7 +14,7 @@ import ast
 from dataclasses import dataclass
 
 from ..settings import HELPER_DEPTH
-from ..speed.slicing import ast_dotted
+from ..text.ast_walk import ast_dotted
 from .aliasing import ALIASING_METHODS
 from .summaries import Summaries
 

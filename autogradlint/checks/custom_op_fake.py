@@ -22,8 +22,7 @@ import libcst as cst
 
 from ..analysis.fake_kernels import Registrations, registers_fake, registrations
 from ..analysis.names import dotted
-from ..project import parse_quietly
-from ..speed.slicing import ast_dotted
+from ..text.ast_walk import ast_dotted, parse_quietly
 from .base import Check
 
 CUSTOM_OP = frozenset({"torch.library.custom_op", "torch._library.custom_ops.custom_op"})

@@ -8,8 +8,8 @@ import libcst as cst
 from ..analysis.contract import params
 from ..analysis.facts import ClassInfo
 from ..analysis.walk import FastVisitor
-from ..fix.edits import Edits, Fix
-from ..speed.preselect import direct_call_offsets
+from ..edits import Edits, Fix
+from ..text.marks import direct_call_offsets
 from .base import Check
 
 

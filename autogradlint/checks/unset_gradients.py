@@ -15,8 +15,8 @@ import libcst as cst
 
 from ..analysis.flow import MethodFlow
 from ..analysis.unbound import unbound_reads
-from ..fix.edits import Edits, Fix
-from ..fix.preconditions import Unproven, verdict
+from ..edits import Edits, Fix
+from ..preconditions import Unproven, verdict
 from .base import Check
 from .common import body_start
 from .fix_proofs import introspects_locals

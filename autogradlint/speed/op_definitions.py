@@ -12,8 +12,8 @@ from __future__ import annotations
 import ast
 import re
 
-from .ast_walk import walk as walk_ast
-from .statements import chunk_of
+from ..text.ast_walk import walk as walk_ast
+from ..text.statements import chunk_of
 
 # `custom_op(` / `define(` anywhere in a chunk that is not a plain def or class (a decorated
 # def starts with `@`, a guard block with `if` / `try` / `with`).

@@ -15,13 +15,13 @@ from __future__ import annotations
 import functools
 import os
 
+from autogradlint.fix.verify import compile_error
 from collective_programs import grad_collectives
 from gloo_ranks import on_ranks
 from hypothesis import HealthCheck, given, settings
 from run import GRAD_LAYOUTS, differences, function_scenarios
 
-from autogradlint.fix.loop import fix_text
-from autogradlint.fix.verify import compile_error
+from autogradlint.engine.fix_loop import fix_text
 
 EXAMPLES = int(os.environ.get("AGL_DIFFERENTIAL_EXAMPLES", "120"))
 RULES = frozenset({"AGL406"})

@@ -29,7 +29,7 @@ from project import fix_project
 from run import differences, function_scenarios, subclass_scenarios
 from unset_programs import needs_grad_scenarios, unset_gradients
 
-from autogradlint.fix.verify import compile_error
+from autogradlint.engine.verify import compile_error
 
 EXAMPLES = int(os.environ.get("AGL_DIFFERENTIAL_EXAMPLES", "120"))
 SETTINGS = settings(

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from run import load
 from unset_programs import needs_grad_scenarios, unset_gradients
 
-from autogradlint.engine import lint_source
+from autogradlint.engine.pipeline import lint_source
 
 EXAMPLES = int(os.environ.get("AGL_DIFFERENTIAL_EXAMPLES", "120"))
 
