@@ -6,10 +6,13 @@ one otherwise (D12.3)."""
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
+from autogradlint.config import Config
 from autogradlint.engine.fix_loop import fix_text
 from autogradlint.engine.pipeline import lint_source
 from autogradlint.model import Finding
+from autogradlint.runner import discover, lint_paths
 
 AGL412 = frozenset({"AGL412"})
 
@@ -219,3 +222,115 @@ def test_a_custom_op_backward_is_checked_too() -> None:
         """
     )
     assert [line for line, _ in _found(source)] == [14]
+
+
+def test_a_flag_set_beside_the_assignment_decides_the_read() -> None:
+    """`done = True` beside `grad_w = ...`, `done = False` on the other branch: `if done:`
+    follows the branch that set it, so the read is on a path that assigned it."""
+    source = backward(
+        """\
+        if ctx.needs_input_grad[1]:
+            done = True
+            grad_w = g * x
+        else:
+            done = False
+        if done:
+            return g * w, grad_w
+        return g * w, None
+        """
+    )
+    assert _found(source) == []
+
+
+STALE_NONE = backward(
+    """\
+    grad_x = grad_w = None
+    if ctx.needs_input_grad[0]:
+        grad_x = g * w
+        grad_w = g * x
+    return grad_x, grad_w
+    """
+)
+
+
+def test_a_gradient_computed_under_another_inputs_test_is_none_when_needed() -> None:
+    """`grad_w` (input 1's gradient) is computed only when input 0 needs one: a weight that
+    requires grad beside an input that does not gets None, silently (semantics D12.3)."""
+    assert _found(STALE_NONE) == [
+        (
+            17,
+            "`Scale.backward` uses `grad_w`, which is unset when `ctx.needs_input_grad[0]` is "
+            "false, yet it is input 1's gradient (None then)",
+        )
+    ]
+    own_test = STALE_NONE.replace(
+        "            grad_w = g * x\n",
+        "        if ctx.needs_input_grad[1]:\n            grad_w = g * x\n",
+    )
+    assert _found(own_test) == []
+
+
+HELPER = """\
+import torch
+
+
+def _grads(ctx, g):
+    x, w = ctx.saved_tensors
+{body}
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return x * w
+
+    @staticmethod
+    def backward(ctx, g):
+        return _grads(ctx, g)
+"""
+
+
+def test_a_helper_that_backward_returns_is_read_too() -> None:
+    unset = HELPER.format(
+        body="    if ctx.needs_input_grad[0]:\n        grad_x = g * w\n    return grad_x, g * x\n"
+    )
+    assert _found(unset) == [
+        (
+            19,
+            "`Scale.backward` uses `grad_x`, which is unset when `ctx.needs_input_grad[0]` is "
+            "false (in `_grads`, which backward calls)",
+        )
+    ]
+    stale = HELPER.format(
+        body="    grad_x = grad_w = None\n    if ctx.needs_input_grad[0]:\n"
+        "        grad_x = g * w\n        grad_w = g * x\n    return grad_x, grad_w\n"
+    )
+    assert [message for _, message in _found(stale)] == [
+        "`Scale.backward` uses `grad_w`, which is unset when `ctx.needs_input_grad[0]` is "
+        "false, yet it is input 1's gradient (None then) (in `_grads`, which backward calls)"
+    ]
+    fine = HELPER.format(
+        body="    grad_x = None\n    if ctx.needs_input_grad[0]:\n        grad_x = g * w\n"
+        "    return grad_x, g * x\n"
+    )
+    assert _found(fine) == []
+
+
+def test_a_helper_in_another_module_is_read_from_its_file(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    helper, _, cls = HELPER.partition("\nclass Scale")
+    (package / "grads.py").write_text(
+        helper.format(
+            body="    if ctx.needs_input_grad[1]:\n        grad_w = g * x\n    return g * w, grad_w\n"
+        )
+    )
+    (package / "layers.py").write_text(
+        "import torch\n\nfrom .grads import _grads\n\n\nclass Scale" + cls
+    )
+    config = Config(root=tmp_path, select=("AGL412",))
+    results = lint_paths(discover([str(tmp_path)], config).files, config)
+    flagged = [(Path(r.path).name, f.line) for r in results for f in r.findings]
+    assert flagged == [("layers.py", 14)]

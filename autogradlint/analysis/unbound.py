@@ -7,7 +7,8 @@ under the same); `and` / `or` / `not` are taken apart, so `if a or not b:` ... `
 under the same test as a later `if b and not a:`, and `assert` and `x = None` are facts too. A
 condition is forgotten when a name in it is assigned again. A loop body is walked twice (from
 what holds before the loop, then from what the first pass left, its conditions forgotten); a
-`for` loop runs at least once. An exception handler starts from what was bound before its
+`for` loop runs at least once; `x = None`, `flag = True` and `flag = False` are facts about
+`x is None` and `flag`. An exception handler starts from what was bound before its
 `try`, and a `match` without an irrefutable case may match nothing. Reads inside a conditional expression or after
 `and` / `or` count only on the branch that evaluates them. A function with more paths than
 MAX_PATHS is not judged (nothing reported), so a report is never a guess.
@@ -135,8 +136,9 @@ class _Loop:
 
 
 class _Walker:
-    def __init__(self, local: set[str]) -> None:
+    def __init__(self, local: set[str], returns_only: bool = False) -> None:
         self.local = local
+        self.returns_only = returns_only
         self.found: dict[str, UnboundRead] = {}
         self.loops: list[_Loop] = []
 
@@ -183,7 +185,11 @@ class _Walker:
             return self.match(node, paths)
         return paths
 
-    def read_all(self, exprs: Iterable[cst.BaseExpression | None], paths: set[Path]) -> None:
+    def read_all(
+        self, exprs: Iterable[cst.BaseExpression | None], paths: set[Path], returned: bool = False
+    ) -> None:
+        if self.returns_only and not returned:
+            return
         for expr in exprs:
             if expr is not None:
                 for path in paths:
@@ -191,7 +197,7 @@ class _Walker:
 
     def small(self, node: cst.CSTNode, paths: set[Path]) -> set[Path]:
         if isinstance(node, cst.Return):
-            self.read_all([node.value], paths)
+            self.read_all([node.value], paths, returned=True)
             return set()
         if isinstance(node, cst.Raise):
             self.read_all([node.exc, node.cause.item if node.cause else None], paths)
@@ -207,13 +213,18 @@ class _Walker:
             for target in node.targets:
                 names |= _targets(target.target)
             paths = {p.bind(names) for p in paths}
-            if isinstance(node.value, cst.Name) and node.value.value == "None":
-                # `x = None` then `if x is None:` takes that branch (a cache filled on the
-                # first pass of a loop)
-                for target in node.targets:
-                    if isinstance(target.target, cst.Name):
-                        fact = f"({target.target.value} is None)"
-                        paths = {p.fact(fact, True) for p in paths}
+            literal = node.value.value if isinstance(node.value, cst.Name) else None
+            for target in node.targets:
+                if not isinstance(target.target, cst.Name):
+                    continue
+                name = target.target.value
+                if literal == "None":
+                    # `x = None` then `if x is None:` takes that branch (a cache filled on the
+                    # first pass of a loop)
+                    paths = {p.fact(f"({name} is None)", True) for p in paths}
+                elif literal in ("True", "False"):
+                    # `reshape = True` beside an assignment, then `if reshape:` (a flag)
+                    paths = {p.fact(name, literal == "True") for p in paths}
             return paths
         if isinstance(node, (cst.AnnAssign, cst.AugAssign)):
             value = node.value
@@ -382,14 +393,15 @@ class _Walker:
             self._comp_for(node.inner_for_in, path, shadowed)
 
 
-def unbound_reads(function: cst.FunctionDef) -> list[UnboundRead]:
+def unbound_reads(function: cst.FunctionDef, returns_only: bool = False) -> list[UnboundRead]:
     """The local names `function` reads on some path that never bound them (one per name, its
-    first read), in source order of those reads; [] when not judged."""
+    first read), in source order of those reads; [] when not judged. `returns_only`: only the
+    reads of its `return` statements (what a helper hands back)."""
     local = _locals(function)
     if not local:
         return []
     params = {p.name.value for p in _all_params(function.params)}
-    walker = _Walker(local - params)
+    walker = _Walker(local - params, returns_only)
     token = _ALIASES.set(_condition_aliases(function))
     try:
         walker.block(function.body, {Path(frozenset(params))})
