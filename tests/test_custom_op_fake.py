@@ -155,3 +155,37 @@ def test_a_fake_registered_in_another_module_of_the_project(tmp_path: Path) -> N
     assert flagged() == ["ops.py"]
     (package / "meta.cpp").write_text("TORCH_LIBRARY_IMPL(mylib, Meta, m) {}\n")
     assert flagged() == []
+
+
+def test_a_meta_kernel_named_without_its_namespace_is_its_librarys(tmp_path: Path) -> None:
+    """`lib.impl("scaled", fn, "Meta")` registers for the namespace of the Library `lib` is
+    built with: a Meta kernel for `other::scaled` fakes neither `mylib::scaled` nor a schema
+    op `scaled` defined in a `mylib` Library."""
+    for package in ("mine", "theirs"):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "theirs" / "meta.py").write_text(
+        'import torch\n\nLIB = torch.library.Library("other", "IMPL")\n'
+        'LIB.impl("scaled", lambda x, f: torch.empty_like(x), "Meta")\n'
+    )
+    (tmp_path / "mine" / "ops.py").write_text(SCALED)
+    (tmp_path / "mine" / "schema.py").write_text(
+        'import torch\n\nLIB = torch.library.Library("mylib", "FRAGMENT")\n'
+        'LIB.define("scaled2(Tensor x, float f) -> Tensor")\n'
+        'LIB.impl("scaled2", lambda x, f: x * f, "CPU")\n'
+    )
+    (tmp_path / "theirs" / "meta2.py").write_text(
+        'import torch\n\nLIB = torch.library.Library("other", "IMPL")\n'
+        'LIB.impl("scaled2", lambda x, f: torch.empty_like(x), "Meta")\n'
+    )
+    config = Config(root=tmp_path, select=("AGL413",))
+
+    def flagged() -> list[str]:
+        results = lint_paths(discover([str(tmp_path)], config).files, config)
+        return sorted(Path(r.path).name for r in results if r.findings)
+
+    assert flagged() == ["ops.py", "schema.py"]
+    (tmp_path / "theirs" / "meta2.py").write_text(
+        (tmp_path / "theirs" / "meta2.py").read_text().replace('"other"', '"mylib"')
+    )
+    assert flagged() == ["ops.py"]

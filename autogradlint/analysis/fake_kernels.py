@@ -6,7 +6,9 @@ the older `impl_abstract`), an op defined from a schema string needs a `Meta` ke
 composite one (D13.3). The registration may sit in any module of the project, or in its C++
 (`TORCH_LIBRARY_IMPL(ns, Meta, m)`), so every file that can hold one is read once per process
 and project root, and an op counts as faked when a file registers a fake under its Python name
-or its op name. That leans towards quiet: a registration for a same-named op elsewhere counts.
+or its op name. That leans towards quiet: a registration for a same-named op elsewhere counts,
+except a kernel named without its namespace (`lib.impl("op", fn, "Meta")`) in a file that
+builds no Library of the op's namespace.
 """
 
 from __future__ import annotations
@@ -72,13 +74,18 @@ def registers_fake(
     name = re.escape(short)
     space = re.escape(namespace) if namespace else r"[^\"']*"
     ops_space = re.escape(namespace) if namespace else r"\w+"
+    # lib.impl("op", fn, "Meta") names the op without its namespace: that of the Library the
+    # file builds, so it is the op's only where the file builds a Library of the op's namespace
+    bare = "" if namespace is None or _builds_library(text, namespace) else "(?!)"
     patterns = [
         # torch.library.register_fake("ns::op") / impl_abstract / register_meta, any f-string
         rf"(?:register_fake|impl_abstract|register_meta)\s*\(\s*f?[\"']{space}::{name}[\"']",
         # register_fake(torch.ops.ns.op.default)
         rf"(?:register_fake|impl_abstract)\s*\(\s*torch\.ops\.{ops_space}\.{name}\b",
-        # lib.impl("op", fn, "Meta"), torch.library.impl("ns::op", "Meta"), register_kernel
-        rf"[\"'](?:{space}::)?{name}[\"'][^\n]*[\"'](?:{_FAKE_KEYS})[\"']",
+        # torch.library.impl("ns::op", "Meta"), register_kernel
+        rf"[\"']{space}::{name}[\"'][^\n]*[\"'](?:{_FAKE_KEYS})[\"']",
+        # lib.impl("op", fn, "Meta")
+        rf"{bare}[\"']{name}[\"'][^\n]*[\"'](?:{_FAKE_KEYS})[\"']",
     ]
     if python is not None:
         word = re.escape(python)
@@ -87,6 +94,21 @@ def registers_fake(
             rf"(?:register_fake|impl_abstract)\s*\(\s*{word}\b",
         ]
     return any(re.search(pattern, text) for pattern in patterns)
+
+
+def library_namespace(text: str, library: str) -> str | None:
+    """The namespace `library` (a module-level name) is built with in `text`:
+    `LIB = torch.library.Library("ns", "DEF")` -> ns (None when it is not spelled so)."""
+    found = re.search(
+        rf"^{re.escape(library)}[ \t]*(?::[^=\n]*)?=[ \t]*(?:[\w.]+\.)?Library\(\s*[\"'](\w+)[\"']",
+        text,
+        re.M,
+    )
+    return found.group(1) if found else None
+
+
+def _builds_library(text: str, namespace: str) -> bool:
+    return bool(re.search(rf"\bLibrary\(\s*f?[\"']{re.escape(namespace)}[\"']", text))
 
 
 def registrations(root: str) -> Registrations:

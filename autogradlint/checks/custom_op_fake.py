@@ -16,11 +16,16 @@ import ast
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import libcst as cst
 
-from ..analysis.fake_kernels import Registrations, registers_fake, registrations
+from ..analysis.fake_kernels import (
+    Registrations,
+    library_namespace,
+    registers_fake,
+    registrations,
+)
 from ..analysis.names import dotted
 from ..text.ast_walk import ast_dotted, parse_quietly
 from .base import Check
@@ -44,6 +49,7 @@ class OpDefinition:
     python: str | None  # the name the module binds the op to
     kind: str  # custom_op | define
     trivial: bool = False  # mutates its arguments and returns nothing: torch makes its fake
+    library: str | None = None  # `lib` of `lib.define(...)`: its namespace is the Library's
 
 
 class CustomOpFake(Check):
@@ -69,6 +75,10 @@ class CustomOpFake(Check):
             if op.trivial:
                 continue
             text = self.ctx.facts.source
+            if op.namespace is None and op.library is not None:
+                namespace = library_namespace(text, op.library)
+                if namespace is not None:
+                    op = replace(op, namespace=namespace)
             if source_tree is None:
                 source_tree = parse_quietly(text) or ast.Module(body=[], type_ignores=[])
             if op.kind == "define" and not _backend_only(source_tree, op):
@@ -206,7 +216,10 @@ def _define(call: cst.Call, resolve: object) -> OpDefinition | None:
         schema = _SCHEMA.match(strings[0])
         if schema is None:
             return None
-        return OpDefinition(call, schema.group(1), schema.group(1), None, None, "define")
+        library = dotted(func.value)
+        return OpDefinition(
+            call, schema.group(1), schema.group(1), None, None, "define", library=library
+        )
     return None
 
 
