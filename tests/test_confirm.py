@@ -43,6 +43,9 @@ def test_confirm_examples_json() -> None:
         ("custom_op_bug:scaled", "fake"): "confirmed",
         ("custom_op_fixed:double", "B"): "not_reproduced",
         ("custom_op_fixed:scaled", "A"): "not_reproduced",
+        # a fixed twin runs its buggy twin's probes too
+        ("custom_op_fixed:scaled", "arity"): "not_reproduced",
+        ("custom_op_fixed:scaled", "fake"): "not_reproduced",
         # triton and a GPU are not here: the import fails, and that is what they say
         ("triton_op_bug:triton_double", "B"): "could_not_run"
         if not torch.cuda.is_available()
