@@ -13,30 +13,23 @@ original did not raise, on every rank. The programs are drawn first (derandomise
 from __future__ import annotations
 
 import functools
-import os
 
-from autogradlint.fix.verify import compile_error
 from collective_programs import grad_collectives
 from gloo_ranks import on_ranks
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from run import GRAD_LAYOUTS, differences, function_scenarios
+from test_safe_fixes_are_equivalent import SETTINGS
 
 from autogradlint.engine.fix_loop import fix_text
+from autogradlint.engine.verify import compile_error
 
-EXAMPLES = int(os.environ.get("AGL_DIFFERENTIAL_EXAMPLES", "120"))
 RULES = frozenset({"AGL406"})
 
 
 def _drawn() -> list[str]:
     found: list[str] = []
 
-    @settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        derandomize=os.environ.get("AGL_DIFFERENTIAL_RANDOM") != "1",
-        database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
+    @SETTINGS
     @given(program=grad_collectives())
     def collect(program: str) -> None:
         found.append(program)

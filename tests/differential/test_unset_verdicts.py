@@ -4,24 +4,15 @@ UnboundLocalError, in both directions."""
 
 from __future__ import annotations
 
-import os
-
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from run import load
+from test_safe_fixes_are_equivalent import SETTINGS
 from unset_programs import needs_grad_scenarios, unset_gradients
 
 from autogradlint.engine.pipeline import lint_source
 
-EXAMPLES = int(os.environ.get("AGL_DIFFERENTIAL_EXAMPLES", "120"))
 
-
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    derandomize=os.environ.get("AGL_DIFFERENTIAL_RANDOM") != "1",
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@SETTINGS
 @given(program=unset_gradients())
 def test_flagged_exactly_when_torch_raises_unbound_local_error(program: str) -> None:
     result = lint_source(program, "generated.py", enabled=frozenset({"AGL412"}))
