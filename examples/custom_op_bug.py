@@ -4,7 +4,8 @@
 with `register_autograd`) gets gradients in every layout a `Function.backward` gets: the narrow
 view `torch.cat`'s backward hands each input, the stride-0 gradient of `out.sum()`. gradcheck
 and opcheck feed contiguous gradients only, so neither sees this. `scaled` also returns one
-gradient for its two inputs, which raises at the first backward.
+gradient for its two inputs, which raises at the first backward, and has no fake, so
+torch.compile and torch.export cannot trace it.
 """
 
 from __future__ import annotations

@@ -40,8 +40,12 @@ def test_confirm_examples_json() -> None:
         ("torch_function_fixed:UpcastTensor", "C"): "not_reproduced",
         ("custom_op_bug:double", "B"): "confirmed",
         ("custom_op_bug:scaled", "arity"): "confirmed",
+        ("custom_op_bug:scaled", "fake"): "confirmed",
         ("custom_op_fixed:double", "B"): "not_reproduced",
         ("custom_op_fixed:scaled", "A"): "not_reproduced",
+        # a fixed twin runs its buggy twin's probes too
+        ("custom_op_fixed:scaled", "arity"): "not_reproduced",
+        ("custom_op_fixed:scaled", "fake"): "not_reproduced",
         # triton and a GPU are not here: the import fails, and that is what they say
         ("triton_op_bug:triton_double", "B"): "could_not_run"
         if not torch.cuda.is_available()
@@ -55,6 +59,11 @@ def test_confirm_examples_json() -> None:
     assert any("element 0 of tensors does not require grad" in line for line in softplus)
     writer = rows[("extension_grads_bug:ScaleInPlace", "B")]["devices"]["cpu"]["evidence"]
     assert any("version 0 -> 0" in line for line in writer)  # a raw write, not an ATen op
+    # AGL413: the op without a fake fails opcheck's fake-tensor test; its fixed twin passes it
+    fake = rows[("custom_op_bug:scaled", "fake")]["devices"]["cpu"]["evidence"]
+    assert fake[0].startswith("opcheck test_faketensor failed: RuntimeError: There was no fake")
+    twin = rows[("custom_op_fixed:scaled", "A")]["devices"]["cpu"]["evidence"]
+    assert any("test_faketensor" in line and line.endswith("passed") for line in twin)
 
 
 def test_text_table_and_cuda_not_run(tmp_path: Path) -> None:

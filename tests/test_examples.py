@@ -16,7 +16,7 @@ EXPECTED = {
     "reentrant_bug.py": [("AGL101", 25), ("AGL103", 40)],
     "extension_grads_bug.py": [("AGL201", 21), ("AGL202", 32)],
     "torch_function_bug.py": [("AGL301", 14)],
-    "custom_op_bug.py": [("AGL201", 27), ("AGL401", 43)],
+    "custom_op_bug.py": [("AGL201", 28), ("AGL413", 35), ("AGL401", 44)],
     "triton_op_bug.py": [("AGL201", 37)],
 }
 
@@ -106,6 +106,24 @@ def test_custom_op_example_reads_the_cat_view_wrong_and_fixed_is_right(examples_
     assert torch.equal(x.grad, torch.full((3,), 2.0))
 
 
+@pytest.mark.slow
+def test_opcheck_passes_on_the_fixed_custom_ops_and_not_on_the_buggy_one(examples_on_path) -> None:
+    """The fixed ops have fakes, and their backward reaches the kernel through the op, so
+    torch.compile's tracing works (semantics D13.1, D13.5); the buggy `scaled` has no fake."""
+    import torch
+
+    bug = _load("custom_op_bug")
+    fixed = _load("custom_op_fixed")
+    for op, extra in ((fixed.double, ()), (fixed.scaled, (2.0,))):
+        x = torch.randn(4, 3, requires_grad=True)
+        results = torch.library.opcheck(op, (x, *extra), raise_exception=False)
+        assert set(results.values()) == {"SUCCESS"}, results
+    results = torch.library.opcheck(
+        bug.scaled, (torch.randn(4, 3, requires_grad=True), 2.0), raise_exception=False
+    )
+    assert "There was no fake impl registered" in str(results["test_faketensor"])
+
+
 @pytest.fixture(scope="module")
 def fixed_examples(tmp_path_factory):
     """A copy of examples/ after `autogradlint fix --apply --unsafe-fixes`."""
@@ -124,11 +142,12 @@ def fixed_examples(tmp_path_factory):
     import json
 
     left = {(Path(item["filename"]).name, item["code"]) for item in json.loads(check.output)}
-    # family C has no codemod; a gradient count needs a human; `.contiguous()` is no safe fix
-    # for a Triton launch given another tensor's strides
+    # family C has no codemod; a gradient count and a fake implementation need a human;
+    # `.contiguous()` is no safe fix for a Triton launch given another tensor's strides
     assert left == {
         ("torch_function_bug.py", "AGL301"),
         ("custom_op_bug.py", "AGL401"),
+        ("custom_op_bug.py", "AGL413"),
         ("triton_op_bug.py", "AGL201"),
     }
     sys.path.insert(0, str(copy))

@@ -14,7 +14,9 @@ from ..analysis.walk import FastVisitor
 from ..preconditions import Unproven
 from .base import Check
 from .common import source_of
+from .gradient_collectives import GradientCollectives
 from .gradient_copy import copy_gradient_first
+from .gradient_layout import reads_layout
 
 # What forward saved in a slot: its description, or the intermediate's expression (its text is
 # read only when a finding shows it), and whether the caller holds the tensor.
@@ -31,6 +33,8 @@ def _described(saved: _Saved) -> tuple[str, bool]:
 class BackwardState(Check):
     """AGL406 (in-place change of an incoming gradient), AGL408 (ctx state consumed) and
     AGL409 (in-place change of a saved input or output)."""
+
+    _collectives: GradientCollectives | None = None
 
     def run(self) -> None:
         for info in self.ctx.contract().classes():
@@ -69,10 +73,48 @@ class BackwardState(Check):
                     title=f"copy `{origin}` before changing it",
                     rule_id="AGL406",
                     unproven=[
-                        Unproven("AGL406", "whole-gradient-writes", partial) if partial else None
+                        Unproven("AGL406", "whole-gradient-writes", partial) if partial else None,
+                        self._layout_read(flow, origin),
                     ],
                 )
-                self.report("AGL406", found[1], fix=fix, cls=name, name=origin)
+                self.report("AGL406", found[1], fix=fix, cls=name, name=origin, detail="")
+        self._backward_collectives(name, backward, flow, grads, reported)
+
+    def _backward_collectives(
+        self,
+        name: str,
+        backward: cst.FunctionDef,
+        flow: MethodFlow,
+        grads: set[str],
+        reported: set[str],
+    ) -> None:
+        """A collective writing into a gradient (gradient_collectives.py): the same finding
+        and copy, never safe: gloo ignores strides, so the copy changes non-dense results
+        (B2.9)."""
+        if self._collectives is None:
+            self._collectives = GradientCollectives(self.ctx)
+        for write in self._collectives.writes(flow, grads):
+            if write.origin in reported:
+                continue
+            reported.add(write.origin)
+            fix = copy_gradient_first(
+                backward,
+                flow,
+                write.origin,
+                dense=False,
+                title=f"copy `{write.origin}` before the collective writes it",
+                rule_id="AGL406",
+                unproven=[
+                    Unproven("AGL406", "no-collective-writes", write.why_unsafe()),
+                    self._layout_read(flow, write.origin),
+                ],
+            )
+            how = write.describe()
+            self.report("AGL406", write.node, fix=fix, cls=name, name=write.origin, detail=how)
+
+    def _layout_read(self, flow: MethodFlow, gradient: str) -> Unproven | None:
+        found = reads_layout(flow, self.ctx.contract(), gradient)
+        return None if found is None else Unproven("AGL406", "layout-not-read", found)
 
     def _partial_write(self, flow: MethodFlow, origin: str) -> str | None:
         """A write into gradient `origin` that may reach only part of it: through an index or

@@ -172,6 +172,12 @@ SAVED_STATE = _contract("AGL403", "AGL404", custom_ops=True)
 INPUT_MUTATION = _contract("AGL405")
 BACKWARD_STATE = _contract("AGL406", "AGL408", "AGL409", custom_ops=True)
 DIRECT_CALLS = _contract("AGL407", "AGL410")
+UNSET_GRADIENTS = _contract("AGL412", custom_ops=True)
+CUSTOM_OP_FAKE = Gate(
+    ("AGL413",),
+    (pattern(b"custom_op", rb"custom_op[ \t]*\("), pattern(b"define", rb"define[ \t]*\(")),
+    (b"torch",),
+)
 CUSTOM_OP_SETUP = Gate(
     ("AGL411",),
     (pattern(CUSTOM_OP_AUTOGRAD, rb"register_autograd[ \t]*\("),),
@@ -184,7 +190,9 @@ CONTRACT = (
     INPUT_MUTATION,
     BACKWARD_STATE,
     DIRECT_CALLS,
+    UNSET_GRADIENTS,
     CUSTOM_OP_SETUP,
+    CUSTOM_OP_FAKE,
 )
 # Suppression hygiene (engine/hygiene.py, not a check): a file whose comments can name autogradlint.
 SUPPRESSIONS = Gate(

@@ -11,6 +11,7 @@ from . import gates
 from .backward_state import BackwardState
 from .base import Check
 from .compiled_grads import CompiledGradients
+from .custom_op_fake import CustomOpFake
 from .custom_op_setup import CustomOpSetup
 from .direct_calls import DirectCalls
 from .dispatch_handlers import DispatchHandlers
@@ -21,6 +22,7 @@ from .saved_state import SavedState
 from .static_methods import StaticMethods
 from .torch_function import TorchFunctionConversions
 from .torch_function_hygiene import TorchFunctionHygiene
+from .unset_gradients import UnsetGradients
 
 REGISTRY: tuple[tuple[type[Check], gates.Gate], ...] = (
     (ReentrantAutograd, gates.REENTRANT),
@@ -35,6 +37,8 @@ REGISTRY: tuple[tuple[type[Check], gates.Gate], ...] = (
     (BackwardState, gates.BACKWARD_STATE),
     (DirectCalls, gates.DIRECT_CALLS),
     (CustomOpSetup, gates.CUSTOM_OP_SETUP),
+    (UnsetGradients, gates.UNSET_GRADIENTS),
+    (CustomOpFake, gates.CUSTOM_OP_FAKE),
 )
 
 

@@ -630,7 +630,120 @@ def probe_arity(fn: Any, devices: list[str], factory: Callable[..., Any] | None)
     return per_device
 
 
-PROBES = {"A": probe_a, "B": probe_b, "C": probe_c, "arity": probe_arity}
+def probe_needs(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> dict[str, Any]:
+    """A gradient backward sets only on some paths (AGL412): backward once with every tensor
+    input requiring grad, then once per input left without: UnboundLocalError, or a gradient
+    that was there and is now None for an input that still requires grad (semantics D12.1,
+    D12.3)."""
+    import torch
+
+    per_device: dict[str, Any] = {}
+    for dev in devices:
+        mark(f"needs {dev}")
+        try:
+            base = inputs_for(fn, factory, torch.float64, dev, (3,), SEEDS[0])
+        except Exception as exc:  # noqa: BLE001
+            per_device[dev] = {
+                "verdict": COULD_NOT_RUN,
+                "evidence": [f"could not build inputs: {first_line(exc)}"],
+            }
+            continue
+        floats = [
+            i for i, a in enumerate(base) if isinstance(a, torch.Tensor) and a.is_floating_point()
+        ]
+
+        try:
+            every = _grads_without(fn, base, floats, None)
+        except NameError as exc:  # UnboundLocalError: a branch taken with every input too
+            per_device[dev] = {
+                "verdict": CONFIRMED,
+                "evidence": [f"every input requiring grad: backward raised {first_line(exc)}"],
+            }
+            continue
+        except Exception as exc:  # noqa: BLE001
+            per_device[dev] = {"verdict": COULD_NOT_RUN, "evidence": [first_line(exc)]}
+            continue
+        evidence: list[str] = []
+        for left in floats if len(floats) > 1 else []:  # one input left without: no graph
+            mark(f"needs {dev}, input {left} without requires_grad")
+            try:
+                partial_grads = _grads_without(fn, base, floats, left)
+            except NameError as exc:
+                evidence.append(
+                    f"input {left} without requires_grad: backward raised {first_line(exc)}"
+                )
+                continue
+            except Exception:  # noqa: BLE001 - another failure is not this rule's evidence
+                continue
+            evidence += [
+                f"input {left} without requires_grad: input {i}'s gradient is None (it is "
+                "computed when every input requires grad)"
+                for i in floats
+                if i != left and every[i] is not None and partial_grads[i] is None
+            ]
+        per_device[dev] = {
+            "verdict": CONFIRMED if evidence else NOT_REPRODUCED,
+            "evidence": evidence,
+        }
+    return per_device
+
+
+def _grads_without(fn: Any, base: list[Any], floats: list[int], left: int | None) -> dict[int, Any]:
+    """The inputs' gradients after one backward, with input `left` not requiring grad."""
+    args = [
+        a.detach().clone().requires_grad_(i != left) if i in floats else a
+        for i, a in enumerate(base)
+    ]
+    reseed(SEEDS[0])
+    caller(fn)(*args).sum().backward()
+    return {i: args[i].grad for i in floats}
+
+
+def probe_fake(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> dict[str, Any]:
+    """A custom op's fake implementation (AGL413): opcheck's test_faketensor runs the op on
+    fake tensors, as torch.compile and torch.export do (semantics D13.1, D13.3)."""
+    import torch
+
+    per_device: dict[str, Any] = {}
+    for dev in devices:
+        mark(f"fake {dev}")
+        if not opcheck.is_custom_op(fn):
+            per_device[dev] = {"verdict": COULD_NOT_RUN, "evidence": ["not a custom op"]}
+            continue
+        try:
+            dtype, shape = OPCHECK_INPUTS["B"]  # kernels may take float32 only
+            args = inputs_for(fn, factory, getattr(torch, dtype), dev, shape, SEEDS[0])
+        except Exception as exc:  # noqa: BLE001
+            per_device[dev] = {
+                "verdict": COULD_NOT_RUN,
+                "evidence": [f"could not build inputs: {first_line(exc)}"],
+            }
+            continue
+        found = opcheck.report(fn, args, ("test_faketensor",))
+        outcome = found.get("test_faketensor", next(iter(found.values()), "?"))
+        if outcome == opcheck.PASSED:
+            per_device[dev] = {
+                "verdict": NOT_REPRODUCED,
+                "evidence": ["opcheck test_faketensor passed"],
+            }
+        elif opcheck.lacks_fake(outcome):
+            per_device[dev] = {
+                "verdict": CONFIRMED,
+                "evidence": [f"opcheck test_faketensor {outcome}"],
+            }
+        else:
+            per_device[dev] = {"verdict": COULD_NOT_RUN, "evidence": [f"opcheck {outcome}"]}
+    return per_device
+
+
+PROBES = {
+    "A": probe_a,
+    "B": probe_b,
+    "C": probe_c,
+    "arity": probe_arity,
+    "fake": probe_fake,
+    "needs": probe_needs,
+}
 
 
 def serve(module: str, jobs: list[dict[str, Any]]) -> None:

@@ -24,19 +24,38 @@ def is_custom_op(fn: Any) -> bool:
     return isinstance(fn, (torch._ops.OpOverload, torch._ops.OpOverloadPacket))
 
 
-def report(fn: Any, args: list[Any]) -> dict[str, str]:
-    """Each opcheck test: "passed", or "failed: " and the first line of what it raised."""
+def report(fn: Any, args: list[Any], tests: tuple[str, ...] | None = None) -> dict[str, str]:
+    """Each opcheck test (all, or `tests`): "passed", or "failed: " and the first line of what
+    it raised."""
     import torch
 
     op = getattr(fn, "_opoverload", fn)
     try:
-        results = torch.library.opcheck(op, tuple(args), raise_exception=False)
+        if tests:
+            results = torch.library.opcheck(
+                op, tuple(args), test_utils=tests, raise_exception=False
+            )
+        else:
+            results = torch.library.opcheck(op, tuple(args), raise_exception=False)
     except Exception as exc:  # noqa: BLE001 - opcheck itself could not run these inputs
         return {"opcheck": f"failed: {_first_line(exc)}"}
     return {
         name: PASSED if outcome == "SUCCESS" else f"failed: {_first_line(outcome)}"
         for name, outcome in results.items()
     }
+
+
+# What tracing on fake tensors raises for an op without a fake (semantics D13.1, D13.3).
+NO_FAKE = (
+    "There was no fake impl registered",
+    "does not support running with fake tensors",
+    "UnsupportedOperatorException",
+)
+
+
+def lacks_fake(outcome: str) -> bool:
+    """Whether a failed opcheck test failed for want of a fake implementation."""
+    return any(text in outcome for text in NO_FAKE)
 
 
 def lines(results: dict[str, str]) -> list[str]:

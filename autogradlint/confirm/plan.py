@@ -10,14 +10,23 @@ from ..model import FileResult, Finding
 # Which probe confirms which finding (semantics A.9, B.6, C.3; the arity rule has its own).
 PROBE_OF_FAMILY = {"A": "A", "B": "B"}
 # AGL409 (backward writes a saved tensor): the B probe compares forward's inputs before and after.
-PROBE_OF_RULE = {"AGL301": "C", "AGL302": "C", "AGL401": "arity", "AGL409": "B"}
+# AGL412 (a gradient set only on some paths): backward with each input in turn not requiring grad.
+# AGL413 (a custom op without a fake): opcheck's test_faketensor.
+PROBE_OF_RULE = {
+    "AGL301": "C",
+    "AGL302": "C",
+    "AGL401": "arity",
+    "AGL409": "B",
+    "AGL412": "needs",
+    "AGL413": "fake",
+}
 
 
 @dataclass
 class Target:
     """One class to execute with one probe, and the findings it would confirm (none: clean)."""
 
-    kind: str  # A | B | C | arity
+    kind: str  # A | B | C | arity | fake | needs
     path: str
     line: int
     module: str
@@ -73,6 +82,11 @@ def plan(results: list[FileResult], clean: str = "twins") -> list[Target]:
     probed = {(path, subject) for (path, subject, _kind) in targets}
     flagged_files = {path for path, _subject in probed}
     flagged_names = {subject for _path, subject in probed}
+    # A fixed twin runs the probes its buggy twin ran as well: only the same probe's clean
+    # verdict is evidence about the same finding.
+    twin_kinds: dict[str, set[str]] = {}
+    for _path, subject, kind in targets:
+        twin_kinds.setdefault(subject, set()).add(kind)
     for result in results if clean != "none" else ():
         if result.error is not None or not result.parsed:
             continue
@@ -85,8 +99,9 @@ def plan(results: list[FileResult], clean: str = "twins") -> list[Target]:
             ):
                 continue
             probed.add((result.path, summary.name))
-            targets.setdefault(
-                (result.path, summary.name, summary.probe),
-                Target(summary.probe, result.path, summary.line, module, summary.name, root),
-            )
+            for kind in {summary.probe} | twin_kinds.get(summary.name, set()):
+                targets.setdefault(
+                    (result.path, summary.name, kind),
+                    Target(kind, result.path, summary.line, module, summary.name, root),
+                )
     return sorted(targets.values(), key=lambda t: (t.path, t.line, t.kind))

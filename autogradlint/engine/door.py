@@ -94,7 +94,13 @@ def class_summaries(analysis: Analysis, settings: Settings) -> list[ClassSummary
             out.append(ClassSummary(info.name, line, "C"))
     for op in ops:
         assert op.backward is not None and op.subject is not None
-        flow = analyse_method(op.backward, facts.imports)
-        uses = any(compiled_callee(site.node, facts, settings) for site in flow.calls)
+        # the op's own kernel counts too: a backward may reach it by calling the op
+        calls = [
+            site
+            for method in (op.backward, op.schema)
+            if method is not None
+            for site in analyse_method(method, facts.imports).calls
+        ]
+        uses = any(compiled_callee(site.node, facts, settings) for site in calls)
         out.append(ClassSummary(op.subject, places[id(anchor(op))][0], "B" if uses else "A"))
     return out

@@ -25,6 +25,7 @@ from ..text.functions import forward_parameters
 from ..text.hierarchy import function_like
 from ..text.marks import direct_call_offsets, holds_graph_call
 from ..text.statements import blank_outside, chunk_starts
+from .op_definitions import op_definition_spans
 from .preselect import kept_ranges, triton_kernels
 
 
@@ -499,7 +500,7 @@ def slice_source(
     statements = _statements(tree)
     function_like = _function_like_names(tree, known_functions, statements)
     call_lines = _direct_call_lines(text, function_like, statements)
-    custom_ops = custom_op_spans(tree.body)
+    custom_ops = custom_op_spans(tree.body) + op_definition_spans(tree.body)
     if (
         not call_lines
         and not custom_ops

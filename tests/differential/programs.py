@@ -83,6 +83,10 @@ ALIASES = [
     "h = g[0]",
     "h = g.reshape(3, 4)",
     "h = g.data",
+    # copies only when the gradient is not contiguous: the stride-0 one of `out.sum()` is not,
+    # its private copy is (the copy-first fix is unsafe there)
+    "h = g.contiguous()",
+    "h = g.reshape(-1)",
 ]
 RETURNS = ["g", "g * 1.0", "g.clone()", "h.reshape(3, 4)", "g + h.reshape(3, 4)"]
 
@@ -95,7 +99,18 @@ def grad_writes(draw: st.DrawFn) -> str:
     materialize = draw(st.booleans())
     lines: list[str] = []
     if draw(st.booleans()):
-        lines.append(draw(st.sampled_from(["n = g.numel()", "if g is None:\n    return None"])))
+        lines.append(
+            draw(
+                st.sampled_from(
+                    [
+                        "n = g.numel()",
+                        "if g is None:\n    return None",
+                        # a branch on the layout: a dense copy takes the other one
+                        "if g.stride(0) == 0:\n    return g * 3",
+                    ]
+                )
+            )
+        )
     alias = draw(st.booleans())
     if alias:
         lines.append(draw(st.sampled_from(ALIASES)))

@@ -241,15 +241,20 @@ def _functions(module: types.ModuleType) -> list[tuple[str, Any]]:
     return found
 
 
-def function_scenarios(module: types.ModuleType) -> Iterator[tuple[str, Outcome]]:
-    """Every scenario for the module's `Fn` (an autograd.Function of one tensor input)."""
+def function_scenarios(
+    module: types.ModuleType,
+    layouts: tuple[Layout, ...] = GRAD_LAYOUTS,
+    sum_backward: bool = True,
+) -> Iterator[tuple[str, Outcome]]:
+    """Every scenario for the module's `Fn` (an autograd.Function of one tensor input): each
+    gradient layout of `layouts`, and `out.sum().backward()` when `sum_backward`."""
     for flag in (False, True):
         for mode in (0, 1):
             module.FLAG, module.MODE = flag, mode
             for prefix, fn in _functions(module):
                 for leaf in (True, False):
                     for create_graph in (False, True):
-                        for layout in GRAD_LAYOUTS:
+                        for layout in layouts:
                             key = (
                                 f"{prefix}flag={flag} mode={mode} leaf={leaf} cg={create_graph} "
                                 f"{layout.name}"
@@ -258,6 +263,8 @@ def function_scenarios(module: types.ModuleType) -> Iterator[tuple[str, Outcome]
                                 key + " grad",
                                 outcome(_via_grad, module, fn, leaf, create_graph, layout),
                             )
+                        if not sum_backward:
+                            continue
                         key = f"{prefix}flag={flag} mode={mode} leaf={leaf} cg={create_graph}"
                         yield (
                             key + " backward",
@@ -286,7 +293,7 @@ def _via_grad(
     w, x = _inputs(leaf)
     out = fn.apply(x)
     out = out[0] if isinstance(out, tuple) else out
-    g = layout.make(torch.linspace(-1.0, 1.0, out.numel()).reshape(out.shape))
+    g = layout.make(torch.linspace(-1.0, 1.0, out.numel()).reshape(out.shape) * _scale(module))
     (gw,) = torch.autograd.grad(out, w, g, create_graph=create_graph, allow_unused=True)
     extra = _second_order(gw, w) if create_graph and gw is not None else None
     return gw, w.grad, extra, _state(module)
@@ -296,10 +303,16 @@ def _via_backward(module: types.ModuleType, fn: Any, leaf: bool, create_graph: b
     w, x = _inputs(leaf)
     out = fn.apply(x)
     out = out[0] if isinstance(out, tuple) else out
-    (out.sum() * 1.0).backward(create_graph=create_graph)
+    (out.sum() * _scale(module)).backward(create_graph=create_graph)
     grad = w.grad
     extra = _second_order(grad, w) if create_graph and grad is not None else None
     return grad, extra, _state(module)
+
+
+def _scale(module: types.ModuleType) -> float:
+    """`GRAD_SCALE` of the module, else 1: what a program run on several ranks sets to tell
+    the ranks' gradients apart (a sum of equal gradients would hide which buffer was written)."""
+    return float(getattr(module, "GRAD_SCALE", 1.0))
 
 
 def _direct(module: types.ModuleType) -> Any:

@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from programs import grad_writes, graphless_grads, kernel_calls, plain_hooks, plain_methods
 from project import fix_project
 from run import differences, function_scenarios, subclass_scenarios
+from unset_programs import needs_grad_scenarios, unset_gradients
 
 from autogradlint.engine.verify import compile_error
 
@@ -55,6 +56,7 @@ FAMILIES = [
     pytest.param(
         introspecting_backwards(), {"AGL406", "AGL202"}, function_scenarios, id="introspection"
     ),
+    pytest.param(unset_gradients(), {"AGL412"}, needs_grad_scenarios, id="AGL412"),
 ]
 
 
@@ -101,6 +103,7 @@ def test_safe_fixes_keep_every_non_raising_result(programs, rules, scenarios, ex
         decorated_backwards(),
         nullable_gradients(),
         lazy_torch(),
+        unset_gradients(),
     )
 )
 def test_unsafe_tier_still_produces_code_that_compiles(program: str | dict[str, str]) -> None:

@@ -72,35 +72,32 @@ PREDICTS: dict[str, str] = {
         r"unexpected keyword)"
     ),
     "AGL411": r"raise:\w+:TypeError: .*(unexpected keyword argument|missing \d+ required)",
-}
-
-# Rules issue 32 asks for that do not exist yet: their harm, under a name. When a rule lands,
-# give its code a PREDICTS entry and put the code in the generator's `codes` below.
-PENDING: dict[str, str] = {
-    "needs-input-grad": r"raise:\w+:UnboundLocalError|wrong:partial:grad",
-    "fake-impl": r"opcheck:test_(faketensor|aot_dispatch_dynamic|aot_dispatch_static)",
+    "AGL412": r"raise:\w+:UnboundLocalError|wrong:partial:grad",
+    "AGL413": r"opcheck:test_(faketensor|aot_dispatch_dynamic|aot_dispatch_static)",
 }
 
 
 @dataclass(frozen=True)
 class Generator:
     codes: frozenset[str]  # the rules whose verdicts this generator's programs hold to torch
-    pending: str = ""  # a rule not written yet (PENDING): its harm is in scope, no code flags it
 
     def scope(self) -> re.Pattern[str]:
         parts = [PREDICTS[c] for c in sorted(self.codes)]
-        if self.pending:
-            parts.append(PENDING[self.pending])
         return re.compile("|".join(f"(?:{p})" for p in parts))
 
 
 GENERATORS: dict[str, Generator] = {
     "A": Generator(frozenset({"AGL101", "AGL102", "AGL103", "AGL104", "AGL105"})),
     "C": Generator(frozenset({"AGL301", "AGL302", "AGL303", "AGL304", "AGL305", "AGL306"})),
-    **{code: Generator(frozenset({code})) for code in PREDICTS if code.startswith("AGL4")},
+    # one generator per contract rule; AGL412's and AGL413's are named for their hazard below
+    **{
+        code: Generator(frozenset({code}))
+        for code in PREDICTS
+        if code.startswith("AGL4") and code not in ("AGL412", "AGL413")
+    },
     "collectives": Generator(frozenset({"AGL406"})),
-    "needs-input-grad": Generator(frozenset(), pending="needs-input-grad"),
-    "fake-impl": Generator(frozenset(), pending="fake-impl"),
+    "needs-input-grad": Generator(frozenset({"AGL412"})),
+    "fake-impl": Generator(frozenset({"AGL413"})),
 }
 
 
@@ -125,7 +122,7 @@ def judge(generator: str, harms: list[str], codes: list[str]) -> list[Disagreeme
     in_scope = [h for h in harms if scope.search(h)]
     missed = [h for h in in_scope if not any(re.search(PREDICTS[c], h) for c in flagged)]
     if missed:
-        name = "+".join(sorted(gen.codes)) or gen.pending
+        name = "+".join(sorted(gen.codes))
         out.append(Disagreement(generator, "missed", name, tuple(missed)))
     for code in flagged:
         if not any(re.search(PREDICTS[code], h) for h in harms):
