@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 import builtins
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 
 import libcst as cst
@@ -20,10 +20,12 @@ from ..analysis.compiled import (
     member_evidence,
     read_evidence,
 )
-from ..analysis.flow import CallSite, MethodFlow
+from ..analysis.flow import CallSite, Definition, MethodFlow
 from ..analysis.names import dotted
+from ..analysis.reading import COMPILED, PYTHON, TORCH, Unreadable, imported_code, unreadable_import
 from ..analysis.source_text import code_of
 from ..analysis.summaries import Reach
+from ..analysis.torch_api import CONTAINER_METHODS, CTX_METHODS, TENSOR_METHODS
 from ..analysis.walk import FastVisitor
 from ..edits import Edits, Fix
 from ..preconditions import Unproven, verdict
@@ -121,17 +123,27 @@ class CompiledGradients(Check):
         self.method = method
         self.info = info
         self._none_why: dict[int, str | None] = {}  # per method: why a gradient may be None
+        self._nested = _nested_defs(method)
         for site in flow.calls:
             callee = compiled_callee(site.node, facts, self.ctx.settings, self.ctx.native)
             if (
                 callee is None
-                and self._may_lead_somewhere(site.node, flow)
+                and not site.in_nested_def
                 and self._takes_gradient(site, flow, grads)
             ):
-                callee = compiled_by_evidence(site.node, facts, self.ctx.native)
-                callee = callee or self._loaded_module_call(site, flow)
+                if self._may_lead_somewhere(site.node, flow):
+                    callee = compiled_by_evidence(site.node, facts, self.ctx.native)
+                    callee = callee or self._loaded_module_call(site, flow)
                 if callee is None:
-                    self._through_helper(site, flow, grads, info.name)
+                    where = self._where(site, flow)
+                    if isinstance(where, Unreadable):
+                        self._unreadable(site, flow, grads, where, info.name)
+                    elif isinstance(where, tuple):
+                        self._check_call(site, where, flow, grads, info.name)
+                    elif isinstance(where, list):
+                        self._check_first(site, where, flow, grads, info.name)
+                    elif where == PYTHON:
+                        self._through_helper(site, flow, grads, info.name)
                     continue
             if callee is not None:
                 self._check_call(site, callee, flow, grads, info.name)
@@ -325,6 +337,192 @@ class CompiledGradients(Check):
                 cls=cls,
                 evidence=f"`{written}` is `{helper}(...)`, a function of compiled "
                 f"`{module.lstrip('.')}`: {evidence.text}",
+            )
+
+    # --- where a callee's code lives (issue 31 §4: unknown is never clean) --------------------
+    def _where(
+        self, site: CallSite, flow: MethodFlow
+    ) -> str | Unreadable | tuple[str, str] | list[tuple[str, str]]:
+        """Where the code of a call that takes a gradient lives: TORCH or PYTHON (followed
+        elsewhere, or nothing to report), a compiled callee `(kind, name)` to judge by its C++,
+        or Unreadable (a warning names what could not be read)."""
+        func = site.node.func
+        module = self.ctx.facts.module
+        if isinstance(func, cst.Attribute) and self._typed_method(func, flow, site.order):
+            return TORCH
+        if isinstance(func, cst.Call):
+            return Unreadable(code_of(func, module), "is called on what a call returned")
+        if isinstance(func, cst.Subscript):
+            table = self._table(func.value, site, flow)
+            if table:
+                return table
+            picked = code_of(func.value, module)
+            return Unreadable(code_of(func, module), f"is picked from `{picked}` at run time")
+        written = dotted(func)
+        if written is None:
+            shown = code_of(func, module)
+            return Unreadable(shown, "is a method of a value the linter cannot type")
+        return self._where_written(written, site, flow, 0)
+
+    def _where_written(
+        self, written: str, site: CallSite, flow: MethodFlow, depth: int
+    ) -> str | Unreadable | tuple[str, str]:
+        """`_where` for a callee written as a dotted name (`ext.fn`, `ctx.fn`, `fn`)."""
+        head, _, rest = written.partition(".")
+        facts = self.ctx.facts
+        if head in self._nested or head in ("self", "cls"):
+            return PYTHON  # a function of backward's own, a method of its class
+        definition = flow.definition_before(head, site.order)
+        if definition is not None and depth < 8:
+            return self._where_local(written, definition, site, flow, depth)
+        if facts.imports.is_imported(head):
+            resolved = facts.imports.resolve_dotted(written)
+            found = imported_code(resolved, self.ctx.summaries.path, self.ctx.native)
+            if found == COMPILED:
+                return "extension", resolved
+            unread = unreadable_import(resolved, found)
+            return unread if unread is not None else (found or PYTHON)
+        if (
+            head in facts.functions
+            or head in facts.class_nodes
+            or self.ctx.summaries.files.own.defines(head)
+            or head in _BUILTINS
+        ):
+            return PYTHON
+        return Unreadable(
+            written, f"names `{head}`, which nothing the linter can read defines or imports"
+        )
+
+    def _where_local(
+        self, written: str, definition: Definition, site: CallSite, flow: MethodFlow, depth: int
+    ) -> str | Unreadable | tuple[str, str]:
+        """`_where` for a callee bound in backward itself (a parameter, `fn = ...`)."""
+        head, _, rest = written.partition(".")
+        if definition.kind == "param":
+            if head == flow.params[0] and rest in CTX_METHODS:
+                return TORCH
+            held = "a value stored on ctx" if head == flow.params[0] else "a parameter"
+            return Unreadable(written, f"is {held}: the code it runs is not known here")
+        value = definition.expression
+        if isinstance(value, cst.Lambda):
+            return PYTHON
+        if isinstance(value, (cst.Name, cst.Attribute)) and definition.kind == "assign":
+            bound = dotted(value)
+            if bound is not None:
+                again = bound + (f".{rest}" if rest else "")
+                return self._where_written(
+                    again, replace(site, order=definition.order), flow, depth + 1
+                )
+        if isinstance(value, cst.Call):
+            made = self.ctx.facts.imports.resolve(value.func) or ""
+            if made in ("importlib.import_module", "__import__"):
+                return Unreadable(
+                    written, "comes from a dynamic import (`importlib.import_module`)"
+                )
+            if not rest and self._member_helper(value):
+                return PYTHON  # `fn = get_fn("Name", x)`: `_through_member` judges it
+            maker = dotted(value.func)
+            if rest and maker is not None:
+                # `tsr = self.tree(...)`, `w = torch.empty(...)`: a method of what Python or
+                # torch made is Python or torch; of what compiled or unread code made, unknown.
+                at = replace(site, order=definition.order)
+                made_by = self._where_written(maker, at, flow, depth + 1)
+                if made_by in (TORCH, PYTHON):
+                    return made_by
+            shown = code_of(value, self.ctx.facts.module)
+            return Unreadable(
+                written, f"is what `{shown}` returned, which the linter cannot follow"
+            )
+        shown = code_of(value, self.ctx.facts.module) if value is not None else head
+        return Unreadable(written, f"is bound to `{shown}`, whose code the linter cannot follow")
+
+    def _table(
+        self, table: cst.BaseExpression, site: CallSite, flow: MethodFlow
+    ) -> list[tuple[str, str]] | Unreadable | None:
+        """`Cls.ops[device](g)`, `OPS[key](g)`: the functions a dict literal of this file (a
+        class attribute or a module-level name) holds. Compiled ones are judged each by its
+        C++; one the linter cannot read makes the call unknown; None when it is no such dict."""
+        written = dotted(table)
+        if written is None:
+            return None
+        owner, _, attr = written.rpartition(".")
+        found: cst.BaseExpression | None = None
+        if owner in self.ctx.facts.class_nodes and "." not in owner:
+            found = _class_value(self.ctx.facts.class_nodes[owner], attr)
+        elif not owner:
+            found = _module_value(self.ctx.facts.module, attr)
+        if not isinstance(found, cst.Dict):
+            return None
+        callees: list[tuple[str, str]] = []
+        for element in found.elements:
+            if not isinstance(element, cst.DictElement):
+                return None
+            name = dotted(element.value)
+            if name is None:
+                return None
+            where = self._where_written(name, site, flow, 1)
+            if isinstance(where, Unreadable):
+                return where
+            if isinstance(where, tuple):
+                callees.append(where)
+        return callees or None
+
+    def _typed_method(self, func: cst.Attribute, flow: MethodFlow, order: int) -> bool:
+        """`x.mm(g)`, `grads.append(g)`, `super().backward(...)`: a method of torch's own API
+        or of a Python container, on a receiver that is not a module the file imports."""
+        name = func.attr.value
+        receiver = func.value
+        if isinstance(receiver, cst.Call) and dotted(receiver.func) == "super":
+            return True
+        if name not in TENSOR_METHODS and name not in CONTAINER_METHODS:
+            return False
+        head = (dotted(receiver) or "").split(".", 1)[0]
+        if head and flow.definition_before(head, order) is None:
+            facts = self.ctx.facts
+            if facts.imports.is_imported(head) and facts.imports.resolve_dotted(head) != "torch":
+                return False  # `ext.backward(g)`: a function of a module, not a tensor method
+        return True
+
+    def _member_helper(self, value: cst.Call) -> bool:
+        helper = dotted(value.func)
+        found = self.ctx.summaries.function(helper) if helper is not None else None
+        summary = self.ctx.summaries.summary(*found) if found is not None else None
+        return summary is not None and summary.returns_member is not None
+
+    def _check_first(
+        self,
+        site: CallSite,
+        callees: list[tuple[str, str]],
+        flow: MethodFlow,
+        grads: set[str],
+        cls: str,
+    ) -> None:
+        """A call that runs one of several compiled functions (per device, per dtype): the
+        first that reads the gradient unsafely reports, once."""
+        before = len(self.ctx.violations)
+        for callee in callees:
+            self._check_call(site, callee, flow, grads, cls)
+            if len(self.ctx.violations) > before:
+                return
+
+    def _unreadable(
+        self, site: CallSite, flow: MethodFlow, grads: set[str], where: Unreadable, cls: str
+    ) -> None:
+        """AGL201, a warning, at each unguarded gradient handed to code the linter cannot read."""
+        if any(fnmatchcase(where.callee, p) for p in self.ctx.settings.stride_safe):
+            return
+        for arg in site.node.args:
+            state = self._state(arg.value, flow, grads, site.order)
+            if state is None or state.read_safe:
+                continue
+            unproven = self._write_unproven(False, where.callee, where.callee)
+            self._raw_read(
+                arg.value,
+                self._contiguous_fix(arg, flow, unproven),
+                "warning",
+                callee=where.callee,
+                cls=cls,
+                evidence=where.text,
             )
 
     def _may_lead_somewhere(self, call: cst.Call, flow: MethodFlow) -> bool:
@@ -751,6 +949,42 @@ def _evaluated_freely(value: cst.BaseExpression) -> bool:
             for element in value.slice
         )
     return False
+
+
+def _class_value(node: cst.ClassDef, name: str) -> cst.BaseExpression | None:
+    """The value a class body last assigns to `name` (`ops = {...}`)."""
+    return _assigned(node.body.body, name)
+
+
+def _module_value(module: cst.Module, name: str) -> cst.BaseExpression | None:
+    """The value the module's top level last assigns to `name`."""
+    return _assigned(module.body, name)
+
+
+def _assigned(body: Sequence[cst.CSTNode], name: str) -> cst.BaseExpression | None:
+    found: cst.BaseExpression | None = None
+    for statement in body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Assign) and any(
+                isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets
+            ):
+                found = small.value
+    return found
+
+
+def _nested_defs(method: cst.FunctionDef) -> frozenset[str]:
+    """The names of the functions backward defines in its own body."""
+    found: set[str] = set()
+
+    class _Defs(FastVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            if node is not method:
+                found.add(node.name.value)
+
+    _Defs().walk(method.body)
+    return frozenset(found)
 
 
 def _ctx_handed_on(method: cst.FunctionDef, functions: dict[str, cst.FunctionDef]) -> str | None:

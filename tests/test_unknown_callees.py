@@ -1,0 +1,197 @@
+"""AGL201 (issue 31 §4): a gradient handed to code the linter cannot read is never clean.
+
+Every call that takes a gradient is resolved to where its code lives: torch's own API, Python
+(the project's or an installed `.py`), compiled code (judged by its C++), or nothing readable
+(a dynamic import, a call's result, a value stored on ctx, a name nothing defines, a module
+neither the project nor the interpreter holds). The last gives a warning that says so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from autogradlint.config import Config
+from autogradlint.engine.pipeline import lint_source
+from autogradlint.runner import discover, lint_paths
+
+
+def _flagged(code: str) -> dict[str, str]:
+    """{callee named in the finding's help: severity} for every AGL201 finding."""
+    found = {}
+    for finding in lint_source(code).findings:
+        assert finding.rule_id == "AGL201", finding
+        callee = finding.help.split("`", 2)[1]
+        found[callee] = finding.severity
+    return found
+
+
+BACKWARD = """\
+import copy
+import importlib
+import torch
+from torch.nn import functional as F
+
+
+def helper(x):
+    return x * 2
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def backward(ctx, grad):
+        w, = ctx.saved_tensors
+        out = []
+{calls}
+        return grad
+"""
+
+
+def _backward(*calls: str) -> str:
+    # each result is kept: a call made only for its effect may write (AGL202's own case)
+    kept = [c if " = " in c else f"r = {c}" for c in calls]
+    return BACKWARD.format(calls="\n".join(f"        {c}" for c in kept))
+
+
+def test_only_what_cannot_be_read_is_flagged() -> None:
+    code = _backward(
+        # torch's own API, tensor methods on any receiver, Python's containers: known
+        "torch.mm(w, grad)",
+        "F.relu(grad)",
+        "w.t().matmul(grad)",
+        "out.append(grad)",
+        "ctx.save_for_backward(grad)",
+        "len(grad)",
+        "copy.copy(grad)",
+        # the project's Python: followed (it reaches nothing compiled)
+        "helper(grad)",
+        # nothing the linter can read
+        "ctx.kernel(grad)",
+        "ctx.module.bwd(grad)",
+        "make_op()(grad)",
+        "undefined_name(grad)",
+        "ext = importlib.import_module('pkg._ext')",
+        "ext.bwd(grad)",
+    )
+    assert _flagged(code) == {
+        "ctx.kernel": "warning",
+        "ctx.module.bwd": "warning",
+        "make_op()": "warning",
+        "undefined_name": "warning",
+        "ext.bwd": "warning",
+    }
+
+
+def test_the_warning_says_what_could_not_be_read_and_how_to_settle_it() -> None:
+    (finding,) = lint_source(_backward("ctx.kernel(grad)")).findings
+    assert finding.severity == "warning"
+    assert finding.help.startswith("`ctx.kernel` is a value stored on ctx")
+    for way in ("native-sources", "stride-safe-extensions", ".contiguous()"):
+        assert way in finding.help
+
+
+def test_a_contiguous_gradient_is_clean_wherever_it_goes() -> None:
+    code = _backward("ctx.kernel(grad.contiguous())", "other = ctx.other(grad)")
+    assert _flagged(code) == {"ctx.other": "warning"}
+
+
+def test_stride_safe_extensions_settle_an_unknown_callee() -> None:
+    from dataclasses import replace
+
+    code = _backward("ctx.kernel(grad)")
+    assert [f.rule_id for f in lint_source(code).findings] == ["AGL201"]
+    settings = replace(Config().settings, stride_safe=("ctx.kernel",))
+    assert lint_source(code, settings=settings).findings == []
+
+
+def test_a_call_result_of_python_is_python_and_of_unknown_code_unknown() -> None:
+    code = _backward(
+        "tree = helper(w)",
+        "tree.solve(grad)",  # a method of what the project's Python made
+        "op = ctx.make()",
+        "op.run(grad)",  # a method of what a value stored on ctx made
+    )
+    assert _flagged(code) == {"op.run": "warning"}
+
+
+def _installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    (site / "pyfast").mkdir(parents=True)
+    (site / "pyfast" / "__init__.py").write_text("def bwd(g):\n    return g\n")
+    (site / "binfast").mkdir()
+    (site / "binfast" / "__init__.py").write_text("")
+    (site / "binfast" / "_C.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\x7fELF")
+    (site / "binfast" / "_C.abi3.so").write_bytes(b"\x7fELF")
+    monkeypatch.syspath_prepend(str(site))
+
+
+def test_installed_modules_are_found_on_sys_path_without_importing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An installed `.py` is Python; an installed extension module without its source is
+    compiled code the linter cannot read: a warning that says so."""
+    _installed(tmp_path, monkeypatch)
+    code = _backward("pyfast.bwd(grad)", "_C.bwd(grad)").replace(
+        "import copy\n", "import copy\nimport pyfast\nfrom binfast import _C\n"
+    )
+    found = lint_source(code).findings
+    assert [(f.rule_id, f.severity) for f in found] == [("AGL201", "warning")]
+    assert "binfast._C.bwd" in found[0].help and "C++ is not among" in found[0].help
+
+
+CLASS_TABLE = """\
+import torch
+
+from ._ops import bwd_raw as bwd_raw_cpu
+try:
+    from ._ops_cuda import bwd_raw as bwd_raw_cuda
+except ImportError:
+    bwd_raw_cuda = None
+
+
+class Table(torch.autograd.Function):
+    backward_ops = {"cpu": bwd_raw_cpu, "cuda": bwd_raw_cuda}
+
+    @staticmethod
+    def backward(ctx, grad):
+        return Table.backward_ops[grad.device.type](grad, 2.0)
+"""
+
+CPP = """\
+#include <torch/extension.h>
+torch::Tensor bwd_raw(torch::Tensor grad, double s) {
+    float* g = grad.data_ptr<float>();
+    auto out = torch::empty_like(grad);
+    float* o = out.data_ptr<float>();
+    for (int64_t i = 0; i < grad.numel(); ++i) o[i] = g[i] * s;
+    return out;
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("bwd_raw", &bwd_raw); }
+"""
+
+SETUP = """\
+from setuptools import setup
+from torch.utils.cpp_extension import CppExtension, CUDAExtension
+setup(ext_modules=[
+    CppExtension("mypkg._ops", ["csrc/ops.cpp"]),
+    CUDAExtension("mypkg._ops_cuda", ["csrc/ops.cpp"]),
+])
+"""
+
+
+def test_a_table_of_compiled_functions_is_judged_by_their_cpp(tmp_path: Path) -> None:
+    """`Cls.ops[device](grad)`: each function the dict holds is resolved; the C++ proves a raw
+    read, which stays an error."""
+    root = tmp_path / "proj"
+    (root / "csrc").mkdir(parents=True)
+    (root / "mypkg").mkdir()
+    (root / "setup.py").write_text(SETUP)
+    (root / "csrc" / "ops.cpp").write_text(CPP)
+    (root / "mypkg" / "__init__.py").write_text("")
+    (root / "mypkg" / "fn.py").write_text(CLASS_TABLE)
+    config = Config(root=root)
+    files = discover([str(root)], config, respect_gitignore=False).files
+    found = [f for r in lint_paths(files, config, root=root) for f in r.findings]
+    assert [(f.rule_id, f.severity, f.line) for f in found] == [("AGL201", "error", 15)]
+    assert "reads it through `data_ptr()`" in found[0].help
