@@ -111,8 +111,10 @@ def test_a_call_result_of_python_is_python_and_of_unknown_code_unknown() -> None
         "tree.solve(grad)",  # a method of what the project's Python made
         "op = ctx.make()",
         "op.run(grad)",  # a method of what a value stored on ctx made
+        "torch.fx.Interpreter(w).run(grad)",  # a method of what torch made
+        "ctx.make().run(grad)",
     )
-    assert _flagged(code) == {"op.run": "warning"}
+    assert _flagged(code) == {"op.run": "warning", "ctx.make().run": "warning"}
 
 
 def _installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

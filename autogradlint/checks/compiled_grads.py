@@ -359,6 +359,12 @@ class CompiledGradients(Check):
             picked = code_of(func.value, module)
             return Unreadable(code_of(func, module), f"is picked from `{picked}` at run time")
         written = dotted(func)
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call):
+            # `torch.fx.Interpreter(bwd).run(g)`: a method of what torch or Python made
+            maker = dotted(func.value.func)
+            made_by = self._where_written(maker, site, flow, 1) if maker else None
+            if made_by in (TORCH, PYTHON):
+                return made_by
         if written is None:
             shown = code_of(func, module)
             return Unreadable(shown, "is a method of a value the linter cannot type")
