@@ -754,3 +754,36 @@ def test_the_contiguous_fix_is_safe_only_when_the_kernel_cannot_write(
     assert (finding.rule_id, finding.fixable) == ("AGL201", safety)
     if safety == "unsafe":
         assert "hands it to code whose source is not read" in finding.help
+
+
+LAUNCH_WITH_TEMPLATES = """\
+#include <torch/extension.h>
+template <typename scalar_t>
+__global__ void bwd_kernel(
+    torch::PackedTensorAccessor32<scalar_t, 2, torch::RestrictPtrTraits> a,
+    torch::PackedTensorAccessor32<scalar_t, 2, torch::RestrictPtrTraits> grad,
+    int n,
+    torch::PackedTensorAccessor32<scalar_t, 2, torch::RestrictPtrTraits> out) {
+    out[0][0] = a[0][0] * grad[0][0] * n;
+}
+torch::Tensor bwd(torch::Tensor a, torch::Tensor grad) {
+    auto out = torch::zeros_like(a);
+    bwd_kernel<float><<<1, 1>>>(
+        a.packed_accessor32<float, 2, torch::RestrictPtrTraits>(),
+        grad.packed_accessor32<float, 2, torch::RestrictPtrTraits>(),
+        a.size(0),
+        out.packed_accessor32<float, 2, torch::RestrictPtrTraits>());
+    return out;
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("bwd", &bwd); }
+"""
+
+
+def test_the_commas_of_template_arguments_separate_no_call_arguments(tmp_path: Path) -> None:
+    """`g.packed_accessor32<float, 2, torch::RestrictPtrTraits>()` is one argument of the launch:
+    counted as three, the kernel's write into `out` was pinned on `grad` (torchsort's
+    isotonic_l2_backward, fast-transformers' local_dot_backward: AGL202 false alarms)."""
+    (tmp_path / "ops.cu").write_text(LAUNCH_WITH_TEMPLATES)
+    found = index_for(str(tmp_path)).evidence(None, "bwd", 1)
+    assert found is not None and found.how in (STRIDED, GUARDED)
+    assert found.writes == ""

@@ -182,18 +182,30 @@ setup(ext_modules=[
 """
 
 
-def test_a_table_of_compiled_functions_is_judged_by_their_cpp(tmp_path: Path) -> None:
-    """`Cls.ops[device](grad)`: each function the dict holds is resolved; the C++ proves a raw
-    read, which stays an error."""
+MODULE_TABLE = (
+    CLASS_TABLE.replace('    backward_ops = {"cpu": bwd_raw_cpu, "cuda": bwd_raw_cuda}\n', "")
+    .replace(
+        "class Table(",
+        'backward_ops = {"cpu": bwd_raw_cpu, "cuda": bwd_raw_cuda}\n\n\nclass Table(',
+    )
+    .replace("Table.backward_ops[", "backward_ops[")
+)
+
+
+@pytest.mark.parametrize("source", [CLASS_TABLE, MODULE_TABLE], ids=["class", "module"])
+def test_a_table_of_compiled_functions_is_judged_by_their_cpp(tmp_path: Path, source: str) -> None:
+    """`Cls.ops[device](grad)`, `OPS[device](grad)`: each function the dict holds is resolved;
+    the C++ proves a raw read, which stays an error."""
     root = tmp_path / "proj"
     (root / "csrc").mkdir(parents=True)
     (root / "mypkg").mkdir()
     (root / "setup.py").write_text(SETUP)
     (root / "csrc" / "ops.cpp").write_text(CPP)
     (root / "mypkg" / "__init__.py").write_text("")
-    (root / "mypkg" / "fn.py").write_text(CLASS_TABLE)
+    (root / "mypkg" / "fn.py").write_text(source)
     config = Config(root=root)
     files = discover([str(root)], config, respect_gitignore=False).files
     found = [f for r in lint_paths(files, config, root=root) for f in r.findings]
-    assert [(f.rule_id, f.severity, f.line) for f in found] == [("AGL201", "error", 15)]
+    line = source.splitlines().index("        return " + source.split("return ")[-1].strip()) + 1
+    assert [(f.rule_id, f.severity, f.line) for f in found] == [("AGL201", "error", line)]
     assert "reads it through `data_ptr()`" in found[0].help

@@ -29,6 +29,7 @@ from ..analysis.torch_api import CONTAINER_METHODS, CTX_METHODS, TENSOR_METHODS
 from ..analysis.walk import FastVisitor
 from ..edits import Edits, Fix
 from ..preconditions import Unproven, verdict
+from ..text.ast_walk import ast_dotted
 from ..text.ast_walk import walk as walk_ast
 from .base import Check
 from .common import BackwardOf, backward_methods, keyword, positional, source_of
@@ -452,20 +453,28 @@ class CompiledGradients(Check):
         if written is None:
             return None
         owner, _, attr = written.rpartition(".")
-        found: cst.BaseExpression | None = None
+        names: list[str | None] | None = None
         if owner in self.ctx.facts.class_nodes and "." not in owner:
             found = _class_value(self.ctx.facts.class_nodes[owner], attr)
-        elif not owner:
-            found = _module_value(self.ctx.facts.module, attr)
-        if not isinstance(found, cst.Dict):
+            if isinstance(found, cst.Dict):
+                names = [
+                    dotted(e.value) if isinstance(e, cst.DictElement) else None
+                    for e in found.elements
+                ]
+        elif not owner and flow.definition_before(attr, site.order) is None:
+            # The file's top level, read whole: the slicer may have left the dict out.
+            summaries = self.ctx.summaries
+            value = _last_assigned(summaries.files.top(summaries.path, attr))
+            if isinstance(value, ast.Dict):
+                names = [
+                    ast_dotted(v) if k is not None else None
+                    for k, v in zip(value.keys, value.values, strict=True)
+                ]
+        if not names or None in names:
             return None
         callees: list[tuple[str, str]] = []
-        for element in found.elements:
-            if not isinstance(element, cst.DictElement):
-                return None
-            name = dotted(element.value)
-            if name is None:
-                return None
+        for name in names:
+            assert name is not None
             where = self._where_written(name, site, flow, 1)
             if isinstance(where, Unreadable):
                 return where
@@ -962,9 +971,13 @@ def _class_value(node: cst.ClassDef, name: str) -> cst.BaseExpression | None:
     return _assigned(node.body.body, name)
 
 
-def _module_value(module: cst.Module, name: str) -> cst.BaseExpression | None:
-    """The value the module's top level last assigns to `name`."""
-    return _assigned(module.body, name)
+def _last_assigned(statements: list[ast.stmt]) -> ast.expr | None:
+    """The value the last of `statements` that assigns one name gives it."""
+    found = None
+    for stmt in statements:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            found = stmt.value
+    return found
 
 
 def _assigned(body: Sequence[cst.CSTNode], name: str) -> cst.BaseExpression | None:
