@@ -209,3 +209,127 @@ def test_a_table_of_compiled_functions_is_judged_by_their_cpp(tmp_path: Path, so
     line = source.splitlines().index("        return " + source.split("return ")[-1].strip()) + 1
     assert [(f.rule_id, f.severity, f.line) for f in found] == [("AGL201", "error", line)]
     assert "reads it through `data_ptr()`" in found[0].help
+
+
+GUARDED_HELPER = """\
+import torch
+
+from . import _ops
+
+try:
+    import triton  # noqa: F401
+
+    def _bwd(g):
+        return _ops.bwd_raw(g, 2.0)
+except ImportError:
+    def _bwd(g):
+        return _ops.bwd_raw(g, 2.0)
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def backward(ctx, grad):
+        return _bwd(grad)
+"""
+
+
+def test_a_helper_defined_under_try_is_followed(tmp_path: Path) -> None:
+    """Module-level definitions under `if`/`try`/`except` are definitions: the helper is
+    followed to the compiled call, whose C++ proves a raw read."""
+    root = tmp_path / "proj"
+    (root / "csrc").mkdir(parents=True)
+    (root / "mypkg").mkdir()
+    (root / "setup.py").write_text(SETUP)
+    (root / "csrc" / "ops.cpp").write_text(CPP)
+    (root / "mypkg" / "__init__.py").write_text("")
+    (root / "mypkg" / "fn.py").write_text(GUARDED_HELPER)
+    config = Config(root=root)
+    files = discover([str(root)], config, respect_gitignore=False).files
+    found = [f for r in lint_paths(files, config, root=root) for f in r.findings]
+    assert [(f.rule_id, f.severity, f.line) for f in found] == [("AGL201", "error", 18)]
+    assert found[0].help.startswith("Through `_bwd()`")
+
+
+STORED_ON_CTX = """\
+import importlib
+import torch
+
+
+class Impl:
+    def run(self, g):
+        return g * 2
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, fn):
+        ctx.impl = Impl()
+        ctx.fn = fn
+        ctx.ext = importlib.import_module("pkg._ext")
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        a = ctx.impl.run(grad)
+        b = ctx.fn(grad)
+        c = ctx.ext.bwd(grad)
+        return a + b + c, None
+"""
+
+
+def test_what_forward_stored_on_ctx_is_judged_where_forward_made_it() -> None:
+    """`ctx.impl` is a project class's instance (Python); `ctx.fn` is what the caller handed to
+    `apply` (not followed, not flagged); `ctx.ext` came from a dynamic import: unknown."""
+    assert _flagged(STORED_ON_CTX) == {"ctx.ext.bwd": "warning"}
+
+
+SETUP_CONTEXT = """\
+import importlib
+import torch
+
+
+@torch.library.custom_op(
+    "ns::helper",
+    mutates_args=(),
+)
+def _helper(g: torch.Tensor) -> torch.Tensor:
+    return g * 2
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(state, parts, x):
+        return x
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        state, parts, _ = inputs
+        ctx.state = state
+        ctx.parts = parts
+        ctx.ext = importlib.import_module("pkg._ext")
+        ctx.save_for_backward(output)
+
+    @staticmethod
+    def backward(ctx, grad):
+        w, = ctx.saved_tensors
+        a = ctx.state.pre_backward(grad)
+        b = ctx.parts[0](grad)
+        c = w.attached_hook(grad)
+        d = _helper(grad)
+        e = ctx.ext.bwd(grad)
+        return None, None, a + b + c + d + e
+"""
+
+
+def test_setup_context_saved_tensors_and_multiline_decorators_are_read() -> None:
+    """What setup_context unpacked from `inputs` is what `apply` was handed; a saved tensor's
+    attribute is Python; a function under a decorator written over several lines is defined."""
+    assert _flagged(SETUP_CONTEXT) == {"ctx.ext.bwd": "warning"}
+
+
+def test_module_level_definitions_under_if_try_and_long_decorators_are_indexed() -> None:
+    from autogradlint.analysis.summaries import PythonFiles
+
+    own = PythonFiles("<x>", GUARDED_HELPER + "\n" + SETUP_CONTEXT).own
+    assert own.defines("_bwd") and own.defines("_helper")
+    assert [type(s).__name__ for s in own.top("_bwd")] == ["FunctionDef", "FunctionDef"]

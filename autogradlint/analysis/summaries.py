@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import textwrap
 import warnings
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
@@ -116,6 +117,18 @@ class _File:
                 if match is not None:
                     name = match.group(1) or match.group(2)
                     self._chunks.setdefault(name, []).append((start, bounds[index + 1]))
+                elif self.text.startswith("@", start):
+                    # a decorator written over several lines (`@custom_op(\n "ns::op", ...)`)
+                    end = bounds[index + 1]
+                    header = _DECORATED.search(self.text, start, end)
+                    if header is not None:
+                        self._chunks.setdefault(header.group(1), []).append((start, end))
+                elif _GUARDED.match(self.text, start):
+                    # `try: from ._C import f` / `except ImportError: def f(...)`, `if
+                    # HAS_CUDA: def f(...)`: a definition at module level all the same
+                    end = bounds[index + 1]
+                    for name in dict.fromkeys(_guarded_names(self.text[start:end])):
+                        self._chunks.setdefault(name, []).append((start, end))
         return self._chunks
 
     def top(self, name: str) -> list[ast.stmt]:
@@ -129,7 +142,7 @@ class _File:
                 lines_before = "\n" * self.text.count("\n", 0, start)
                 chunk = parse_quietly(lines_before + self.text[start:end])
                 if chunk is not None:
-                    found += [s for s in chunk.body if name in _defined(s)]
+                    found += [s for s in _flattened(chunk.body) if name in _defined(s)]
             self._defines[name] = found
         return self._defines[name]
 
@@ -170,6 +183,35 @@ class PythonFiles:
 
     def bindings(self, path: str) -> Bindings:
         return self.get(path).bindings
+
+
+# The `def`/`class` line a top-level decorated statement ends its decorators with.
+_DECORATED = re.compile(r"^(?:async\s+)?(?:def|class)\s+(\w+)", re.MULTILINE)
+# A top-level `if`/`try` statement, whose branches may define module-level names.
+_GUARDED = re.compile(r"(?:if\b|try\s*:)")
+
+
+def _guarded_names(chunk: str) -> list[str]:
+    """The names the branches of a top-level `if`/`try` statement define (nested defs and
+    classes' bodies left out)."""
+    tree = parse_quietly(textwrap.dedent(chunk))
+    if tree is None:
+        return []
+    return [name for stmt in _flattened(tree.body) for name in _defined(stmt)]
+
+
+def _flattened(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements of `body`, with those of its `if`/`try` branches in their place."""
+    out: list[ast.stmt] = []
+    for stmt in body:
+        if isinstance(stmt, ast.If):
+            out += _flattened(stmt.body) + _flattened(stmt.orelse)
+        elif isinstance(stmt, ast.Try):
+            branches = [stmt.body, *(h.body for h in stmt.handlers), stmt.orelse, stmt.finalbody]
+            out += [s for branch in branches for s in _flattened(branch)]
+        else:
+            out.append(stmt)
+    return out
 
 
 def _defined(stmt: ast.stmt) -> list[str]:

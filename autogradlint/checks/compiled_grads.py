@@ -39,6 +39,9 @@ from .gradient_copy import copy_gradient_first
 ALIASING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data"})
 
 
+_DYNAMIC_IMPORTS = frozenset({"importlib.import_module", "__import__"})
+_DYNAMIC = "comes from a dynamic import (`importlib.import_module`)"
+
 # `len(g)`, `max(...)`: never a project function (the file is not scanned for its definitions)
 _BUILTINS = frozenset(dir(builtins))
 
@@ -357,6 +360,11 @@ class CompiledGradients(Check):
             table = self._table(func.value, site, flow)
             if table:
                 return table
+            held = dotted(func.value) or ""
+            if flow.params and held.startswith(f"{flow.params[0]}."):
+                stored = self._stored_on_ctx(held.split(".", 1)[1], site, 0)
+                if stored in (TORCH, PYTHON):
+                    return stored  # `ctx.factors[i](g)`: a container `apply` was handed
             picked = code_of(func.value, module)
             return Unreadable(code_of(func, module), f"is picked from `{picked}` at run time")
         written = dotted(func)
@@ -408,10 +416,18 @@ class CompiledGradients(Check):
         if definition.kind == "param":
             if head == flow.params[0] and rest in CTX_METHODS:
                 return TORCH
+            if head == flow.params[0] and rest and depth < 8:
+                stored = self._stored_on_ctx(rest, site, depth)
+                if stored is not None:
+                    return stored
             held = "a value stored on ctx" if head == flow.params[0] else "a parameter"
             return Unreadable(written, f"is {held}: the code it runs is not known here")
         value = definition.expression
         if isinstance(value, cst.Lambda):
+            return PYTHON
+        bound_to = (dotted(value) if value is not None else None) or ""
+        if rest and bound_to.endswith((".saved_tensors", ".saved_variables")):
+            # a saved tensor: a method torch's API lacks is a Python attribute set on it
             return PYTHON
         if isinstance(value, (cst.Name, cst.Attribute)) and definition.kind == "assign":
             bound = dotted(value)
@@ -422,10 +438,8 @@ class CompiledGradients(Check):
                 )
         if isinstance(value, cst.Call):
             made = self.ctx.facts.imports.resolve(value.func) or ""
-            if made in ("importlib.import_module", "__import__"):
-                return Unreadable(
-                    written, "comes from a dynamic import (`importlib.import_module`)"
-                )
+            if made in _DYNAMIC_IMPORTS:
+                return Unreadable(written, _DYNAMIC)
             if not rest and self._member_helper(value):
                 return PYTHON  # `fn = get_fn("Name", x)`: `_through_member` judges it
             maker = dotted(value.func)
@@ -481,6 +495,54 @@ class CompiledGradients(Check):
             if isinstance(where, tuple):
                 callees.append(where)
         return callees or None
+
+    def _stored_on_ctx(
+        self, rest: str, site: CallSite, depth: int
+    ) -> str | Unreadable | tuple[str, str] | None:
+        """`ctx.attr...(g)`: what forward stored as `ctx.attr`, judged where forward made it
+        (`ctx.impl = ScanImpl(...)`: Python). A forward parameter stored as it came is what
+        the caller handed to `apply`: not followed (the Function's callers are not read), and
+        not flagged. None when this class's forward stores no such attribute."""
+        if self.info.node is None:
+            return None
+        contract = self.ctx.contract()
+        found = {c.name: c for c in contract.classes()}.get(self.info.name)
+        if found is None:
+            return None
+        attr, _, more = rest.partition(".")
+        stored = value = None
+        for method in ("forward", "setup_context"):
+            defined = contract.method(found, method)
+            flow = self.ctx.flow(defined) if defined is not None else None
+            if flow is not None and flow.params:
+                stored = flow.definition_before(f"{flow.params[0]}.{attr}", 1 << 30)
+                value = stored.expression if stored is not None else None
+                if stored is not None and value is not None:
+                    break
+        if stored is None or value is None or flow is None:
+            return None
+        at = replace(site, order=stored.order)
+        if isinstance(value, cst.Name):
+            given = flow.definition_before(value.value, stored.order)
+            if given is not None and given.kind == "unpack":
+                # `state, _ = inputs` in setup_context: still what `apply` was handed
+                source = given.expression
+                name = source.value if isinstance(source, cst.Name) else ""
+                given = flow.definition_before(name, given.order) if name else None
+            if given is not None and given.kind == "param":
+                return PYTHON
+        if isinstance(value, cst.Call):
+            if (self.ctx.facts.imports.resolve(value.func) or "") in _DYNAMIC_IMPORTS:
+                return Unreadable(f"ctx.{rest}", _DYNAMIC)
+            maker = dotted(value.func)
+            made_by = self._where_written(maker, at, flow, depth + 1) if maker else None
+            if made_by in (TORCH, PYTHON):
+                return made_by
+            return None
+        bound = dotted(value)
+        if bound is None:
+            return None
+        return self._where_written(bound + (f".{more}" if more else ""), at, flow, depth + 1)
 
     def _typed_method(self, func: cst.Attribute, flow: MethodFlow, order: int) -> bool:
         """`x.mm(g)`, `grads.append(g)`, `super().backward(...)`: a method of torch's own API
