@@ -787,3 +787,39 @@ def test_the_commas_of_template_arguments_separate_no_call_arguments(tmp_path: P
     found = index_for(str(tmp_path)).evidence(None, "bwd", 1)
     assert found is not None and found.how in (STRIDED, GUARDED)
     assert found.writes == ""
+
+
+CPU_BINDING = """\
+#include <torch/extension.h>
+torch::Tensor bwd(torch::Tensor a, torch::Tensor grad) {
+    auto g = grad.accessor<float, 1>();
+    auto out = torch::empty_like(a);
+    out[0] = g[0];
+    return out;
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("bwd", &bwd); }
+"""
+
+CUDA_BINDING = """\
+#include <torch/extension.h>
+torch::Tensor bwd(torch::Tensor a, torch::Tensor out, torch::Tensor grad, int64_t n) {
+    float* o = out.data_ptr<float>();
+    o[0] = 1.0f;
+    return out;
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("bwd", &bwd); }
+"""
+
+
+def test_each_extension_binds_its_own_function_of_a_shared_name(tmp_path: Path) -> None:
+    """`_ops.cpp` and `_ops_cuda.cu` each bind their own `bwd` (fast-transformers' CPU and CUDA
+    extensions): the CPU binding is read from its own file, not the CUDA one's write into its
+    second parameter; and how many arguments each takes is known, so a call that passes two
+    is not judged by the four-parameter CUDA one."""
+    (tmp_path / "_ops.cpp").write_text(CPU_BINDING)
+    (tmp_path / "_ops_cuda.cu").write_text(CUDA_BINDING)
+    index = index_for(str(tmp_path))
+    found = index.evidence("mypkg._ops", "bwd", 1)
+    assert found is not None and found.writes == "" and found.how == STRIDED
+    assert index.arities("mypkg._ops", "bwd") == {2}
+    assert index.arities("mypkg._ops_cuda", "bwd") == {4}

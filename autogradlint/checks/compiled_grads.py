@@ -577,7 +577,14 @@ class CompiledGradients(Check):
         """A call that runs one of several compiled functions (per device, per dtype): the
         first that reads the gradient unsafely reports, once."""
         before = len(self.ctx.violations)
+        given = len(site.node.args)
+        plain = all(a.keyword is None and not a.star for a in site.node.args)
         for callee in callees:
+            index = self.ctx.native.index_for_callee(callee[1])
+            module, _, last = callee[1].rpartition(".")
+            takes = index.arities(module or None, last)
+            if plain and takes and given not in takes:
+                continue  # `{"cpu": f, "cuda": g}` where g takes other arguments: not this call
             self._check_call(site, callee, flow, grads, cls)
             if len(self.ctx.violations) > before:
                 return
