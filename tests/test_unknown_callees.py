@@ -333,3 +333,105 @@ def test_module_level_definitions_under_if_try_and_long_decorators_are_indexed()
     own = PythonFiles("<x>", GUARDED_HELPER + "\n" + SETUP_CONTEXT).own
     assert own.defines("_bwd") and own.defines("_helper")
     assert [type(s).__name__ for s in own.top("_bwd")] == ["FunctionDef", "FunctionDef"]
+
+
+def test_names_are_never_evidence() -> None:
+    """The defaults hold only torch's own API: a module named like an extension (`*_cuda`,
+    `_C`) that nothing describes is unknown (a warning), not compiled code (an error); a
+    decorator named `input_guard` guards nothing unless its source shows it does."""
+    from autogradlint.settings import (
+        DEFAULT_EXTENSION_MODULES,
+        DEFAULT_GUARD_DECORATORS,
+        DEFAULT_LOADERS,
+        DEFAULT_STRIDE_SAFE,
+        DEFAULT_WRITING,
+    )
+
+    assert DEFAULT_EXTENSION_MODULES == DEFAULT_GUARD_DECORATORS == ()
+    assert DEFAULT_STRIDE_SAFE == DEFAULT_WRITING == ()
+    assert all(loader.startswith("torch.") for loader in DEFAULT_LOADERS)
+    code = _backward("fused_cuda.bwd(grad)").replace(
+        "import copy\n", "import copy\nimport fused_cuda\n"
+    )
+    assert _flagged(code) == {"fused_cuda.bwd": "warning"}
+    guarded = code.replace(
+        "    @staticmethod\n    def backward",
+        "    @staticmethod\n    @input_guard\n    def backward",
+    ).replace("import copy\n", "import copy\nfrom somewhere import input_guard\n")
+    assert _flagged(guarded) == {"fused_cuda.bwd": "warning"}
+
+
+DECORATORS = """\
+import functools
+
+import torch
+
+
+def _contiguous_if_needed(arg):
+    return arg.contiguous() if isinstance(arg, torch.Tensor) else arg
+
+
+def input_guard(fn=None):
+    def decorator(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            return fn(*(_contiguous_if_needed(a) for a in args), **kwargs)
+
+        return wrapper
+
+    return decorator(fn) if fn is not None else decorator
+
+
+def contiguous(fn):
+    return input_guard(fn)
+"""
+
+GUARDED_BACKWARD = """\
+import torch
+
+from mypkg.utils import {decorator}
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    @{decorator}
+    def backward(ctx, grad):
+        return ctx.kernel(grad)
+"""
+
+
+@pytest.mark.parametrize("decorator", ["input_guard", "contiguous"])
+def test_a_decorator_guards_when_its_source_shows_it(tmp_path: Path, decorator: str) -> None:
+    """fla's `input_guard` makes each argument contiguous through a helper of its file, and
+    `contiguous` hands the function to it; both are re-exported by the package's
+    `utils/__init__.py`. Read from that source, they guard; the same backward undecorated is
+    flagged."""
+    root = tmp_path / "proj"
+    (root / "mypkg" / "utils").mkdir(parents=True)
+    (root / "mypkg" / "__init__.py").write_text("")
+    (root / "mypkg" / "utils" / "__init__.py").write_text(
+        "from mypkg.utils.decorators import contiguous, input_guard\n"
+    )
+    (root / "mypkg" / "utils" / "decorators.py").write_text(DECORATORS)
+    source = GUARDED_BACKWARD.format(decorator=decorator)
+    (root / "mypkg" / "fn.py").write_text(source)
+    (root / "mypkg" / "bare.py").write_text(source.replace(f"    @{decorator}\n", ""))
+    config = Config(root=root)
+    files = discover([str(root)], config, respect_gitignore=False).files
+    found = [
+        (Path(r.path).name, f.rule_id)
+        for r in lint_paths(files, config, root=root)
+        for f in r.findings
+    ]
+    assert found == [("bare.py", "AGL201")]
+
+
+def test_an_unread_callee_named_in_place_writes_and_a_launcher_does_not() -> None:
+    """`fused.scale_(g)` names an in-place write (AGL202: only a copy guards it); a launcher
+    called for its effect (`launch(stream, (g, out))`) proves no write, and stays AGL201."""
+    code = _backward("out2 = unknown_ext.scale_(grad, 2.0)")
+    assert [(f.rule_id, f.severity) for f in lint_source(code).findings] == [("AGL202", "error")]
+    launched = _backward("launch_kernel(None, (grad, out))").replace("r = launch", "launch")
+    assert [(f.rule_id, f.severity) for f in lint_source(launched).findings] == [
+        ("AGL201", "warning")
+    ]

@@ -4,7 +4,6 @@ installed package's), compiled code, or nothing the linter can read. The last is
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from ..native.modules import COMPILED, PYTHON, ProjectNative, installed, module_file
@@ -44,32 +43,13 @@ def imported_code(resolved: str, importer: str, native: ProjectNative) -> str | 
         module = ".".join(parts[:cut])
         if not module.lstrip("."):
             continue
-        if module_file(importer, module, native.root) is not None or _beside(importer, module):
+        if module_file(importer, module, native.root) is not None:
             return PYTHON
         if native.is_compiled(module):
             return COMPILED
     if resolved.startswith("."):
         return None
     return installed(resolved) if len(parts) > 1 else installed(resolved + ".x")
-
-
-def _beside(importer: str, module: str) -> bool:
-    """Whether an absolute `module` is Python of the tree the importer sits in: a folder above
-    it holds `a/b/c.py` (or `a/b/c/__init__.py`). The package root is where the importer's own
-    package starts, which the native root (the build's) need not be."""
-    if not importer or module.startswith("."):
-        return False
-    parts = module.split(".")
-    directory = os.path.dirname(importer)
-    for _ in range(8):
-        stem = os.path.join(directory, *parts)
-        if os.path.isfile(stem + ".py") or os.path.isfile(os.path.join(stem, "__init__.py")):
-            return True
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            return False
-        directory = parent
-    return False
 
 
 def unreadable_import(resolved: str, found: str | None) -> Unreadable | None:

@@ -237,9 +237,12 @@ class Summaries:
         self.consulted: set[str] = set()  # other files a summary was read from
 
     # --- finding the function a call runs -----------------------------------------------------
-    def function(self, written: str, path: str | None = None) -> tuple[str, ast.FunctionDef] | None:
+    def function(
+        self, written: str, path: str | None = None, hops: int = 0
+    ) -> tuple[str, ast.FunctionDef] | None:
         """The project function `written` (a call's callee text in file `path`) names: a
-        module-level function of that file or one it imports, or a static method."""
+        module-level function of that file or one it imports (through a package's re-export,
+        `from .decorators import input_guard` in `pkg/utils/__init__.py`), or a static method."""
         path = path or self.path
         head, _, rest = written.partition(".")
         defined = self.files.top(path, head)
@@ -268,6 +271,8 @@ class Summaries:
             return None
         function = _last_function(self.files.top(found, name), name)
         if function is None:
+            if hops < 3 and self.files.bindings(found).is_imported(name):
+                return self.function(name, found, hops + 1)  # re-exported from elsewhere
             return None
         if found != self.path:
             self.consulted.add(found)
@@ -485,6 +490,10 @@ class Summaries:
             except (SyntaxError, ValueError, RecursionError):
                 return False
         return self._loads_module(self.path, value)
+
+    def loads_in(self, path: str, value: ast.expr) -> bool:
+        """Whether an expression of file `path` loads an extension (see `_loads_module`)."""
+        return self._loads_module(path, value)
 
     def loads_module(self, name: str) -> bool:
         """Whether a module-level name of the linted file is bound to a loaded extension."""

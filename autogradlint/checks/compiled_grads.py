@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 
@@ -28,6 +28,7 @@ from ..analysis.summaries import Reach
 from ..analysis.torch_api import CONTAINER_METHODS, CTX_METHODS, TENSOR_METHODS
 from ..analysis.walk import FastVisitor
 from ..edits import Edits, Fix
+from ..native.modules import module_file
 from ..preconditions import Unproven, verdict
 from ..text.ast_walk import ast_dotted
 from ..text.ast_walk import walk as walk_ast
@@ -46,11 +47,14 @@ _DYNAMIC = "comes from a dynamic import (`importlib.import_module`)"
 _BUILTINS = frozenset(dir(builtins))
 
 
-def makes_arguments_contiguous(decorator: ast.FunctionDef) -> bool:
+def makes_arguments_contiguous(
+    decorator: ast.FunctionDef, helper_makes_contiguous: Callable[[str], bool] = lambda _: False
+) -> bool:
     """Whether a decorator's wrapper makes the arguments contiguous before calling what it
-    wraps: a nested def that calls `.contiguous()` and then the decorator's parameter (the
-    function), passing on what it built (`fn(ctx, *args, **kwargs)` after `args = [a.contiguous()
-    ... for a in args]`)."""
+    wraps: a nested def that calls `.contiguous()`, itself or through a helper of the
+    decorator's file (`helper_makes_contiguous`: fla's `_contiguous_if_needed`), and then the
+    decorator's parameter (the function), passing on what it built (`fn(ctx, *args, **kwargs)`
+    after `args = [a.contiguous() ... for a in args]`)."""
     params = [a.arg for a in (*decorator.args.posonlyargs, *decorator.args.args)]
     if not params:
         return False
@@ -60,7 +64,9 @@ def makes_arguments_contiguous(decorator: ast.FunctionDef) -> bool:
             continue
         calls = [n for n in walk_ast(inner) if isinstance(n, ast.Call)]
         contiguous = any(
-            isinstance(c.func, ast.Attribute) and c.func.attr == "contiguous" for c in calls
+            (isinstance(c.func, ast.Attribute) and c.func.attr == "contiguous")
+            or (isinstance(c.func, ast.Name) and helper_makes_contiguous(c.func.id))
+            for c in calls
         )
         forwards = any(isinstance(c.func, ast.Name) and c.func.id == wrapped for c in calls)
         if contiguous and forwards:
@@ -128,6 +134,7 @@ class CompiledGradients(Check):
         self.info = info
         self._none_why: dict[int, str | None] = {}  # per method: why a gradient may be None
         self._nested = _nested_defs(method)
+        self._methods: frozenset[str] | None = None
         for site in flow.calls:
             callee = compiled_callee(site.node, facts, self.ctx.settings, self.ctx.native)
             if (
@@ -168,11 +175,40 @@ class CompiledGradients(Check):
                 return True
         return False
 
-    def _contiguous_wrapper(self, written: str) -> bool:
+    def _contiguous_wrapper(self, written: str, path: str | None = None, hops: int = 0) -> bool:
+        """Whether the decorator `written` (in file `path`) is shown, by its source, to make
+        the arguments contiguous: its own wrapper does, or it hands the function to one that
+        does (fla's `contiguous(fn)` is `return input_guard(fn)`)."""
         if not written or written in ("staticmethod", "classmethod"):
             return False
-        found = self.ctx.summaries.function(written)
-        return found is not None and makes_arguments_contiguous(found[1])
+        summaries = self.ctx.summaries
+        found = summaries.function(written, path)
+        if found is None:
+            return False
+        path = found[0]
+        body = found[1].body
+        params = [a.arg for a in (*found[1].args.posonlyargs, *found[1].args.args)]
+        last = body[-1] if body else None
+        if (
+            hops < 3
+            and isinstance(last, ast.Return)
+            and isinstance(last.value, ast.Call)
+            and [ast_dotted(a) for a in last.value.args] == params[:1]
+        ):
+            other = ast_dotted(last.value.func)  # `return input_guard(fn)`: an alias
+            if other is not None and self._contiguous_wrapper(other, path, hops + 1):
+                return True
+
+        def helper_makes_contiguous(name: str) -> bool:
+            helper = summaries.function(name, path)
+            return helper is not None and any(
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr == "contiguous"
+                for n in walk_ast(helper[1])
+            )
+
+        return makes_arguments_contiguous(found[1], helper_makes_contiguous)
 
     # --- one call deeper ---------------------------------------------------------------------
     def _through_helper(self, site: CallSite, flow: MethodFlow, grads: set[str], cls: str) -> None:
@@ -395,18 +431,83 @@ class CompiledGradients(Check):
             found = imported_code(resolved, self.ctx.summaries.path, self.ctx.native)
             if found == COMPILED:
                 return "extension", resolved
+            if found == PYTHON and "." in written:
+                held = self._imported_variable(resolved, written)
+                if held is not None:
+                    return held
             unread = unreadable_import(resolved, found)
             return unread if unread is not None else (found or PYTHON)
-        if (
-            head in facts.functions
-            or head in facts.class_nodes
-            or self.ctx.summaries.files.own.defines(head)
-            or head in _BUILTINS
-        ):
+        if head in facts.functions or head in facts.class_nodes:
+            return PYTHON
+        if self.ctx.summaries.files.own.defines(head):
+            return self._module_variable(written, site, flow, depth)
+        if head in _BUILTINS:
             return PYTHON
         return Unreadable(
             written, f"names `{head}`, which nothing the linter can read defines or imports"
         )
+
+    def _imported_variable(
+        self, resolved: str, written: str
+    ) -> Unreadable | tuple[str, str] | None:
+        """`from scale_ext import scale_ext; scale_ext.raw_scale(g)`: a module-level variable of
+        a project Python file, judged by its value there: a loaded extension (`load_inline`,
+        `load`, `importlib.import_module`, a project function that returns one) is compiled
+        code, read from its C++; `None`, set at run time, is unknown. None otherwise."""
+        summaries = self.ctx.summaries
+        native = self.ctx.native
+        parts = resolved.split(".")
+        for cut in range(len(parts) - 2, 0, -1):
+            path = module_file(summaries.path, ".".join(parts[:cut]), native.root)
+            if path is None:
+                continue
+            name = parts[cut]
+            statements = summaries.files.top(path, name)
+            if not statements or any(
+                isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                for s in statements
+            ):
+                return None
+            value = _last_assigned(statements)
+            if value is None:
+                return None
+            if isinstance(value, ast.Constant) and value.value is None:
+                return Unreadable(written, f"is a method of `{name}`, set at run time")
+            if summaries.loads_in(path, value):
+                self.loaded.add(written.split(".", 1)[0])
+                return "extension", resolved
+            return None
+        return None
+
+    def _module_variable(
+        self, written: str, site: CallSite, flow: MethodFlow, depth: int
+    ) -> str | Unreadable | tuple[str, str]:
+        """A callee that is (a method of) a module-level name of this file: a function or class
+        (however defined) is Python; a variable is judged by the value it was given. `KERNEL =
+        None`, set under `global` at run time (colossalai's `MOE_KERNEL = MoeLoader().load()`),
+        is nothing the linter can read."""
+        head, _, rest = written.partition(".")
+        summaries = self.ctx.summaries
+        statements = summaries.files.top(summaries.path, head)
+        if any(
+            isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for s in statements
+        ):
+            return PYTHON
+        value = _last_assigned(statements)
+        if isinstance(value, ast.Constant) and value.value is None:
+            return Unreadable(
+                written,
+                f"is a method of `{head}`, a module-level name set at run time"
+                if rest
+                else f"is `{head}`, a module-level name set at run time",
+            )
+        if isinstance(value, (ast.Name, ast.Attribute)) and depth < 8:
+            bound = ast_dotted(value)
+            if bound is not None and bound != head:
+                return self._where_written(
+                    bound + (f".{rest}" if rest else ""), site, flow, depth + 1
+                )
+        return PYTHON
 
     def _where_local(
         self, written: str, definition: Definition, site: CallSite, flow: MethodFlow, depth: int
@@ -429,6 +530,16 @@ class CompiledGradients(Check):
         if rest and bound_to.endswith((".saved_tensors", ".saved_variables")):
             # a saved tensor: a method torch's API lacks is a Python attribute set on it
             return PYTHON
+        holder = value
+        while isinstance(holder, cst.Subscript):
+            holder = holder.value  # `for block in ctx.blocks[::-1]`, `f = ctx.fns[0]`
+        ctx_value = (dotted(holder) if holder is not None else None) or ""
+        if flow.params and ctx_value.startswith(f"{flow.params[0]}.") and depth < 8:
+            stored = self._stored_on_ctx(ctx_value.split(".", 1)[1], site, depth)
+            if stored in (TORCH, PYTHON):
+                return stored  # what `apply` was handed, or what Python or torch made
+        if rest and rest.rsplit(".", 1)[-1] in self._class_methods():
+            return PYTHON  # `block.backward_pass(...)`: the file's own classes define it
         if isinstance(value, (cst.Name, cst.Attribute)) and definition.kind == "assign":
             bound = dotted(value)
             if bound is not None:
@@ -459,7 +570,7 @@ class CompiledGradients(Check):
 
     def _table(
         self, table: cst.BaseExpression, site: CallSite, flow: MethodFlow
-    ) -> list[tuple[str, str]] | Unreadable | None:
+    ) -> list[tuple[str, str]] | Unreadable | str | None:
         """`Cls.ops[device](g)`, `OPS[key](g)`: the functions a dict literal of this file (a
         class attribute or a module-level name) holds. Compiled ones are judged each by its
         C++; one the linter cannot read makes the call unknown; None when it is no such dict."""
@@ -494,7 +605,18 @@ class CompiledGradients(Check):
                 return where
             if isinstance(where, tuple):
                 callees.append(where)
-        return callees or None
+        return callees or PYTHON  # every function it holds is torch's or Python
+
+    def _class_methods(self) -> frozenset[str]:
+        """The names of the methods the file's classes define."""
+        if self._methods is None:
+            self._methods = frozenset(
+                statement.name.value
+                for node in self.ctx.facts.class_nodes.values()
+                for statement in node.body.body
+                if isinstance(statement, cst.FunctionDef)
+            )
+        return self._methods
 
     def _stored_on_ctx(
         self, rest: str, site: CallSite, depth: int
@@ -558,6 +680,8 @@ class CompiledGradients(Check):
             facts = self.ctx.facts
             if facts.imports.is_imported(head) and facts.imports.resolve_dotted(head) != "torch":
                 return False  # `ext.backward(g)`: a function of a module, not a tensor method
+            if head not in facts.class_nodes and self.ctx.summaries.files.own.defines(head):
+                return False  # `softmax_ext.backward(g)`: a module-level name, not a tensor
         return True
 
     def _member_helper(self, value: cst.Call) -> bool:
@@ -595,9 +719,22 @@ class CompiledGradients(Check):
         """AGL201, a warning, at each unguarded gradient handed to code the linter cannot read."""
         if any(fnmatchcase(where.callee, p) for p in self.ctx.settings.stride_safe):
             return
+        # What the Python call names decides a write, as for compiled code whose C++ is not
+        # read (AGL202): an `_`-suffixed name (`ext.scale_(g)`), or one `writing-extensions`
+        # lists. A result thrown away proves nothing here: unread code may be a launcher
+        # (`ct.launch(stream, grid, kernel, (dy, dx))`) that writes only its outputs.
+        last = where.callee.rsplit(".", 1)[-1]
+        writes = self._listed_writer(where.callee) or (
+            last.endswith("_") and not last.endswith("__")
+        )
         for arg in site.node.args:
             state = self._state(arg.value, flow, grads, site.order)
-            if state is None or state.read_safe:
+            if state is None:
+                continue
+            if writes and not state.write_safe:
+                self._write(arg.value, state, flow, where.callee, cls, where.text)
+                continue
+            if state.read_safe:
                 continue
             unproven = self._write_unproven(False, where.callee, where.callee)
             self._raw_read(

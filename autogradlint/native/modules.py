@@ -120,6 +120,19 @@ def module_file(importer: str, module: str, root: str) -> str | None:
             bases.append(os.path.dirname(root))
         if importer:
             bases.append(os.path.dirname(importer))
+            # A package's own absolute imports (`from fla.utils import ...` in
+            # `vendored/fla/ops/x.py`) start at the folder that holds the package of that name
+            # the importer lives in, which the native root need not be. Only its own: other
+            # packages beside it are not the project.
+            directory = os.path.dirname(importer)
+            for _ in range(8):
+                parent = os.path.dirname(directory)
+                if parent == directory:
+                    break
+                if os.path.basename(directory) == parts[0]:
+                    bases.append(parent)
+                    break
+                directory = parent
     for base in bases:
         stem = os.path.join(base, *parts)
         for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
