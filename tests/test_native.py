@@ -825,3 +825,18 @@ def test_each_extension_binds_its_own_function_of_a_shared_name(tmp_path: Path) 
     assert found is not None and found.writes == "" and found.how == STRIDED
     assert index.arities("mypkg._ops", "bwd") == {2}
     assert index.arities("mypkg._ops_cuda", "bwd") == {4}
+
+
+def test_an_extension_declared_through_an_alias_is_declared(tmp_path: Path) -> None:
+    """detectron2's setup.py picks the class first (`extension = CppExtension`, then
+    `CUDAExtension` when CUDA is there) and declares `extension("detectron2._C", ...)`."""
+    from autogradlint.native.index import declared_extensions
+
+    (tmp_path / "setup.py").write_text(
+        "from torch.utils.cpp_extension import CppExtension, CUDAExtension\n"
+        "extension = CppExtension\n"
+        "if cuda:\n"
+        "    extension = CUDAExtension\n"
+        'ext_modules = [extension("detectron2._C", sources)]\n'
+    )
+    assert declared_extensions(str(tmp_path)) == {"detectron2._C"}

@@ -414,6 +414,12 @@ _DECLARED = re.compile(
 )
 
 
+_ALIASED = re.compile(
+    r"""^\s*(\w+)\s*=\s*(?:\w+\.)*(?:CUDAExtension|CppExtension|Pybind11Extension|SYCLExtension)\b""",
+    re.MULTILINE,
+)
+
+
 @functools.lru_cache(maxsize=8)
 def declared_extensions(root: str) -> frozenset[str]:
     """Extension module names the build declares: `CUDAExtension("pkg._C", ...)` and friends
@@ -426,4 +432,8 @@ def declared_extensions(root: str) -> frozenset[str]:
         except OSError:
             continue
         names.update(_DECLARED.findall(text))
+        # `extension = CUDAExtension if cuda else CppExtension`, then `extension("pkg._C", ...)`
+        for alias in set(_ALIASED.findall(text)):
+            call = re.compile(rf"""\b{alias}\s*\(\s*(?:name\s*=\s*)?["']([\w.]+)["']""")
+            names.update(call.findall(text))
     return frozenset(names)
