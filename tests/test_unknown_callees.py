@@ -435,3 +435,51 @@ def test_an_unread_callee_named_in_place_writes_and_a_launcher_does_not() -> Non
     assert [(f.rule_id, f.severity) for f in lint_source(launched).findings] == [
         ("AGL201", "warning")
     ]
+
+
+HELPERS = {
+    "mypkg/__init__.py": "",
+    "mypkg/cppcore.py": (
+        "from cumm import tensorview as tv\n\n\n"
+        "def to_tv(ten):\n"
+        "    assert ten.is_contiguous()\n"
+        "    ptr = ten.data_ptr()\n"
+        "    return tv.from_blob(ptr, list(ten.shape))\n"
+    ),
+    "mypkg/ops.py": (
+        "from mypkg.cppcore import to_tv\n\n\n"
+        "def conv_backward(features, out_bp):\n"
+        "    {guard}out_tv = to_tv(out_bp)\n"
+        "    return features\n"
+    ),
+    "mypkg/functional.py": (
+        "import torch\n\nimport mypkg.ops as ops\n\n\n"
+        "class Conv(torch.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def backward(ctx, grad_output):\n"
+        "        (features,) = ctx.saved_tensors\n"
+        "        return ops.conv_backward(features, grad_output)\n"
+    ),
+}
+
+
+def _helper_findings(root: Path, guard: str) -> list[tuple[str, str, int, str]]:
+    for name, text in HELPERS.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text.replace("{guard}", guard))
+    config = Config(root=root)
+    files = discover([str(root)], config, respect_gitignore=False).files
+    results = lint_paths(files, config, root=root)
+    return [(f.rule_id, f.severity, f.line, f.help) for r in results for f in r.findings]
+
+
+def test_a_raw_pointer_handed_to_unread_code_through_helpers(tmp_path: Path) -> None:
+    """spconv's fix: backward -> `ops.conv_backward` -> `to_tv`, which hands
+    `ten.data_ptr()` to `cumm`'s `from_blob`, a package nothing here holds. A raw pointer into
+    the gradient reaching code the linter cannot read is a warning; made contiguous on the way,
+    it is clean."""
+    [(rule, severity, line, help_)] = _helper_findings(tmp_path / "raw", "")
+    assert (rule, severity, line) == ("AGL201", "warning", 10)
+    assert help_.startswith("Through `conv_backward()` -> `to_tv()`: `cumm.")
+    fixed = _helper_findings(tmp_path / "fixed", "out_bp = out_bp.contiguous()\n    ")
+    assert fixed == []

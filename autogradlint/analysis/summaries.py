@@ -23,6 +23,7 @@ from ..text.marks import holds_graph_call
 from ..text.outline import module_imports
 from ..text.statements import chunk_starts
 from .compiled import DISPATCHER_NAMESPACES, named_extension
+from .reading import imported_code
 from .triton_writes import base_only_params, written_params
 
 _MAX_BYTES = 2_000_000  # a helper file larger than this is not read (its calls stay unknown)
@@ -71,6 +72,7 @@ class _State:
     guarded: bool
     direct: bool
     copied: bool = False  # a private copy (`.clone()`): a kernel may write into it
+    pointer: bool = False  # a raw pointer into it (`.data_ptr()`)
 
 
 # What a top-level statement defines, from its first line(s): `def f`, `class C`, `x = ...`.
@@ -427,6 +429,27 @@ class Summaries:
                 for s, slot, kw in passed
             ]
         written = ast_dotted(call.func)
+        unread = self._unread(path, written) if written is not None else None
+        if unread is not None:
+            # Only a raw pointer proves that unread code reads the memory itself: a tensor
+            # handed to an uninstalled package may well go through torch (or be made
+            # contiguous) there.
+            return [
+                Reach(
+                    s.param,
+                    unread,
+                    slot,
+                    kw,
+                    s.guarded,
+                    s.direct,
+                    path,
+                    (f"{name}()",),
+                    kind="unknown",
+                    copied=s.copied,
+                )
+                for s, slot, kw in passed
+                if s.pointer
+            ]
         if written is None or depth + 1 >= HELPER_DEPTH:
             return []
         found = self.function(written, path)
@@ -451,6 +474,18 @@ class Summaries:
                         )
                     )
         return deeper
+
+    def _unread(self, path: str, written: str) -> str | None:
+        """The resolved name of an imported callee that neither the project nor `sys.path`
+        holds (`tv.from_blob` of a package not installed): code nothing can read, which a
+        gradient (or a raw pointer into it) must not reach unguarded. None otherwise."""
+        bindings = self.files.bindings(path)
+        head = written.split(".", 1)[0]
+        if not bindings.is_imported(head):
+            return None
+        resolved = bindings.resolve_dotted(written)
+        found = imported_code(resolved, path, self.native_for(path))
+        return resolved.lstrip(".") if found is None else None
 
     # --- what is compiled ---------------------------------------------------------------------
     def compiled(self, path: str, call: ast.Call, values: dict[str, ast.expr]) -> str | None:
@@ -627,6 +662,9 @@ def _state_of(expr: ast.expr, states: dict[str, _State]) -> _State | None:
                 for k in expr.keywords
             )
             return _State(inner.param, inner.guarded or dense, inner.direct, True)
+        if method == "data_ptr":
+            # a raw pointer into it: whoever reads through it reads the tensor's memory
+            return _State(inner.param, inner.guarded, False, inner.copied, pointer=True)
         if method in _ALIASING or method in _PERMUTING:
             guarded = inner.guarded and method in _ALIASING
             return _State(inner.param, guarded, False, inner.copied)

@@ -257,6 +257,20 @@ class CompiledGradients(Check):
         the way; else AGL201 when it reads it unguarded. Whether it reported."""
         via = " -> ".join(f"`{step}`" for step in reach.via)
         callee = reach.callee.lstrip(".")
+        if reach.kind == "unknown":
+            if state.read_safe or reach.guarded:
+                return False
+            unknown = unreadable_import(reach.callee, None)
+            assert unknown is not None
+            self._raw_read(
+                arg.value,
+                None,
+                "warning",
+                callee=callee,
+                cls=cls,
+                evidence=f"Through {via}: {unknown.text}",
+            )
+            return True
         if reach.kind == "triton":
             if state.read_safe or reach.guarded:
                 return False
