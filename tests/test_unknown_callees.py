@@ -14,6 +14,7 @@ import pytest
 
 from autogradlint.config import Config
 from autogradlint.engine.pipeline import lint_source
+from autogradlint.model import Finding
 from autogradlint.runner import discover, lint_paths
 
 
@@ -192,10 +193,9 @@ MODULE_TABLE = (
 )
 
 
-@pytest.mark.parametrize("source", [CLASS_TABLE, MODULE_TABLE], ids=["class", "module"])
-def test_a_table_of_compiled_functions_is_judged_by_their_cpp(tmp_path: Path, source: str) -> None:
-    """`Cls.ops[device](grad)`, `OPS[device](grad)`: each function the dict holds is resolved;
-    the C++ proves a raw read, which stays an error."""
+def _built_project(tmp_path: Path, source: str) -> list[Finding]:
+    """The findings on a project whose setup.py declares `mypkg._ops` (csrc/ops.cpp) and whose
+    `mypkg/fn.py` is `source`."""
     root = tmp_path / "proj"
     (root / "csrc").mkdir(parents=True)
     (root / "mypkg").mkdir()
@@ -205,7 +205,14 @@ def test_a_table_of_compiled_functions_is_judged_by_their_cpp(tmp_path: Path, so
     (root / "mypkg" / "fn.py").write_text(source)
     config = Config(root=root)
     files = discover([str(root)], config, respect_gitignore=False).files
-    found = [f for r in lint_paths(files, config, root=root) for f in r.findings]
+    return [f for r in lint_paths(files, config, root=root) for f in r.findings]
+
+
+@pytest.mark.parametrize("source", [CLASS_TABLE, MODULE_TABLE], ids=["class", "module"])
+def test_a_table_of_compiled_functions_is_judged_by_their_cpp(tmp_path: Path, source: str) -> None:
+    """`Cls.ops[device](grad)`, `OPS[device](grad)`: each function the dict holds is resolved;
+    the C++ proves a raw read, which stays an error."""
+    found = _built_project(tmp_path, source)
     line = source.splitlines().index("        return " + source.split("return ")[-1].strip()) + 1
     assert [(f.rule_id, f.severity, f.line) for f in found] == [("AGL201", "error", line)]
     assert "reads it through `data_ptr()`" in found[0].help
@@ -236,16 +243,7 @@ class Fn(torch.autograd.Function):
 def test_a_helper_defined_under_try_is_followed(tmp_path: Path) -> None:
     """Module-level definitions under `if`/`try`/`except` are definitions: the helper is
     followed to the compiled call, whose C++ proves a raw read."""
-    root = tmp_path / "proj"
-    (root / "csrc").mkdir(parents=True)
-    (root / "mypkg").mkdir()
-    (root / "setup.py").write_text(SETUP)
-    (root / "csrc" / "ops.cpp").write_text(CPP)
-    (root / "mypkg" / "__init__.py").write_text("")
-    (root / "mypkg" / "fn.py").write_text(GUARDED_HELPER)
-    config = Config(root=root)
-    files = discover([str(root)], config, respect_gitignore=False).files
-    found = [f for r in lint_paths(files, config, root=root) for f in r.findings]
+    found = _built_project(tmp_path, GUARDED_HELPER)
     assert [(f.rule_id, f.severity, f.line) for f in found] == [("AGL201", "error", 18)]
     assert found[0].help.startswith("Through `_bwd()`")
 

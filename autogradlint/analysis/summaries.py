@@ -413,43 +413,15 @@ class Summaries:
         if callee is not None:
             head = (ast_dotted(call.func) or "").split(".", 1)[0]
             loaded = head in values or not self.files.bindings(path).is_imported(head)
-            return [
-                Reach(
-                    s.param,
-                    callee,
-                    slot,
-                    kw,
-                    s.guarded,
-                    s.direct,
-                    path,
-                    (f"{name}()",),
-                    loaded,
-                    copied=s.copied,
-                )
-                for s, slot, kw in passed
-            ]
+            return _reaches(passed, callee, path, name, loaded=loaded)
         written = ast_dotted(call.func)
         unread = self._unread(path, written) if written is not None else None
         if unread is not None:
             # Only a raw pointer proves that unread code reads the memory itself: a tensor
             # handed to an uninstalled package may well go through torch (or be made
             # contiguous) there.
-            return [
-                Reach(
-                    s.param,
-                    unread,
-                    slot,
-                    kw,
-                    s.guarded,
-                    s.direct,
-                    path,
-                    (f"{name}()",),
-                    kind="unknown",
-                    copied=s.copied,
-                )
-                for s, slot, kw in passed
-                if s.pointer
-            ]
+            pointers = [p for p in passed if p[0].pointer]
+            return _reaches(pointers, unread, path, name, kind="unknown")
         if written is None or depth + 1 >= HELPER_DEPTH:
             return []
         found = self.function(written, path)
@@ -507,7 +479,7 @@ class Summaries:
             return name
         module = name.rsplit(".", 1)[0]
         if not bindings.is_imported(head):
-            bound = _last_value(self.files.top(path, head))
+            bound = last_value(self.files.top(path, head))
             return name if bound is not None and self._loads_module(path, bound) else None
         native = self.native_for(path)
         if native.is_python(module):
@@ -532,7 +504,7 @@ class Summaries:
 
     def loads_module(self, name: str) -> bool:
         """Whether a module-level name of the linted file is bound to a loaded extension."""
-        value = _last_value(self.files.top(self.path, name))
+        value = last_value(self.files.top(self.path, name))
         return value is not None and self._loads_module(self.path, value)
 
     def _triton_launch(self, path: str, call: ast.Call) -> str | None:
@@ -625,6 +597,35 @@ class Summaries:
 
 
 # --- small ast helpers -----------------------------------------------------------------------
+def _reaches(
+    passed: list[tuple[_State, int | None, str | None]],
+    callee: str,
+    path: str,
+    name: str,
+    *,
+    loaded: bool = False,
+    kind: str = "extension",
+) -> list[Reach]:
+    """The reaches of the parameters `passed` (state, slot, keyword) into `callee`, called in
+    function `name` of file `path`."""
+    return [
+        Reach(
+            s.param,
+            callee,
+            slot,
+            kw,
+            s.guarded,
+            s.direct,
+            path,
+            (f"{name}()",),
+            loaded,
+            kind=kind,
+            copied=s.copied,
+        )
+        for s, slot, kw in passed
+    ]
+
+
 def _stride_owners(call: ast.Call) -> set[str]:
     """Names whose `.stride(...)` / `.stride()` a launch is given."""
     owners: set[str] = set()
@@ -703,7 +704,8 @@ def _last_function(statements: list[ast.stmt], name: str) -> ast.FunctionDef | N
     return found
 
 
-def _last_value(statements: list[ast.stmt]) -> ast.expr | None:
+def last_value(statements: list[ast.stmt]) -> ast.expr | None:
+    """The value the last of `statements` that assigns one name gives it."""
     found = None
     for stmt in statements:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:

@@ -24,7 +24,7 @@ from ..analysis.flow import CallSite, Definition, MethodFlow
 from ..analysis.names import dotted
 from ..analysis.reading import COMPILED, PYTHON, TORCH, Unreadable, imported_code, unreadable_import
 from ..analysis.source_text import code_of
-from ..analysis.summaries import Reach
+from ..analysis.summaries import Reach, last_value
 from ..analysis.torch_api import CONTAINER_METHODS, CTX_METHODS, TENSOR_METHODS
 from ..analysis.walk import FastVisitor
 from ..edits import Edits, Fix
@@ -482,7 +482,7 @@ class CompiledGradients(Check):
                 for s in statements
             ):
                 return None
-            value = _last_assigned(statements)
+            value = last_value(statements)
             if value is None:
                 return None
             if isinstance(value, ast.Constant) and value.value is None:
@@ -507,7 +507,7 @@ class CompiledGradients(Check):
             isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for s in statements
         ):
             return PYTHON
-        value = _last_assigned(statements)
+        value = last_value(statements)
         if isinstance(value, ast.Constant) and value.value is None:
             return Unreadable(
                 written,
@@ -603,7 +603,7 @@ class CompiledGradients(Check):
         elif not owner and flow.definition_before(attr, site.order) is None:
             # The file's top level, read whole: the slicer may have left the dict out.
             summaries = self.ctx.summaries
-            value = _last_assigned(summaries.files.top(summaries.path, attr))
+            value = last_value(summaries.files.top(summaries.path, attr))
             if isinstance(value, ast.Dict):
                 names = [
                     ast_dotted(v) if k is not None else None
@@ -1189,15 +1189,6 @@ def _evaluated_freely(value: cst.BaseExpression) -> bool:
 def _class_value(node: cst.ClassDef, name: str) -> cst.BaseExpression | None:
     """The value a class body last assigns to `name` (`ops = {...}`)."""
     return _assigned(node.body.body, name)
-
-
-def _last_assigned(statements: list[ast.stmt]) -> ast.expr | None:
-    """The value the last of `statements` that assigns one name gives it."""
-    found = None
-    for stmt in statements:
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-            found = stmt.value
-    return found
 
 
 def _assigned(body: Sequence[cst.CSTNode], name: str) -> cst.BaseExpression | None:
