@@ -25,18 +25,20 @@ DISPATCH_SIZED_OPS = frozenset(
 # How many calls deep the checks follow backward into the file's own functions (backward ->
 # helper -> its helper); the slicer keeps exactly those functions.
 HELPER_DEPTH = 2
+# Names are never evidence (issue 31 §4): the defaults hold only torch's own API. A module no
+# file of the project describes is found on `sys.path` or, failing that, is unknown (a warning),
+# never compiled by the look of its name; a decorator guards only when its source shows it.
 DEFAULT_LOADERS = (
     "torch.utils.cpp_extension.load",
     "torch.utils.cpp_extension.load_inline",
-    "*Loader().load",
 )
-DEFAULT_EXTENSION_MODULES = ("*_cuda", "*_C", "_C", "*_ext", "*_cpp", "*_kernels", "*_cuda_kernel")
+DEFAULT_EXTENSION_MODULES: tuple[str, ...] = ()
 # The user's overrides for entry points whose C++ is not in the project: ones that make their
 # gradient contiguous themselves, and ones that write into it. Empty by default: what the C++
 # in the project shows (native/) decides, never a name.
 DEFAULT_STRIDE_SAFE: tuple[str, ...] = ()
 DEFAULT_WRITING: tuple[str, ...] = ()
-DEFAULT_GUARD_DECORATORS = ("input_guard", "contiguous")
+DEFAULT_GUARD_DECORATORS: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

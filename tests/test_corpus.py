@@ -137,15 +137,21 @@ def test_every_finding_is_triaged(
 
 
 def test_family_b_is_found_from_evidence_not_names(corpus: Path) -> None:
-    """With every name list empty, family B still scores what the issue asks on the labelled
-    packages that ship their kernels' source: precision >= 0.95 and recall >= 0.90."""
+    """With every name list empty (extension modules, stride-safe and writing extensions, guard
+    decorators, loaders), family B still scores what the issue asks on the labelled packages that
+    ship their kernels' source: precision >= 0.95 and recall >= 0.90."""
     from dataclasses import replace
 
     classify = _quality().classify
     rows = [r for r in _labels(corpus) if r["pattern"] == "B"]
     packages = sorted({r["package"] for r in rows})
     settings = replace(
-        Config().settings, extension_modules=(), stride_safe=(), writing_extensions=()
+        Config().settings,
+        extension_modules=(),
+        stride_safe=(),
+        writing_extensions=(),
+        guard_decorators=(),
+        loaders=(),
     )
     config = Config(root=corpus, settings=settings)
     files = [f for p in packages for f in discover([str(corpus / p)], config, False).files]

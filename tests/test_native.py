@@ -243,9 +243,12 @@ def test_a_binary_beside_the_package_is_evidence(tmp_path: Path) -> None:
         tmp_path, _function("Raw", "bwd_raw", module="fastops"), "from . import fastops"
     )
     (root / "setup.py").write_text("from setuptools import setup\nsetup()\n")
-    assert _findings(root) == []  # nothing says `fastops` is compiled
+    # Nothing says what `fastops` is: unknown, which is never clean, and only a warning.
+    found = _findings(root)
+    assert [(f[0], f[2]) for f in found] == [("AGL201", "warning")]
+    assert "neither the project nor this interpreter holds" in found[0][4]
     (root / "mypkg" / "fastops.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\x7fELF")
-    assert [f[0] for f in _findings(root)] == ["AGL201"]
+    assert [(f[0], f[2]) for f in _findings(root)] == [("AGL201", "error")]
 
 
 def test_an_edit_of_the_cpp_invalidates_the_cached_result(tmp_path: Path) -> None:
@@ -483,9 +486,11 @@ def test_an_installed_wheel_resolves_its_own_absolute_imports(tmp_path: Path) ->
     (package / "ops" / "utils.py").write_text("def kernel(): ...\n")
     importer = str(package / "ops" / "loss.py")
     assert module_file(importer, "pkg.ops.utils", str(package)) == str(package / "ops" / "utils.py")
-    # A project root that is not a package keeps resolving from itself only, and a wheel does
-    # not reach the other packages installed beside it.
-    assert module_file(importer, "pkg.ops.utils", str(tmp_path)) is None
+    # Whatever the root, a package's own absolute imports start where the package lives (a
+    # vendored copy, a root above it); a wheel does not reach the other packages beside it.
+    assert module_file(importer, "pkg.ops.utils", str(tmp_path)) == str(
+        package / "ops" / "utils.py"
+    )
     other = tmp_path / "site" / "other"
     other.mkdir()
     (other / "__init__.py").write_text("")
@@ -757,3 +762,87 @@ def test_the_contiguous_fix_is_safe_only_when_the_kernel_cannot_write(
     assert (finding.rule_id, finding.fixable) == ("AGL201", safety)
     if safety == "unsafe":
         assert "hands it to code whose source is not read" in finding.help
+
+
+LAUNCH_WITH_TEMPLATES = """\
+#include <torch/extension.h>
+template <typename scalar_t>
+__global__ void bwd_kernel(
+    torch::PackedTensorAccessor32<scalar_t, 2, torch::RestrictPtrTraits> a,
+    torch::PackedTensorAccessor32<scalar_t, 2, torch::RestrictPtrTraits> grad,
+    int n,
+    torch::PackedTensorAccessor32<scalar_t, 2, torch::RestrictPtrTraits> out) {
+    out[0][0] = a[0][0] * grad[0][0] * n;
+}
+torch::Tensor bwd(torch::Tensor a, torch::Tensor grad) {
+    auto out = torch::zeros_like(a);
+    bwd_kernel<float><<<1, 1>>>(
+        a.packed_accessor32<float, 2, torch::RestrictPtrTraits>(),
+        grad.packed_accessor32<float, 2, torch::RestrictPtrTraits>(),
+        a.size(0),
+        out.packed_accessor32<float, 2, torch::RestrictPtrTraits>());
+    return out;
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("bwd", &bwd); }
+"""
+
+
+def test_the_commas_of_template_arguments_separate_no_call_arguments(tmp_path: Path) -> None:
+    """`g.packed_accessor32<float, 2, torch::RestrictPtrTraits>()` is one argument of the launch:
+    counted as three, the kernel's write into `out` was pinned on `grad` (torchsort's
+    isotonic_l2_backward, fast-transformers' local_dot_backward: AGL202 false alarms)."""
+    (tmp_path / "ops.cu").write_text(LAUNCH_WITH_TEMPLATES)
+    found = index_for(str(tmp_path)).evidence(None, "bwd", 1)
+    assert found is not None and found.how in (STRIDED, GUARDED)
+    assert found.writes == ""
+
+
+CPU_BINDING = """\
+#include <torch/extension.h>
+torch::Tensor bwd(torch::Tensor a, torch::Tensor grad) {
+    auto g = grad.accessor<float, 1>();
+    auto out = torch::empty_like(a);
+    out[0] = g[0];
+    return out;
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("bwd", &bwd); }
+"""
+
+CUDA_BINDING = """\
+#include <torch/extension.h>
+torch::Tensor bwd(torch::Tensor a, torch::Tensor out, torch::Tensor grad, int64_t n) {
+    float* o = out.data_ptr<float>();
+    o[0] = 1.0f;
+    return out;
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("bwd", &bwd); }
+"""
+
+
+def test_each_extension_binds_its_own_function_of_a_shared_name(tmp_path: Path) -> None:
+    """`_ops.cpp` and `_ops_cuda.cu` each bind their own `bwd` (fast-transformers' CPU and CUDA
+    extensions): the CPU binding is read from its own file, not the CUDA one's write into its
+    second parameter; and how many arguments each takes is known, so a call that passes two
+    is not judged by the four-parameter CUDA one."""
+    (tmp_path / "_ops.cpp").write_text(CPU_BINDING)
+    (tmp_path / "_ops_cuda.cu").write_text(CUDA_BINDING)
+    index = index_for(str(tmp_path))
+    found = index.evidence("mypkg._ops", "bwd", 1)
+    assert found is not None and found.writes == "" and found.how == STRIDED
+    assert index.arities("mypkg._ops", "bwd") == {2}
+    assert index.arities("mypkg._ops_cuda", "bwd") == {4}
+
+
+def test_an_extension_declared_through_an_alias_is_declared(tmp_path: Path) -> None:
+    """detectron2's setup.py picks the class first (`extension = CppExtension`, then
+    `CUDAExtension` when CUDA is there) and declares `extension("detectron2._C", ...)`."""
+    from autogradlint.native.index import declared_extensions
+
+    (tmp_path / "setup.py").write_text(
+        "from torch.utils.cpp_extension import CppExtension, CUDAExtension\n"
+        "extension = CppExtension\n"
+        "if cuda:\n"
+        "    extension = CUDAExtension\n"
+        'ext_modules = [extension("detectron2._C", sources)]\n'
+    )
+    assert declared_extensions(str(tmp_path)) == {"detectron2._C"}

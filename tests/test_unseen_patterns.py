@@ -126,7 +126,8 @@ def test_a_method_is_not_followed_through_a_module_a_kernel_or_ctx_itself() -> N
         code = METHOD_HELPER.replace("ctx.recomputer.grad_of(x, g)", call).replace(
             "from torch import nn\n", "from torch import nn\nfrom . import utils\n"
         )
-        assert _found(code) == [], call
+        # (family B warns that `utils`, which nothing here holds, cannot be read: not A's say)
+        assert [f for f in _found(code) if f[0].startswith("AGL1")] == [], call
 
 
 def test_a_staticmethod_called_on_an_object_binds_no_receiver() -> None:

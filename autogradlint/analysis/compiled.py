@@ -13,6 +13,7 @@ from ..native.scan import CHECKED, RAW, SAFE
 from ..settings import Settings
 from .facts import FileFacts
 from .names import dotted
+from .reading import UNREAD_SOURCE, Unreadable
 
 # torch's own operator namespaces: they go through ATen, which honours strides.
 DISPATCHER_NAMESPACES = frozenset({"aten", "prims", "prim", "higher_order", "_c10d_functional"})
@@ -187,12 +188,8 @@ def _told(found: Evidence | None, name: str) -> ReadEvidence:
 
 def describe(found: Evidence | None, name: str) -> ReadEvidence:
     if found is None:
-        return ReadEvidence(
-            False,
-            None,
-            f"The C++ behind `{name}` is not among the project's sources (point "
-            "`native-sources` at it), so how it reads the gradient is not known.",
-        )
+        # Compiled code without its source: unknown, never clean, and never proven wrong either.
+        return ReadEvidence(False, "warning", Unreadable(name, UNREAD_SOURCE, True).text)
     entry = " -> ".join(f"`{step}`" for step in found.chain)
     if found.how in SAFE:
         return ReadEvidence(True, None, "")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import textwrap
 import warnings
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
@@ -22,6 +23,7 @@ from ..text.marks import holds_graph_call
 from ..text.outline import module_imports
 from ..text.statements import chunk_starts
 from .compiled import DISPATCHER_NAMESPACES, named_extension
+from .reading import imported_code
 from .triton_writes import base_only_params, written_params
 
 _MAX_BYTES = 2_000_000  # a helper file larger than this is not read (its calls stay unknown)
@@ -70,6 +72,7 @@ class _State:
     guarded: bool
     direct: bool
     copied: bool = False  # a private copy (`.clone()`): a kernel may write into it
+    pointer: bool = False  # a raw pointer into it (`.data_ptr()`)
 
 
 # What a top-level statement defines, from its first line(s): `def f`, `class C`, `x = ...`.
@@ -116,6 +119,18 @@ class _File:
                 if match is not None:
                     name = match.group(1) or match.group(2)
                     self._chunks.setdefault(name, []).append((start, bounds[index + 1]))
+                elif self.text.startswith("@", start):
+                    # a decorator written over several lines (`@custom_op(\n "ns::op", ...)`)
+                    end = bounds[index + 1]
+                    header = _DECORATED.search(self.text, start, end)
+                    if header is not None:
+                        self._chunks.setdefault(header.group(1), []).append((start, end))
+                elif _GUARDED.match(self.text, start):
+                    # `try: from ._C import f` / `except ImportError: def f(...)`, `if
+                    # HAS_CUDA: def f(...)`: a definition at module level all the same
+                    end = bounds[index + 1]
+                    for name in dict.fromkeys(_guarded_names(self.text[start:end])):
+                        self._chunks.setdefault(name, []).append((start, end))
         return self._chunks
 
     def top(self, name: str) -> list[ast.stmt]:
@@ -129,7 +144,7 @@ class _File:
                 lines_before = "\n" * self.text.count("\n", 0, start)
                 chunk = parse_quietly(lines_before + self.text[start:end])
                 if chunk is not None:
-                    found += [s for s in chunk.body if name in _defined(s)]
+                    found += [s for s in _flattened(chunk.body) if name in _defined(s)]
             self._defines[name] = found
         return self._defines[name]
 
@@ -172,6 +187,35 @@ class PythonFiles:
         return self.get(path).bindings
 
 
+# The `def`/`class` line a top-level decorated statement ends its decorators with.
+_DECORATED = re.compile(r"^(?:async\s+)?(?:def|class)\s+(\w+)", re.MULTILINE)
+# A top-level `if`/`try` statement, whose branches may define module-level names.
+_GUARDED = re.compile(r"(?:if\b|try\s*:)")
+
+
+def _guarded_names(chunk: str) -> list[str]:
+    """The names the branches of a top-level `if`/`try` statement define (nested defs and
+    classes' bodies left out)."""
+    tree = parse_quietly(textwrap.dedent(chunk))
+    if tree is None:
+        return []
+    return [name for stmt in _flattened(tree.body) for name in _defined(stmt)]
+
+
+def _flattened(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements of `body`, with those of its `if`/`try` branches in their place."""
+    out: list[ast.stmt] = []
+    for stmt in body:
+        if isinstance(stmt, ast.If):
+            out += _flattened(stmt.body) + _flattened(stmt.orelse)
+        elif isinstance(stmt, ast.Try):
+            branches = [stmt.body, *(h.body for h in stmt.handlers), stmt.orelse, stmt.finalbody]
+            out += [s for branch in branches for s in _flattened(branch)]
+        else:
+            out.append(stmt)
+    return out
+
+
 def _defined(stmt: ast.stmt) -> list[str]:
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return [stmt.name]
@@ -195,9 +239,12 @@ class Summaries:
         self.consulted: set[str] = set()  # other files a summary was read from
 
     # --- finding the function a call runs -----------------------------------------------------
-    def function(self, written: str, path: str | None = None) -> tuple[str, ast.FunctionDef] | None:
+    def function(
+        self, written: str, path: str | None = None, hops: int = 0
+    ) -> tuple[str, ast.FunctionDef] | None:
         """The project function `written` (a call's callee text in file `path`) names: a
-        module-level function of that file or one it imports, or a static method."""
+        module-level function of that file or one it imports (through a package's re-export,
+        `from .decorators import input_guard` in `pkg/utils/__init__.py`), or a static method."""
         path = path or self.path
         head, _, rest = written.partition(".")
         defined = self.files.top(path, head)
@@ -226,6 +273,8 @@ class Summaries:
             return None
         function = _last_function(self.files.top(found, name), name)
         if function is None:
+            if hops < 3 and self.files.bindings(found).is_imported(name):
+                return self.function(name, found, hops + 1)  # re-exported from elsewhere
             return None
         if found != self.path:
             self.consulted.add(found)
@@ -364,22 +413,15 @@ class Summaries:
         if callee is not None:
             head = (ast_dotted(call.func) or "").split(".", 1)[0]
             loaded = head in values or not self.files.bindings(path).is_imported(head)
-            return [
-                Reach(
-                    s.param,
-                    callee,
-                    slot,
-                    kw,
-                    s.guarded,
-                    s.direct,
-                    path,
-                    (f"{name}()",),
-                    loaded,
-                    copied=s.copied,
-                )
-                for s, slot, kw in passed
-            ]
+            return _reaches(passed, callee, path, name, loaded=loaded)
         written = ast_dotted(call.func)
+        unread = self._unread(path, written) if written is not None else None
+        if unread is not None:
+            # Only a raw pointer proves that unread code reads the memory itself: a tensor
+            # handed to an uninstalled package may well go through torch (or be made
+            # contiguous) there.
+            pointers = [p for p in passed if p[0].pointer]
+            return _reaches(pointers, unread, path, name, kind="unknown")
         if written is None or depth + 1 >= HELPER_DEPTH:
             return []
         found = self.function(written, path)
@@ -405,6 +447,18 @@ class Summaries:
                     )
         return deeper
 
+    def _unread(self, path: str, written: str) -> str | None:
+        """The resolved name of an imported callee that neither the project nor `sys.path`
+        holds (`tv.from_blob` of a package not installed): code nothing can read, which a
+        gradient (or a raw pointer into it) must not reach unguarded. None otherwise."""
+        bindings = self.files.bindings(path)
+        head = written.split(".", 1)[0]
+        if not bindings.is_imported(head):
+            return None
+        resolved = bindings.resolve_dotted(written)
+        found = imported_code(resolved, path, self.native_for(path))
+        return resolved.lstrip(".") if found is None else None
+
     # --- what is compiled ---------------------------------------------------------------------
     def compiled(self, path: str, call: ast.Call, values: dict[str, ast.expr]) -> str | None:
         """The resolved name of a call into compiled code made in file `path`, else None."""
@@ -425,7 +479,7 @@ class Summaries:
             return name
         module = name.rsplit(".", 1)[0]
         if not bindings.is_imported(head):
-            bound = _last_value(self.files.top(path, head))
+            bound = last_value(self.files.top(path, head))
             return name if bound is not None and self._loads_module(path, bound) else None
         native = self.native_for(path)
         if native.is_python(module):
@@ -444,9 +498,13 @@ class Summaries:
                 return False
         return self._loads_module(self.path, value)
 
+    def loads_in(self, path: str, value: ast.expr) -> bool:
+        """Whether an expression of file `path` loads an extension (see `_loads_module`)."""
+        return self._loads_module(path, value)
+
     def loads_module(self, name: str) -> bool:
         """Whether a module-level name of the linted file is bound to a loaded extension."""
-        value = _last_value(self.files.top(self.path, name))
+        value = last_value(self.files.top(self.path, name))
         return value is not None and self._loads_module(self.path, value)
 
     def _triton_launch(self, path: str, call: ast.Call) -> str | None:
@@ -539,6 +597,35 @@ class Summaries:
 
 
 # --- small ast helpers -----------------------------------------------------------------------
+def _reaches(
+    passed: list[tuple[_State, int | None, str | None]],
+    callee: str,
+    path: str,
+    name: str,
+    *,
+    loaded: bool = False,
+    kind: str = "extension",
+) -> list[Reach]:
+    """The reaches of the parameters `passed` (state, slot, keyword) into `callee`, called in
+    function `name` of file `path`."""
+    return [
+        Reach(
+            s.param,
+            callee,
+            slot,
+            kw,
+            s.guarded,
+            s.direct,
+            path,
+            (f"{name}()",),
+            loaded,
+            kind=kind,
+            copied=s.copied,
+        )
+        for s, slot, kw in passed
+    ]
+
+
 def _stride_owners(call: ast.Call) -> set[str]:
     """Names whose `.stride(...)` / `.stride()` a launch is given."""
     owners: set[str] = set()
@@ -576,6 +663,9 @@ def _state_of(expr: ast.expr, states: dict[str, _State]) -> _State | None:
                 for k in expr.keywords
             )
             return _State(inner.param, inner.guarded or dense, inner.direct, True)
+        if method == "data_ptr":
+            # a raw pointer into it: whoever reads through it reads the tensor's memory
+            return _State(inner.param, inner.guarded, False, inner.copied, pointer=True)
         if method in _ALIASING or method in _PERMUTING:
             guarded = inner.guarded and method in _ALIASING
             return _State(inner.param, guarded, False, inner.copied)
@@ -614,7 +704,8 @@ def _last_function(statements: list[ast.stmt], name: str) -> ast.FunctionDef | N
     return found
 
 
-def _last_value(statements: list[ast.stmt]) -> ast.expr | None:
+def last_value(statements: list[ast.stmt]) -> ast.expr | None:
+    """The value the last of `statements` that assigns one name gives it."""
     found = None
     for stmt in statements:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 import builtins
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 
 import libcst as cst
@@ -20,13 +20,17 @@ from ..analysis.compiled import (
     member_evidence,
     read_evidence,
 )
-from ..analysis.flow import CallSite, MethodFlow
+from ..analysis.flow import CallSite, Definition, MethodFlow
 from ..analysis.names import dotted
+from ..analysis.reading import COMPILED, PYTHON, TORCH, Unreadable, imported_code, unreadable_import
 from ..analysis.source_text import code_of
-from ..analysis.summaries import Reach
+from ..analysis.summaries import Reach, last_value
+from ..analysis.torch_api import CONTAINER_METHODS, CTX_METHODS, TENSOR_METHODS
 from ..analysis.walk import FastVisitor
 from ..edits import Edits, Fix
+from ..native.modules import module_file
 from ..preconditions import Unproven, verdict
+from ..text.ast_walk import ast_dotted
 from ..text.ast_walk import walk as walk_ast
 from .base import Check
 from .common import BackwardOf, backward_methods, keyword, positional, source_of
@@ -36,15 +40,21 @@ from .gradient_copy import copy_gradient_first
 ALIASING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data"})
 
 
+_DYNAMIC_IMPORTS = frozenset({"importlib.import_module", "__import__"})
+_DYNAMIC = "comes from a dynamic import (`importlib.import_module`)"
+
 # `len(g)`, `max(...)`: never a project function (the file is not scanned for its definitions)
 _BUILTINS = frozenset(dir(builtins))
 
 
-def makes_arguments_contiguous(decorator: ast.FunctionDef) -> bool:
+def makes_arguments_contiguous(
+    decorator: ast.FunctionDef, helper_makes_contiguous: Callable[[str], bool] = lambda _: False
+) -> bool:
     """Whether a decorator's wrapper makes the arguments contiguous before calling what it
-    wraps: a nested def that calls `.contiguous()` and then the decorator's parameter (the
-    function), passing on what it built (`fn(ctx, *args, **kwargs)` after `args = [a.contiguous()
-    ... for a in args]`)."""
+    wraps: a nested def that calls `.contiguous()`, itself or through a helper of the
+    decorator's file (`helper_makes_contiguous`: fla's `_contiguous_if_needed`), and then the
+    decorator's parameter (the function), passing on what it built (`fn(ctx, *args, **kwargs)`
+    after `args = [a.contiguous() ... for a in args]`)."""
     params = [a.arg for a in (*decorator.args.posonlyargs, *decorator.args.args)]
     if not params:
         return False
@@ -54,7 +64,9 @@ def makes_arguments_contiguous(decorator: ast.FunctionDef) -> bool:
             continue
         calls = [n for n in walk_ast(inner) if isinstance(n, ast.Call)]
         contiguous = any(
-            isinstance(c.func, ast.Attribute) and c.func.attr == "contiguous" for c in calls
+            (isinstance(c.func, ast.Attribute) and c.func.attr == "contiguous")
+            or (isinstance(c.func, ast.Name) and helper_makes_contiguous(c.func.id))
+            for c in calls
         )
         forwards = any(isinstance(c.func, ast.Name) and c.func.id == wrapped for c in calls)
         if contiguous and forwards:
@@ -121,17 +133,28 @@ class CompiledGradients(Check):
         self.method = method
         self.info = info
         self._none_why: dict[int, str | None] = {}  # per method: why a gradient may be None
+        self._nested = _nested_defs(method)
+        self._methods: frozenset[str] | None = None
         for site in flow.calls:
             callee = compiled_callee(site.node, facts, self.ctx.settings, self.ctx.native)
             if (
                 callee is None
-                and self._may_lead_somewhere(site.node, flow)
+                and not site.in_nested_def
                 and self._takes_gradient(site, flow, grads)
             ):
-                callee = compiled_by_evidence(site.node, facts, self.ctx.native)
-                callee = callee or self._loaded_module_call(site, flow)
+                if self._may_lead_somewhere(site.node, flow):
+                    callee = compiled_by_evidence(site.node, facts, self.ctx.native)
+                    callee = callee or self._loaded_module_call(site, flow)
                 if callee is None:
-                    self._through_helper(site, flow, grads, info.name)
+                    where = self._where(site, flow)
+                    if isinstance(where, Unreadable):
+                        self._unreadable(site, flow, grads, where, info.name)
+                    elif isinstance(where, tuple):
+                        self._check_call(site, where, flow, grads, info.name)
+                    elif isinstance(where, list):
+                        self._check_first(site, where, flow, grads, info.name)
+                    elif where == PYTHON:
+                        self._through_helper(site, flow, grads, info.name)
                     continue
             if callee is not None:
                 self._check_call(site, callee, flow, grads, info.name)
@@ -152,11 +175,40 @@ class CompiledGradients(Check):
                 return True
         return False
 
-    def _contiguous_wrapper(self, written: str) -> bool:
+    def _contiguous_wrapper(self, written: str, path: str | None = None, hops: int = 0) -> bool:
+        """Whether the decorator `written` (in file `path`) is shown, by its source, to make
+        the arguments contiguous: its own wrapper does, or it hands the function to one that
+        does (fla's `contiguous(fn)` is `return input_guard(fn)`)."""
         if not written or written in ("staticmethod", "classmethod"):
             return False
-        found = self.ctx.summaries.function(written)
-        return found is not None and makes_arguments_contiguous(found[1])
+        summaries = self.ctx.summaries
+        found = summaries.function(written, path)
+        if found is None:
+            return False
+        path = found[0]
+        body = found[1].body
+        params = [a.arg for a in (*found[1].args.posonlyargs, *found[1].args.args)]
+        last = body[-1] if body else None
+        if (
+            hops < 3
+            and isinstance(last, ast.Return)
+            and isinstance(last.value, ast.Call)
+            and [ast_dotted(a) for a in last.value.args] == params[:1]
+        ):
+            other = ast_dotted(last.value.func)  # `return input_guard(fn)`: an alias
+            if other is not None and self._contiguous_wrapper(other, path, hops + 1):
+                return True
+
+        def helper_makes_contiguous(name: str) -> bool:
+            helper = summaries.function(name, path)
+            return helper is not None and any(
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr == "contiguous"
+                for n in walk_ast(helper[1])
+            )
+
+        return makes_arguments_contiguous(found[1], helper_makes_contiguous)
 
     # --- one call deeper ---------------------------------------------------------------------
     def _through_helper(self, site: CallSite, flow: MethodFlow, grads: set[str], cls: str) -> None:
@@ -205,6 +257,20 @@ class CompiledGradients(Check):
         the way; else AGL201 when it reads it unguarded. Whether it reported."""
         via = " -> ".join(f"`{step}`" for step in reach.via)
         callee = reach.callee.lstrip(".")
+        if reach.kind == "unknown":
+            if state.read_safe or reach.guarded:
+                return False
+            unknown = unreadable_import(reach.callee, None)
+            assert unknown is not None
+            self._raw_read(
+                arg.value,
+                None,
+                "warning",
+                callee=callee,
+                cls=cls,
+                evidence=f"Through {via}: {unknown.text}",
+            )
+            return True
         if reach.kind == "triton":
             if state.read_safe or reach.guarded:
                 return False
@@ -325,6 +391,373 @@ class CompiledGradients(Check):
                 cls=cls,
                 evidence=f"`{written}` is `{helper}(...)`, a function of compiled "
                 f"`{module.lstrip('.')}`: {evidence.text}",
+            )
+
+    # --- where a callee's code lives (issue 31 §4: unknown is never clean) --------------------
+    def _where(
+        self, site: CallSite, flow: MethodFlow
+    ) -> str | Unreadable | tuple[str, str] | list[tuple[str, str]]:
+        """Where the code of a call that takes a gradient lives: TORCH or PYTHON (followed
+        elsewhere, or nothing to report), a compiled callee `(kind, name)` to judge by its C++,
+        or Unreadable (a warning names what could not be read)."""
+        func = site.node.func
+        module = self.ctx.facts.module
+        if isinstance(func, cst.Attribute) and self._typed_method(func, flow, site.order):
+            return TORCH
+        if isinstance(func, cst.Call):
+            return Unreadable(code_of(func, module), "is called on what a call returned")
+        if isinstance(func, cst.Subscript):
+            table = self._table(func.value, site, flow)
+            if table:
+                return table
+            held = dotted(func.value) or ""
+            if flow.params and held.startswith(f"{flow.params[0]}."):
+                stored = self._stored_on_ctx(held.split(".", 1)[1], site, 0)
+                if stored in (TORCH, PYTHON):
+                    return stored  # `ctx.factors[i](g)`: a container `apply` was handed
+            picked = code_of(func.value, module)
+            return Unreadable(code_of(func, module), f"is picked from `{picked}` at run time")
+        written = dotted(func)
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call):
+            # `torch.fx.Interpreter(bwd).run(g)`: a method of what torch or Python made
+            maker = dotted(func.value.func)
+            made_by = self._where_written(maker, site, flow, 1) if maker else None
+            if made_by in (TORCH, PYTHON):
+                return made_by
+        if written is None:
+            shown = code_of(func, module)
+            return Unreadable(shown, "is a method of a value the linter cannot type")
+        return self._where_written(written, site, flow, 0)
+
+    def _where_written(
+        self, written: str, site: CallSite, flow: MethodFlow, depth: int
+    ) -> str | Unreadable | tuple[str, str]:
+        """`_where` for a callee written as a dotted name (`ext.fn`, `ctx.fn`, `fn`)."""
+        head, _, rest = written.partition(".")
+        facts = self.ctx.facts
+        if head in self._nested or head in ("self", "cls"):
+            return PYTHON  # a function of backward's own, a method of its class
+        definition = flow.definition_before(head, site.order)
+        if definition is not None and depth < 8:
+            return self._where_local(written, definition, site, flow, depth)
+        if facts.imports.is_imported(head):
+            resolved = facts.imports.resolve_dotted(written)
+            found = imported_code(resolved, self.ctx.summaries.path, self.ctx.native)
+            if found == COMPILED:
+                return "extension", resolved
+            if found == PYTHON and "." in written:
+                held = self._imported_variable(resolved, written)
+                if held is not None:
+                    return held
+            unread = unreadable_import(resolved, found)
+            return unread if unread is not None else (found or PYTHON)
+        if head in facts.functions or head in facts.class_nodes:
+            return PYTHON
+        if self.ctx.summaries.files.own.defines(head):
+            return self._module_variable(written, site, flow, depth)
+        if head in _BUILTINS:
+            return PYTHON
+        return Unreadable(
+            written, f"names `{head}`, which nothing the linter can read defines or imports"
+        )
+
+    def _imported_variable(
+        self, resolved: str, written: str
+    ) -> Unreadable | tuple[str, str] | None:
+        """`from scale_ext import scale_ext; scale_ext.raw_scale(g)`: a module-level variable of
+        a project Python file, judged by its value there: a loaded extension (`load_inline`,
+        `load`, `importlib.import_module`, a project function that returns one) is compiled
+        code, read from its C++; `None`, set at run time, is unknown. None otherwise."""
+        summaries = self.ctx.summaries
+        native = self.ctx.native
+        parts = resolved.split(".")
+        for cut in range(len(parts) - 2, 0, -1):
+            path = module_file(summaries.path, ".".join(parts[:cut]), native.root)
+            if path is None:
+                continue
+            name = parts[cut]
+            statements = summaries.files.top(path, name)
+            if not statements or any(
+                isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                for s in statements
+            ):
+                return None
+            value = last_value(statements)
+            if value is None:
+                return None
+            if isinstance(value, ast.Constant) and value.value is None:
+                return Unreadable(written, f"is a method of `{name}`, set at run time")
+            if summaries.loads_in(path, value):
+                self.loaded.add(written.split(".", 1)[0])
+                return "extension", resolved
+            return None
+        return None
+
+    def _module_variable(
+        self, written: str, site: CallSite, flow: MethodFlow, depth: int
+    ) -> str | Unreadable | tuple[str, str]:
+        """A callee that is (a method of) a module-level name of this file: a function or class
+        (however defined) is Python; a variable is judged by the value it was given. `KERNEL =
+        None`, set under `global` at run time (colossalai's `MOE_KERNEL = MoeLoader().load()`),
+        is nothing the linter can read."""
+        head, _, rest = written.partition(".")
+        summaries = self.ctx.summaries
+        statements = summaries.files.top(summaries.path, head)
+        if any(
+            isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for s in statements
+        ):
+            return PYTHON
+        value = last_value(statements)
+        if isinstance(value, ast.Constant) and value.value is None:
+            return Unreadable(
+                written,
+                f"is a method of `{head}`, a module-level name set at run time"
+                if rest
+                else f"is `{head}`, a module-level name set at run time",
+            )
+        if isinstance(value, (ast.Name, ast.Attribute)) and depth < 8:
+            bound = ast_dotted(value)
+            if bound is not None and bound != head:
+                return self._where_written(
+                    bound + (f".{rest}" if rest else ""), site, flow, depth + 1
+                )
+        return PYTHON
+
+    def _where_local(
+        self, written: str, definition: Definition, site: CallSite, flow: MethodFlow, depth: int
+    ) -> str | Unreadable | tuple[str, str]:
+        """`_where` for a callee bound in backward itself (a parameter, `fn = ...`)."""
+        head, _, rest = written.partition(".")
+        if definition.kind == "param":
+            if head == flow.params[0] and rest in CTX_METHODS:
+                return TORCH
+            if head == flow.params[0] and rest and depth < 8:
+                stored = self._stored_on_ctx(rest, site, depth)
+                if stored is not None:
+                    return stored
+            held = "a value stored on ctx" if head == flow.params[0] else "a parameter"
+            return Unreadable(written, f"is {held}: the code it runs is not known here")
+        value = definition.expression
+        if isinstance(value, cst.Lambda):
+            return PYTHON
+        bound_to = (dotted(value) if value is not None else None) or ""
+        if rest and bound_to.endswith((".saved_tensors", ".saved_variables")):
+            # a saved tensor: a method torch's API lacks is a Python attribute set on it
+            return PYTHON
+        holder = value
+        while isinstance(holder, cst.Subscript):
+            holder = holder.value  # `for block in ctx.blocks[::-1]`, `f = ctx.fns[0]`
+        ctx_value = (dotted(holder) if holder is not None else None) or ""
+        if flow.params and ctx_value.startswith(f"{flow.params[0]}.") and depth < 8:
+            stored = self._stored_on_ctx(ctx_value.split(".", 1)[1], site, depth)
+            if stored in (TORCH, PYTHON):
+                return stored  # what `apply` was handed, or what Python or torch made
+        if rest and rest.rsplit(".", 1)[-1] in self._class_methods():
+            return PYTHON  # `block.backward_pass(...)`: the file's own classes define it
+        if isinstance(value, (cst.Name, cst.Attribute)) and definition.kind == "assign":
+            bound = dotted(value)
+            if bound is not None:
+                again = bound + (f".{rest}" if rest else "")
+                return self._where_written(
+                    again, replace(site, order=definition.order), flow, depth + 1
+                )
+        if isinstance(value, cst.Call):
+            made = self.ctx.facts.imports.resolve(value.func) or ""
+            if made in _DYNAMIC_IMPORTS:
+                return Unreadable(written, _DYNAMIC)
+            if not rest and self._member_helper(value):
+                return PYTHON  # `fn = get_fn("Name", x)`: `_through_member` judges it
+            maker = dotted(value.func)
+            if rest and maker is not None:
+                # `tsr = self.tree(...)`, `w = torch.empty(...)`: a method of what Python or
+                # torch made is Python or torch; of what compiled or unread code made, unknown.
+                at = replace(site, order=definition.order)
+                made_by = self._where_written(maker, at, flow, depth + 1)
+                if made_by in (TORCH, PYTHON):
+                    return made_by
+            shown = code_of(value, self.ctx.facts.module)
+            return Unreadable(
+                written, f"is what `{shown}` returned, which the linter cannot follow"
+            )
+        shown = code_of(value, self.ctx.facts.module) if value is not None else head
+        return Unreadable(written, f"is bound to `{shown}`, whose code the linter cannot follow")
+
+    def _table(
+        self, table: cst.BaseExpression, site: CallSite, flow: MethodFlow
+    ) -> list[tuple[str, str]] | Unreadable | str | None:
+        """`Cls.ops[device](g)`, `OPS[key](g)`: the functions a dict literal of this file (a
+        class attribute or a module-level name) holds. Compiled ones are judged each by its
+        C++; one the linter cannot read makes the call unknown; None when it is no such dict."""
+        written = dotted(table)
+        if written is None:
+            return None
+        owner, _, attr = written.rpartition(".")
+        names: list[str | None] | None = None
+        if owner in self.ctx.facts.class_nodes and "." not in owner:
+            found = _class_value(self.ctx.facts.class_nodes[owner], attr)
+            if isinstance(found, cst.Dict):
+                names = [
+                    dotted(e.value) if isinstance(e, cst.DictElement) else None
+                    for e in found.elements
+                ]
+        elif not owner and flow.definition_before(attr, site.order) is None:
+            # The file's top level, read whole: the slicer may have left the dict out.
+            summaries = self.ctx.summaries
+            value = last_value(summaries.files.top(summaries.path, attr))
+            if isinstance(value, ast.Dict):
+                names = [
+                    ast_dotted(v) if k is not None else None
+                    for k, v in zip(value.keys, value.values, strict=True)
+                ]
+        if not names or None in names:
+            return None
+        callees: list[tuple[str, str]] = []
+        for name in names:
+            assert name is not None
+            where = self._where_written(name, site, flow, 1)
+            if isinstance(where, Unreadable):
+                return where
+            if isinstance(where, tuple):
+                callees.append(where)
+        return callees or PYTHON  # every function it holds is torch's or Python
+
+    def _class_methods(self) -> frozenset[str]:
+        """The names of the methods the file's classes define."""
+        if self._methods is None:
+            self._methods = frozenset(
+                statement.name.value
+                for node in self.ctx.facts.class_nodes.values()
+                for statement in node.body.body
+                if isinstance(statement, cst.FunctionDef)
+            )
+        return self._methods
+
+    def _stored_on_ctx(
+        self, rest: str, site: CallSite, depth: int
+    ) -> str | Unreadable | tuple[str, str] | None:
+        """`ctx.attr...(g)`: what forward stored as `ctx.attr`, judged where forward made it
+        (`ctx.impl = ScanImpl(...)`: Python). A forward parameter stored as it came is what
+        the caller handed to `apply`: not followed (the Function's callers are not read), and
+        not flagged. None when this class's forward stores no such attribute."""
+        if self.info.node is None:
+            return None
+        contract = self.ctx.contract()
+        found = {c.name: c for c in contract.classes()}.get(self.info.name)
+        if found is None:
+            return None
+        attr, _, more = rest.partition(".")
+        stored = value = None
+        for method in ("forward", "setup_context"):
+            defined = contract.method(found, method)
+            flow = self.ctx.flow(defined) if defined is not None else None
+            if flow is not None and flow.params:
+                stored = flow.definition_before(f"{flow.params[0]}.{attr}", 1 << 30)
+                value = stored.expression if stored is not None else None
+                if stored is not None and value is not None:
+                    break
+        if stored is None or value is None or flow is None:
+            return None
+        at = replace(site, order=stored.order)
+        if isinstance(value, cst.Name):
+            given = flow.definition_before(value.value, stored.order)
+            if given is not None and given.kind == "unpack":
+                # `state, _ = inputs` in setup_context: still what `apply` was handed
+                source = given.expression
+                name = source.value if isinstance(source, cst.Name) else ""
+                given = flow.definition_before(name, given.order) if name else None
+            if given is not None and given.kind == "param":
+                return PYTHON
+        if isinstance(value, cst.Call):
+            if (self.ctx.facts.imports.resolve(value.func) or "") in _DYNAMIC_IMPORTS:
+                return Unreadable(f"ctx.{rest}", _DYNAMIC)
+            maker = dotted(value.func)
+            made_by = self._where_written(maker, at, flow, depth + 1) if maker else None
+            if made_by in (TORCH, PYTHON):
+                return made_by
+            return None
+        bound = dotted(value)
+        if bound is None:
+            return None
+        return self._where_written(bound + (f".{more}" if more else ""), at, flow, depth + 1)
+
+    def _typed_method(self, func: cst.Attribute, flow: MethodFlow, order: int) -> bool:
+        """`x.mm(g)`, `grads.append(g)`, `super().backward(...)`: a method of torch's own API
+        or of a Python container, on a receiver that is not a module the file imports."""
+        name = func.attr.value
+        receiver = func.value
+        if isinstance(receiver, cst.Call) and dotted(receiver.func) == "super":
+            return True
+        if name not in TENSOR_METHODS and name not in CONTAINER_METHODS:
+            return False
+        head = (dotted(receiver) or "").split(".", 1)[0]
+        if head and flow.definition_before(head, order) is None:
+            facts = self.ctx.facts
+            if facts.imports.is_imported(head) and facts.imports.resolve_dotted(head) != "torch":
+                return False  # `ext.backward(g)`: a function of a module, not a tensor method
+            if head not in facts.class_nodes and self.ctx.summaries.files.own.defines(head):
+                return False  # `softmax_ext.backward(g)`: a module-level name, not a tensor
+        return True
+
+    def _member_helper(self, value: cst.Call) -> bool:
+        helper = dotted(value.func)
+        found = self.ctx.summaries.function(helper) if helper is not None else None
+        summary = self.ctx.summaries.summary(*found) if found is not None else None
+        return summary is not None and summary.returns_member is not None
+
+    def _check_first(
+        self,
+        site: CallSite,
+        callees: list[tuple[str, str]],
+        flow: MethodFlow,
+        grads: set[str],
+        cls: str,
+    ) -> None:
+        """A call that runs one of several compiled functions (per device, per dtype): the
+        first that reads the gradient unsafely reports, once."""
+        before = len(self.ctx.violations)
+        given = len(site.node.args)
+        plain = all(a.keyword is None and not a.star for a in site.node.args)
+        for callee in callees:
+            index = self.ctx.native.index_for_callee(callee[1])
+            module, _, last = callee[1].rpartition(".")
+            takes = index.arities(module or None, last)
+            if plain and takes and given not in takes:
+                continue  # `{"cpu": f, "cuda": g}` where g takes other arguments: not this call
+            self._check_call(site, callee, flow, grads, cls)
+            if len(self.ctx.violations) > before:
+                return
+
+    def _unreadable(
+        self, site: CallSite, flow: MethodFlow, grads: set[str], where: Unreadable, cls: str
+    ) -> None:
+        """AGL201, a warning, at each unguarded gradient handed to code the linter cannot read."""
+        if any(fnmatchcase(where.callee, p) for p in self.ctx.settings.stride_safe):
+            return
+        # What the Python call names decides a write, as for compiled code whose C++ is not
+        # read (AGL202): an `_`-suffixed name (`ext.scale_(g)`), or one `writing-extensions`
+        # lists. A result thrown away proves nothing here: unread code may be a launcher
+        # (`ct.launch(stream, grid, kernel, (dy, dx))`) that writes only its outputs.
+        last = where.callee.rsplit(".", 1)[-1]
+        writes = self._listed_writer(where.callee) or (
+            last.endswith("_") and not last.endswith("__")
+        )
+        for arg in site.node.args:
+            state = self._state(arg.value, flow, grads, site.order)
+            if state is None:
+                continue
+            if writes and not state.write_safe:
+                self._write(arg.value, state, flow, where.callee, cls, where.text)
+                continue
+            if state.read_safe:
+                continue
+            unproven = self._write_unproven(False, where.callee, where.callee)
+            self._raw_read(
+                arg.value,
+                self._contiguous_fix(arg, flow, unproven),
+                "warning",
+                callee=where.callee,
+                cls=cls,
+                evidence=where.text,
             )
 
     def _may_lead_somewhere(self, call: cst.Call, flow: MethodFlow) -> bool:
@@ -751,6 +1184,37 @@ def _evaluated_freely(value: cst.BaseExpression) -> bool:
             for element in value.slice
         )
     return False
+
+
+def _class_value(node: cst.ClassDef, name: str) -> cst.BaseExpression | None:
+    """The value a class body last assigns to `name` (`ops = {...}`)."""
+    return _assigned(node.body.body, name)
+
+
+def _assigned(body: Sequence[cst.CSTNode], name: str) -> cst.BaseExpression | None:
+    found: cst.BaseExpression | None = None
+    for statement in body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Assign) and any(
+                isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets
+            ):
+                found = small.value
+    return found
+
+
+def _nested_defs(method: cst.FunctionDef) -> frozenset[str]:
+    """The names of the functions backward defines in its own body."""
+    found: set[str] = set()
+
+    class _Defs(FastVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            if node is not method:
+                found.add(node.name.value)
+
+    _Defs().walk(method.body)
+    return frozenset(found)
 
 
 def _ctx_handed_on(method: cst.FunctionDef, functions: dict[str, cst.FunctionDef]) -> str | None:

@@ -127,6 +127,21 @@ class NativeIndex:
             candidates = named or candidates
         return self._worst(candidates, position, keyword)
 
+    def arities(self, module: str | None, name: str) -> set[int]:
+        """How many parameters the C++ functions bound as `module.name` take (every overload;
+        empty when none is found). A file named like the module is the one meant, as in
+        `evidence`."""
+        last = module.rsplit(".", 1)[-1] if module else None
+        found = [
+            (function, path)
+            for binding, bound_in in self.bindings.get(name, ())
+            if binding.kind == "pybind" and binding.target
+            for function, path in self.functions(binding.target)
+            if path == bound_in
+        ]
+        named = [(f, p) for f, p in found if last is not None and last in _stems(p)]
+        return {len(f.params) for f, _ in named or found}
+
     def op_evidence(self, namespace: str, op: str, position: int | None) -> Evidence | None:
         """How every implementation of the `torch.ops.<namespace>.<op>` reads an argument."""
         candidates = [
@@ -147,7 +162,7 @@ class NativeIndex:
             if not binding.target:  # a lambda or a schema only: the text does not say
                 found.append(Evidence(UNKNOWN, where, (binding.name,), may_write=where))
                 continue
-            found.append(self._read(binding.target, position, keyword, 0, frozenset(), where))
+            found.append(self._read(binding.target, position, keyword, 0, frozenset(), where, path))
         return merge(found)
 
     def _read(
@@ -158,10 +173,15 @@ class NativeIndex:
         depth: int,
         seen: frozenset[str],
         passed: str,
+        bound_in: str = "",
     ) -> Evidence:
         """The worst evidence over every definition of `function` (overloads, CPU and CUDA);
-        `passed`: where the tensor is handed to it."""
+        `passed`: where the tensor is handed to it. A function the binding's own file
+        (`bound_in`) defines is the one bound: another extension's function of the same name
+        (`foo_cpu.cpp` and `foo_cuda.cu` each binding their own `foo`) is not it."""
         definitions = self.functions(function)
+        own = [(d, p) for d, p in definitions if p == bound_in]
+        definitions = own or definitions
         if not definitions or depth > _FOLLOW or function in seen:
             return Evidence(UNKNOWN, "", (function,), may_write=passed)
         results = [
@@ -394,6 +414,12 @@ _DECLARED = re.compile(
 )
 
 
+_ALIASED = re.compile(
+    r"""^\s*(\w+)\s*=\s*(?:\w+\.)*(?:CUDAExtension|CppExtension|Pybind11Extension|SYCLExtension)\b""",
+    re.MULTILINE,
+)
+
+
 @functools.lru_cache(maxsize=8)
 def declared_extensions(root: str) -> frozenset[str]:
     """Extension module names the build declares: `CUDAExtension("pkg._C", ...)` and friends
@@ -406,4 +432,8 @@ def declared_extensions(root: str) -> frozenset[str]:
         except OSError:
             continue
         names.update(_DECLARED.findall(text))
+        # `extension = CUDAExtension if cuda else CppExtension`, then `extension("pkg._C", ...)`
+        for alias in set(_ALIASED.findall(text)):
+            call = re.compile(rf"""\b{alias}\s*\(\s*(?:name\s*=\s*)?["']([\w.]+)["']""")
+            names.update(call.findall(text))
     return frozenset(names)

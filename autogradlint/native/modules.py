@@ -3,6 +3,7 @@ binary beside it, a build declaration, a pybind11 module name) or Python source.
 
 from __future__ import annotations
 
+import functools
 import os
 
 from .index import NativeIndex, declared_extensions, index_for, native_root, stamp_for
@@ -119,6 +120,19 @@ def module_file(importer: str, module: str, root: str) -> str | None:
             bases.append(os.path.dirname(root))
         if importer:
             bases.append(os.path.dirname(importer))
+            # A package's own absolute imports (`from fla.utils import ...` in
+            # `vendored/fla/ops/x.py`) start at the folder that holds the package of that name
+            # the importer lives in, which the native root need not be. Only its own: other
+            # packages beside it are not the project.
+            directory = os.path.dirname(importer)
+            for _ in range(8):
+                parent = os.path.dirname(directory)
+                if parent == directory:
+                    break
+                if os.path.basename(directory) == parts[0]:
+                    bases.append(parent)
+                    break
+                directory = parent
     for base in bases:
         stem = os.path.join(base, *parts)
         for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
@@ -165,3 +179,51 @@ def _listing(directory: str) -> frozenset[str]:
         return frozenset(os.listdir(directory))
     except OSError:
         return frozenset()
+
+
+PYTHON = "python"
+COMPILED = "compiled"
+
+
+def installed(module: str) -> str | None:
+    """What the interpreter's `sys.path` holds for an absolute `module`, found without importing
+    anything: `python` (a `.py` module or a package of them), `compiled` (an extension module
+    file, `.so`/`.pyd`), or None when nothing there has that name. The standard library and the
+    interpreter's built-in modules count as Python: they never read a tensor's memory."""
+    import sys
+
+    if not module or module.startswith("."):
+        return None
+    top = module.split(".", 1)[0]
+    if top in sys.stdlib_module_names or top in sys.builtin_module_names:
+        return PYTHON
+    return _installed(module, tuple(p for p in sys.path if p and os.path.isdir(p)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _installed(module: str, path: tuple[str, ...]) -> str | None:
+    """`installed` for one `sys.path`; the longest importable prefix of `module` decides (the
+    rest are attributes of it: `pkg.mod.fn` is a function of `pkg.mod`)."""
+    from importlib.machinery import EXTENSION_SUFFIXES
+
+    parts = module.split(".")
+    found: str | None = None
+    for base in path:
+        directory = base
+        for depth, part in enumerate(parts):
+            entries = _listing(directory)
+            if f"{part}.py" in entries:
+                found = PYTHON
+                break
+            if any(f"{part}{suffix}" in entries for suffix in (*EXTENSION_SUFFIXES, ".pyd")):
+                found = COMPILED
+                break
+            if part not in entries or not os.path.isdir(os.path.join(directory, part)):
+                break
+            directory = os.path.join(directory, part)
+            found = PYTHON  # a package (or a namespace folder) of Python modules
+            if depth == len(parts) - 1:
+                break
+        if found is not None:
+            return found
+    return None

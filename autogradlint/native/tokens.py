@@ -152,6 +152,13 @@ class Tokens:
                 if token in _OPENERS and self.match[at] > at:
                     at = self.match[at] + 1
                     continue
+                if token == "<" and self.is_name(at - 1):
+                    # `g.packed_accessor32<scalar_t, 2, torch::RestrictPtrTraits>()`: the
+                    # commas of a template's arguments separate no call arguments
+                    end = self.template_end(at)
+                    if 0 < end < close and self.at(end) in ("(", "::", "{"):
+                        at = end
+                        continue
                 if token == ",":
                     found.append(at + 1)
                 at += 1
