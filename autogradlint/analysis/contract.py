@@ -12,6 +12,7 @@ from .aliasing import ALIASING_METHODS
 from .facts import ClassInfo, FileFacts
 from .flow import CallSite, MethodFlow
 from .names import dotted
+from .tensor_api import is_tensor_attribute
 
 CONTRACT_METHODS = ("forward", "backward", "setup_context", "jvp", "vmap")
 # Views and no-op conversions (`contiguous` included: it returns self when already contiguous).
@@ -150,18 +151,39 @@ def returned_names(flow: MethodFlow) -> set[str]:
     return names
 
 
+# Evidence a tensor shares with common non-tensors: a config or a module has `dtype` and
+# `device`, `to()`, `cuda()`, `float()`; a `torch.Size` has `numel()`; a process group has
+# `size()`. It counts only when nothing else read of the value is foreign to a tensor.
+WEAK_EVIDENCE = frozenset(
+    {"dtype", "device", "shape", "to", "cuda", "cpu", "float", "half", "numel", "is_cuda"}
+)
+
+
 def tensor_inputs(inputs: list[cst.Param], flow: MethodFlow) -> set[str]:
-    """Inputs that are tensors: by annotation, or by how forward uses them."""
-    evidence = {
-        node.value.value
-        for node in flow.attribute_reads
-        if isinstance(node.value, cst.Name) and node.attr.value in TENSOR_EVIDENCE
-    }
+    """Inputs that are tensors: by annotation, or by how forward uses them: a tensor method
+    (`x.view(...)`, `x.size(0)`), `save_for_backward(x)`, or metadata (`x.dtype`) when
+    nothing else forward reads of it is foreign to a tensor (`cfg.block_size`). An input
+    forward calls (`provider(lo, hi)`) is never one; `.size()` without an argument is no
+    evidence (a process group's `group.size()` is its world size)."""
+    reads: dict[str, set[str]] = {}
+    for node in flow.attribute_reads:
+        if isinstance(node.value, cst.Name):
+            reads.setdefault(node.value.value, set()).add(node.attr.value)
+    strong: set[str] = set()
     for site in flow.calls:
-        if (dotted(site.node.func) or "").endswith("save_for_backward"):
+        func = site.node.func
+        if (dotted(func) or "").endswith("save_for_backward"):
             for arg in site.node.args:
                 if isinstance(arg.value, cst.Name):
-                    evidence.add(arg.value.value)
+                    strong.add(arg.value.value)
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "size"
+            and isinstance(func.value, cst.Name)
+            and site.node.args
+        ):
+            strong.add(func.value.value)  # `x.size(0)`: a tensor's dimension
+    called = plain_inputs(flow)
     out: set[str] = set()
     for param in inputs:
         name = param.name.value
@@ -170,9 +192,64 @@ def tensor_inputs(inputs: list[cst.Param], flow: MethodFlow) -> set[str]:
             if is_tensor_annotation(annotation.annotation):
                 out.add(name)
             continue
-        if name in evidence:
+        if name in called:
+            continue
+        attrs = reads.get(name, set())
+        if name in strong or attrs & (TENSOR_EVIDENCE - WEAK_EVIDENCE - {"size"}):
+            out.add(name)
+        elif attrs & WEAK_EVIDENCE and all(is_tensor_attribute(a) for a in attrs):
             out.add(name)
     return out
+
+
+def shape_varargs(flow: MethodFlow) -> bool:
+    """Whether forward's `*args` holds sizes: unpacked into a method or factory that takes
+    a shape (`x.view(*sizes)`, `torch.zeros(*shape)`)."""
+    if flow.vararg is None:
+        return False
+    for site in flow.calls:
+        func = site.node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else dotted(func) or ""
+        if name.rsplit(".", 1)[-1] not in _SHAPE_TAKERS:
+            continue
+        if any(
+            arg.star == "*" and isinstance(arg.value, cst.Name) and arg.value.value == flow.vararg
+            for arg in site.node.args
+        ):
+            return True
+    return False
+
+
+_SHAPE_TAKERS = frozenset(
+    {
+        "view",
+        "reshape",
+        "expand",
+        "repeat",
+        "permute",
+        "new_zeros",
+        "new_empty",
+        "new_ones",
+        "new_full",
+        "zeros",
+        "ones",
+        "empty",
+        "full",
+        "rand",
+        "randn",
+        "randint",
+        "Size",
+    }
+)
+
+
+def plain_inputs(flow: MethodFlow) -> set[str]:
+    """Parameters the method calls (`provider(lo, hi)`): a tensor is not callable."""
+    return {
+        site.node.func.value
+        for site in flow.calls
+        if isinstance(site.node.func, cst.Name) and site.node.func.value in flow.params
+    }
 
 
 _UNIONS = frozenset({"Optional", "Union"})
@@ -284,7 +361,7 @@ class ContractView:
         star = forward.params.star_arg
         vararg = star.name.value if isinstance(star, cst.Param) else None
         tensors = tensor_inputs(inputs, flow)
-        if vararg:
+        if vararg and not shape_varargs(flow):
             tensors.add(vararg)
         return ForwardInputs(flow, ctx_name, inputs, vararg, tensors)
 

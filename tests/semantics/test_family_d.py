@@ -166,6 +166,57 @@ def test_saved_tensor_hooks_never_see_a_tensor_kept_on_ctx() -> None:
         assert len(packed) == 1
 
 
+def tiled(keep: bool) -> type[Function]:
+    """The tiled-MLP pattern: backward recomputes `fn` and differentiates it with respect to
+    the module's parameters, passed in (`keep`: also kept on ctx, read for their length and as
+    `inputs=`) or looked up on the module in backward."""
+
+    class Tiled(Function):
+        @staticmethod
+        def forward(ctx, fn, x, *params):
+            ctx.fn = fn
+            ctx.save_for_backward(x)
+            if keep:
+                ctx.params = params
+            with torch.no_grad():
+                return fn(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            params = ctx.params if keep else tuple(ctx.fn.parameters())
+            assert len(params) == 2
+            xd = x.detach().requires_grad_()
+            with torch.enable_grad():
+                y = ctx.fn(xd)
+            return (None, *torch.autograd.grad(y, (xd, *params), g))
+
+    return Tiled
+
+
+@rows("D3.3")
+def test_a_tensor_on_ctx_read_only_for_its_identity_adds_no_hazard() -> None:
+    grads = {}
+    for keep in (True, False):
+        torch.manual_seed(0)
+        fn = torch.nn.Linear(3, 2).double()
+        x = torch.rand(4, 3, dtype=torch.float64, requires_grad=True)
+        out = tiled(keep).apply(fn, x, *fn.parameters())
+        with torch.no_grad():
+            fn.weight.mul_(10)  # changed in place between forward and backward
+        out.sum().backward()
+        grads[keep] = (x.grad.clone(), fn.weight.grad.clone())
+    # Kept on ctx or not, backward computes the same: the recomputation reads the module's
+    # parameter, and the attribute contributes only which tensors to differentiate.
+    assert all(torch.equal(a, b) for a, b in zip(grads[True], grads[False], strict=True))
+
+
+def test_tensor_api_txt_lists_what_a_tensor_has() -> None:
+    from .tensor_api import listed_names, live_names
+
+    assert listed_names() == live_names()  # regenerate: python -m tests.semantics.tensor_api
+
+
 @rows("D4.1", "D4.2", "D4.3")
 def test_save_for_backward_takes_tensors_once() -> None:
     class SaveInt(Function):

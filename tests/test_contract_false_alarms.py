@@ -1,0 +1,242 @@
+"""The contract rules stay quiet on code torch runs correctly (issue 31, section 3): each test is
+the code a rule used to flag, no finding, and the true bug beside it, still found."""
+
+from __future__ import annotations
+
+from autogradlint.engine import lint_source
+
+
+def _found(code: str, rule: str | None = None) -> list[tuple[str, int]]:
+    result = lint_source(code, "example.py")
+    assert result.error is None
+    return [(f.rule_id, f.line) for f in result.findings if rule is None or f.rule_id == rule]
+
+
+# --- AGL403 fires only on values that can be tensors -----------------------------------------
+
+NARROWED_INT = """\
+import torch
+
+
+class Rotary(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, cos, offsets):
+        if isinstance(offsets, int):
+            ctx.save_for_backward(cos)
+            ctx.offsets = offsets  # an int: save_for_backward cannot take it
+        else:
+            ctx.save_for_backward(cos, offsets)
+            ctx.offsets = None
+        ctx.cos_kept = cos  # the tensor input itself: still found
+        return x * cos + offsets.sum()
+
+    @staticmethod
+    def backward(ctx, g):
+        offsets = ctx.offsets
+        if offsets is None:
+            cos, offsets = ctx.saved_tensors
+        return g * ctx.cos_kept, None, None
+"""
+
+
+def test_a_value_an_isinstance_test_proves_an_int_is_not_a_tensor() -> None:
+    assert _found(NARROWED_INT) == [("AGL403", 13)]
+
+
+GROUPS_AND_PROVIDERS = """\
+import torch
+import torch.distributed as dist
+
+
+class AllToAll(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, group, x, provider, cfg):
+        ctx.group = group  # a process group: group.size() is its world size
+        ctx.provider = provider  # called below: no tensor is callable
+        ctx.cfg = cfg  # a config: cfg.dtype, but cfg.block_size is no tensor's
+        ctx.x = x  # the tensor input: still found
+        world = group.size()
+        w = provider(0, world)
+        return x.view(-1).to(cfg.dtype)[: cfg.block_size] * w
+
+    @staticmethod
+    def backward(ctx, g):
+        dist.all_reduce(g, group=ctx.group)
+        return None, g * ctx.x * ctx.provider(0, 1), None, ctx.cfg
+"""
+
+
+def test_process_groups_callables_and_configs_are_not_tensors() -> None:
+    assert _found(GROUPS_AND_PROVIDERS) == [("AGL403", 11)]
+
+
+OUTPUTS = """\
+import torch
+
+
+def dispatch(x):
+    return x * 2, object()
+
+
+class Dispatch(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, index):
+        recv, handle = dispatch(x)  # a library's handle: nothing says it is a tensor
+        counts = index.bincount().tolist()  # a list of ints
+        is_tensor = False
+        if isinstance(recv, torch.Tensor):
+            is_tensor = True
+        shape = torch.Size([len(counts)])
+        out = recv.contiguous() * 3  # made by a tensor method: a tensor output
+        ctx.handle = handle
+        ctx.counts = counts
+        ctx.is_tensor = is_tensor
+        ctx.shape = shape
+        ctx.out = out
+        return out, handle, counts, is_tensor, shape
+
+    @staticmethod
+    def backward(ctx, g, *rest):
+        return g * ctx.out * len(ctx.counts) * ctx.is_tensor * ctx.shape[0] + ctx.handle, None
+"""
+
+
+def test_only_outputs_forward_made_as_tensors_count() -> None:
+    assert _found(OUTPUTS) == [("AGL403", 22)]
+
+
+REBOUND = """\
+import torch
+
+
+class Lanczos(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, matrix, root, scale):
+        ctx.root = root  # the flag passed in; `root` names a tensor only from line 10 on
+        ctx.scale = scale.contiguous()  # a view of a tensor input: still found
+        q = matrix @ matrix.t()
+        root = q * 2
+        return root
+
+    @staticmethod
+    def backward(ctx, g):
+        if ctx.root:
+            return g * ctx.scale, None, None
+        return None, None, None
+"""
+
+
+def test_an_input_rebound_later_is_what_it_was_where_it_is_kept() -> None:
+    assert _found(REBOUND) == [("AGL403", 8)]
+
+
+SHAPES = """\
+import torch
+
+
+class Expand(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, *sizes):
+        ctx.sizes = sizes  # ints: they are the shape of the view below
+        return x.view(*sizes)
+
+    @staticmethod
+    def backward(ctx, g):
+        return (g.reshape(-1),) + (None,) * len(ctx.sizes)
+
+
+class Stack(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, *tensors):
+        ctx.tensors = tensors  # the tensor inputs: still found
+        return torch.stack(tensors)
+
+    @staticmethod
+    def backward(ctx, g):
+        return tuple(g[i] * t for i, t in enumerate(ctx.tensors))
+"""
+
+
+def test_star_args_that_are_a_shape_are_not_tensors() -> None:
+    assert _found(SHAPES) == [("AGL403", 18)]
+
+
+BRANCH_ALTERNATIVE = """\
+import torch
+
+old_torch = torch.__version__ < "0.4"
+
+
+class LML(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = x.exp()
+        if old_torch:
+            ctx.y = y  # the path where save_for_backward did not exist
+        else:
+            ctx.save_for_backward(y)
+        ctx.x = x  # no alternative: still found
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        y = ctx.y if old_torch else ctx.saved_tensors[0]
+        return g * y * (1 - y) + 0 * ctx.x
+"""
+
+
+def test_a_tensor_saved_on_the_other_branch_of_the_same_if_is_not_reported() -> None:
+    assert _found(BRANCH_ALTERNATIVE) == [("AGL403", 14)]
+
+
+# --- AGL403 needs a read of the values (semantics D3.1, D3.3) -------------------------------
+
+READS = """\
+import torch
+
+
+class TiledMLP(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, fn, x, *params):
+        ctx.fn = fn
+        ctx.params = params  # read for its length and as autograd.grad's inputs: identity
+        ctx.unused = x  # never read by backward
+        ctx.x = x  # read for its values: found
+        with torch.no_grad():
+            return fn(x.contiguous())
+
+    @staticmethod
+    def backward(ctx, g):
+        x = ctx.x.detach().requires_grad_()
+        with torch.enable_grad():
+            y = ctx.fn(x)
+        grads = torch.autograd.grad(y, (x, *ctx.params), g, allow_unused=True)
+        assert len(grads) == 1 + len(ctx.params)
+        return (None, *grads)
+"""
+
+
+HANDED_ON = """\
+import torch
+
+
+def _backward(ctx, g):
+    return g * ctx.x
+
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.x = x
+        return x.mul(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _backward(ctx, g)
+"""
+
+
+def test_attributes_backward_never_reads_for_their_values_are_not_reported() -> None:
+    assert _found(READS) == [("AGL403", 10)]
+    # a backward that hands ctx itself on may read anything
+    assert _found(HANDED_ON) == [("AGL403", 11)]
