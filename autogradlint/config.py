@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import os
 import re
 import sys
 from collections.abc import Iterable
@@ -12,7 +13,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .meta import rule_names
-from .settings import Settings
+from .settings import DEFAULT_LOADERS, DEFAULT_STRIDE_SAFE, DEFAULT_WRITING, Settings
 
 KNOWN_KEYS = {
     "select",
@@ -29,6 +30,7 @@ KNOWN_KEYS = {
     "extension-loaders",
     "native-sources",
     "confirm",
+    "extend",
 }
 DEFAULT_EXCLUDE = (
     ".bzr",
@@ -79,6 +81,7 @@ class Config:
     confirm_factories: tuple[tuple[str, str], ...] = ()
     confirm_timeout: float | None = None
     notes: tuple[str, ...] = ()  # warnings about how the configuration was found
+    extended: tuple[Path, ...] = ()  # the files `extend` inherits from, nearest first
 
     def enabled_rules(self) -> frozenset[str]:
         # Config is frozen: memoise on the instance (asked once per file).
@@ -188,8 +191,11 @@ def _str_list(value: Any, key: str, origin: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def from_mapping(data: Any, origin: str, root: Path) -> Config:
-    """Build a Config from a [tool.autogradlint] table or YAML mapping; strict about keys."""
+def from_mapping(data: Any, origin: str, root: Path, *, chain: tuple[Path, ...] = ()) -> Config:
+    """Build a Config from a [tool.autogradlint] table or YAML mapping; strict about keys.
+
+    With `extend`, the named file's configuration comes first and this one's keys change it
+    (`chain`: the files already being read, so that a cycle is an error)."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -199,11 +205,13 @@ def from_mapping(data: Any, origin: str, root: Path) -> Config:
         raise ConfigError(
             f"{origin}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(KNOWN_KEYS))})"
         )
-    config = Config(root=root, source=Path(origin))
+    base = Config(root=root)
+    if "extend" in data:
+        base = _rebased(_extended(data["extend"], origin, chain), root)
     lists = {
         key: _str_list(data[key], key, origin)
         for key in data
-        if key not in ("per-file-ignores", "confirm")
+        if key not in ("per-file-ignores", "confirm", "extend")
     }
     factories, timeout = _confirm_table(data.get("confirm", {}), origin)
     for key in ("select", "extend-select", "ignore"):
@@ -223,45 +231,143 @@ def from_mapping(data: Any, origin: str, root: Path) -> Config:
         except ConfigError as exc:
             raise ConfigError(f"{origin}: `per-file-ignores.{pattern}`: {exc}") from None
         pfi.append((str(pattern), codes_t))
-    settings = config.settings
+    settings = base.settings
+    # A key replaces what the extended configuration said; an `extend-` key adds to it.
     if "extension-modules" in lists:
         settings = replace(settings, extension_modules=lists["extension-modules"])
     if "extend-extension-modules" in lists:
         settings = replace(
             settings,
-            extension_modules=settings.extension_modules + lists["extend-extension-modules"],
+            extension_modules=_joined(
+                settings.extension_modules, lists["extend-extension-modules"]
+            ),
         )
+    # These three add to built-in defaults (empty for the first two).
     if "stride-safe-extensions" in lists:
         settings = replace(
-            settings, stride_safe=settings.stride_safe + lists["stride-safe-extensions"]
+            settings, stride_safe=_joined(DEFAULT_STRIDE_SAFE, lists["stride-safe-extensions"])
         )
     if "writing-extensions" in lists:
         settings = replace(
-            settings, writing_extensions=settings.writing_extensions + lists["writing-extensions"]
+            settings, writing_extensions=_joined(DEFAULT_WRITING, lists["writing-extensions"])
         )
+    if "extension-loaders" in lists:
+        settings = replace(settings, loaders=_joined(DEFAULT_LOADERS, lists["extension-loaders"]))
     if "guard-decorators" in lists:
         settings = replace(settings, guard_decorators=lists["guard-decorators"])
     if "native-sources" in lists:
         # C/C++/CUDA outside the project tree: paths relative to the configuration file
-        base = Path(origin).parent
+        here = Path(origin).parent
         settings = replace(
             settings,
-            native_sources=tuple(str((base / p).resolve()) for p in lists["native-sources"]),
+            native_sources=tuple(str((here / p).resolve()) for p in lists["native-sources"]),
         )
-    if "extension-loaders" in lists:
-        settings = replace(settings, loaders=settings.loaders + lists["extension-loaders"])
+    if "select" in lists:  # a selection of its own: the extended one's is not inherited
+        select = lists["select"]
+        extend_select = lists.get("extend-select", ())
+        ignore = lists.get("ignore", ())
+    else:
+        select = base.select
+        extend_select = base.extend_select + lists.get("extend-select", ())
+        ignore = base.ignore + lists.get("ignore", ())
+    table = data.get("confirm", {})
+    return replace(
+        base,
+        root=root,
+        source=Path(origin),
+        select=select,
+        extend_select=extend_select,
+        ignore=ignore,
+        per_file_ignores=tuple(pfi) if "per-file-ignores" in data else base.per_file_ignores,
+        exclude=lists.get("exclude", base.exclude),
+        extend_exclude=base.extend_exclude + lists.get("extend-exclude", ()),
+        settings=settings,
+        confirm_factories=factories if "factories" in table else base.confirm_factories,
+        confirm_timeout=timeout if "timeout" in table else base.confirm_timeout,
+    )
+
+
+def _joined(first: tuple[str, ...], then: tuple[str, ...]) -> tuple[str, ...]:
+    """`first`, then what `then` adds to it (each once: a list printed by --show-settings,
+    defaults included, reads back as the same list)."""
+    return first + tuple(dict.fromkeys(x for x in then if x not in first))
+
+
+def _extended(value: Any, origin: str, chain: tuple[Path, ...]) -> Config:
+    """The configuration `extend` names, relative to the file that names it (as ruff reads
+    it: `~` and environment variables expanded)."""
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{origin}: `extend` must be the path of a configuration file")
+    target = Path(os.path.expandvars(os.path.expanduser(value)))
+    if not target.is_absolute():
+        target = Path(origin).parent / target
+    target = target.resolve()
+    seen = (*chain, Path(origin).resolve())
+    if target in seen:
+        cycle = " -> ".join(str(p) for p in (*seen, target))
+        raise ConfigError(f"{origin}: `extend` makes a cycle: {cycle}")
+    if not target.is_file():
+        raise ConfigError(f"{origin}: `extend`: {target}: no such file")
+    loaded = load_file(target, chain=seen)
+    if loaded is None:
+        raise ConfigError(f"{origin}: `extend`: {target}: no [tool.autogradlint] table")
+    return replace(loaded, extended=(target, *loaded.extended))
+
+
+def _rebased(config: Config, root: Path) -> Config:
+    """An extended configuration whose path patterns (those with a `/`, relative to its own
+    directory) now say the same relative to `root`."""
+    old = config.root
+    if old.resolve() == root.resolve():
+        return config
+
+    def moved(pattern: str) -> str:
+        return _rebase_pattern(pattern, old.resolve(), root.resolve())
+
     return replace(
         config,
-        select=lists.get("select", config.select),
-        extend_select=lists.get("extend-select", ()),
-        ignore=lists.get("ignore", ()),
-        per_file_ignores=tuple(pfi),
-        exclude=lists.get("exclude", config.exclude),
-        extend_exclude=lists.get("extend-exclude", ()),
-        settings=settings,
-        confirm_factories=factories,
-        confirm_timeout=timeout,
+        exclude=tuple(moved(p) for p in config.exclude),
+        extend_exclude=tuple(moved(p) for p in config.extend_exclude),
+        per_file_ignores=tuple((moved(p), codes) for p, codes in config.per_file_ignores),
     )
+
+
+_GLOB = re.compile(r"[*?\[]")
+
+
+def _rebase_pattern(pattern: str, old: Path, new: Path) -> str:
+    """A pattern relative to `old` as a pattern relative to `new`. A pattern without `/`
+    matches a name anywhere and stays; so does one that starts with a glob (it matches at any
+    depth). Otherwise its literal leading directories move (`sub/gen/*.py` seen from `sub` is
+    `gen/*.py`); one that leads elsewhere is kept as `../...`, which matches nothing below
+    `new`."""
+    bare = pattern.rstrip("/")
+    if "/" not in pattern or _GLOB.match(bare):
+        return pattern
+    parts = bare.split("/")
+    literal = next((i for i, part in enumerate(parts) if _GLOB.search(part)), len(parts))
+    fixed = old.joinpath(*parts[:literal]) if literal else old
+    rest = "/".join(parts[literal:])
+    trailing = "/" if pattern.endswith("/") else ""
+    try:
+        inside = fixed.relative_to(new).as_posix()
+    except ValueError:
+        try:
+            above = new.relative_to(fixed).parts
+        except ValueError:  # elsewhere: matches nothing below `new`
+            return os.path.relpath(old / bare, new).replace(os.sep, "/") + trailing
+        # `new` is below the literal part: a pattern that excludes it all, or the glob with
+        # the directories `new` already went down consumed where they match literally.
+        if not rest:
+            return "*"
+        remaining = rest.split("/")
+        for part in above:
+            if not remaining or not fnmatch.fnmatchcase(part, remaining[0]):
+                return os.path.relpath(old / bare, new).replace(os.sep, "/") + trailing
+            remaining = remaining[1:]
+        return ("/".join(remaining) or "*") + trailing
+    joined = "/".join(x for x in (inside if inside != "." else "", rest) if x)
+    return (joined or "*") + trailing
 
 
 def _confirm_table(table: Any, origin: str) -> tuple[tuple[tuple[str, str], ...], float | None]:
@@ -282,10 +388,59 @@ def _confirm_table(table: Any, origin: str) -> tuple[tuple[tuple[str, str], ...]
     return tuple(sorted(factories.items())), float(timeout) if timeout is not None else None
 
 
+# The configuration key of each Settings field.
+SETTING_KEYS = {
+    "extension_modules": "extension-modules",
+    "stride_safe": "stride-safe-extensions",
+    "writing_extensions": "writing-extensions",
+    "guard_decorators": "guard-decorators",
+    "loaders": "extension-loaders",
+    "native_sources": "native-sources",
+}
+
+
+def to_toml(config: Config) -> str:
+    """The effective configuration as a [tool.autogradlint] table: every value (defaults and
+    inherited ones included) under the key that sets it, so the text reads back as the same
+    configuration (`extend` is not written: what it brought is in the values)."""
+    import json
+
+    def text(value: str) -> str:
+        return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
+
+    def strings(values: Iterable[str]) -> str:
+        return "[" + ", ".join(text(v) for v in values) + "]"
+
+    def table(pairs: Iterable[tuple[str, str]]) -> str:
+        inner = ", ".join(f"{text(k)} = {v}" for k, v in pairs)
+        return "{ " + inner + " }" if inner else "{}"
+
+    lines = [
+        "[tool.autogradlint]",
+        f"select = {strings(config.select)}",
+        f"extend-select = {strings(config.extend_select)}",
+        f"ignore = {strings(config.ignore)}",
+        "per-file-ignores = "
+        + table((pattern, strings(codes)) for pattern, codes in config.per_file_ignores),
+        f"exclude = {strings(config.exclude)}",
+        f"extend-exclude = {strings(config.extend_exclude)}",
+    ]
+    for name, key in SETTING_KEYS.items():
+        lines.append(f"{key} = {strings(getattr(config.settings, name))}")
+    lines += [
+        "",
+        "[tool.autogradlint.confirm]",
+        "factories = " + table((k, text(v)) for k, v in config.confirm_factories),
+    ]
+    if config.confirm_timeout is not None:
+        lines.append(f"timeout = {config.confirm_timeout!r}")
+    return "\n".join(lines)
+
+
 _TOO_DEEP = "nested too deeply to read"
 
 
-def load_file(path: Path) -> Config | None:
+def load_file(path: Path, *, chain: tuple[Path, ...] = ()) -> Config | None:
     """Read one config file; None if it is a pyproject.toml without [tool.autogradlint]."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -308,7 +463,7 @@ def load_file(path: Path) -> Config | None:
         table = tool.get("autogradlint")
         if table is None and path.name == "pyproject.toml":
             return None
-        return from_mapping(table, str(path), path.parent)
+        return from_mapping(table, str(path), path.parent, chain=chain)
 
     import yaml  # only YAML configs need it
 
@@ -318,7 +473,7 @@ def load_file(path: Path) -> Config | None:
         raise ConfigError(f"{path}: invalid YAML: {exc}") from None
     except RecursionError:  # sequences or mappings nested thousands deep
         raise ConfigError(f"{path}: invalid YAML: {_TOO_DEEP}") from None
-    return from_mapping(doc, str(path), path.parent)
+    return from_mapping(doc, str(path), path.parent, chain=chain)
 
 
 def discover(start: Path) -> Config:

@@ -92,7 +92,10 @@ def _shorten(value: object) -> object:
 
 
 def rule_url(rule_id: str) -> str:
-    return f"https://github.com/autogradlint/autogradlint/blob/main/rules/{rule_id}.yaml"
+    """Where a rule's documentation is: its YAML file as installed (`rules/CODE.yaml` of this
+    repository, shipped in the package), a `file://` URI that exists wherever autogradlint
+    runs; `autogradlint rule CODE` prints the same documentation."""
+    return (rules_dir() / f"{rule_id}.yaml").as_uri()
 
 
 _NAME_LINE = re.compile(r"^name:\s*(\S+)\s*$", re.M)

@@ -16,7 +16,7 @@ from .model import FileError, FileResult
 from .outline import Outline, module_imports, outline
 from .project import EMPTY, Details, FileView, ProjectIndex, Record, view_key
 from .settings import Settings
-from .source_io import kind_of, read_source
+from .source_io import decode_problem, kind_of, read_source
 from .speed.gates import Memo, can_hold_findings, declarations
 
 if TYPE_CHECKING:  # the pool and the cache are imported only by the runs that use them
@@ -202,6 +202,9 @@ class _Read:
     outline: Outline | None = None
     error: FileError | None = None
     details: Details | None = None  # for the files the project index will surely ask about
+    # Why a file no gate admits cannot be read as text: never parsed, it is still an error
+    # (kept with its outline, so the cache remembers it).
+    invalid: FileError | None = None
 
 
 def _read_batch(batch: list[tuple[str, frozenset[str]]], hashed: bool) -> list[_Read]:
@@ -224,8 +227,21 @@ def _read_batch(batch: list[tuple[str, frozenset[str]]], hashed: bool) -> list[_
             # The index will resolve this file's imports: reading them here, in a reader
             # process, keeps that off the main process.
             details = Details(imports=module_imports(data))
+        invalid = None
+        if not admitted:  # an admitted file is decoded by the engine, which says the same
+            problem = decode_problem(data)
+            if problem is not None:
+                invalid = FileError(path, problem.message, problem.line, problem.col)
         out.append(
-            _Read(data if admitted else None, admitted, digest, outline(data, decls), None, details)
+            _Read(
+                data if admitted else None,
+                admitted,
+                digest,
+                outline(data, decls),
+                None,
+                details,
+                invalid,
+            )
         )
     return out
 
@@ -303,6 +319,8 @@ def lint_paths(
             continue
         item.data, item.admitted, item.digest = read.data, read.admitted, read.digest
         item.outline, item.details = read.outline, read.details
+        if read.invalid is not None:
+            item.result = FileResult(item.path, error=read.invalid)
         if cache is not None:
             item.entry = cache.lookup_hash(item.key, item.digest or "")
     for item in items:
@@ -348,8 +366,8 @@ def lint_paths(
         enabled = config.enabled_for(item.path)
         if item.admitted is None:  # known from the cache: decide from a fresh read
             read = _read_batch([(item.path, enabled)], hashed)[0]
-            if read.error is not None:
-                item.result = FileResult(item.path, error=read.error)
+            if read.error is not None or read.invalid is not None:
+                item.result = FileResult(item.path, error=read.error or read.invalid)
                 continue
             item.data, item.admitted, item.digest = read.data, read.admitted, read.digest
         if not item.admitted and view:
@@ -550,6 +568,9 @@ def fix_files(
         enabled = config.enabled_for(read.path)
         view = index.view(str(read.path))
         if not can_hold_findings(read.data, enabled) and not view:
+            problem = decode_problem(read.data)  # nothing to fix, but `check` says it too
+            if problem is not None:
+                errors.append(FileError(str(read.path), problem.message, problem.line, problem.col))
             continue
         job = FixJob(read)
         try:

@@ -7,6 +7,7 @@ for a writer), checked with fstat, and read to the end.
 
 from __future__ import annotations
 
+import codecs
 import io
 import os
 import stat
@@ -85,7 +86,11 @@ def decode(raw: bytes) -> str | FileError:
     has no path (the caller knows it) but the line and column of the first bad byte."""
     try:
         encoding = detect_encoding(raw)
-    except (SyntaxError, LookupError) as exc:
+    except SyntaxError as exc:
+        if "invalid or missing encoding declaration" not in str(exc):
+            return FileError("", f"cannot decode: {exc}")
+        encoding = "utf-8"  # no cookie, and not UTF-8 in its first lines: say where
+    except LookupError as exc:
         return FileError("", f"cannot decode: {exc}")
     try:
         return raw.decode(encoding)
@@ -100,3 +105,23 @@ def decode(raw: bytes) -> str | FileError:
             line,
             column,
         )
+
+
+def decode_problem(raw: bytes) -> FileError | None:
+    """Why Python could not read `raw` as text (as decode() says it), or None when it can.
+
+    For the files the gates skip, which are never decoded otherwise: an ASCII or UTF-8 file
+    without a BOM or a coding cookie, nearly every file, takes one pass over its bytes."""
+    second = raw.find(b"\n", raw.find(b"\n") + 1)
+    head = raw if second < 0 else raw[:second]
+    if not raw.startswith(codecs.BOM_UTF8) and b"coding" not in head:
+        if raw.isascii():
+            return None
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            pass  # decode() says where
+        else:
+            return None
+    text = decode(raw)
+    return None if isinstance(text, str) else text

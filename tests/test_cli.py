@@ -34,7 +34,10 @@ def test_text_output_has_location_code_frame_and_summary(tree: Path) -> None:
     assert result.exit_code == 1
     assert f"{tree / 'pkg' / 'bug.py'}:13:16: AGL101" in result.output
     assert "^^^^^^^^^^^^^^^^^^^ AGL101" in result.output
-    assert "Found 1 problem (1 error, 0 warnings) in 1 file; 2 files checked." in result.output
+    assert (
+        "Found 1 problem (1 error, 0 warnings) in 1 file; 2 files checked: "
+        "1 analysed, 1 without autograd code." in result.output
+    )
 
 
 def test_clean_tree_exits_zero(tree: Path) -> None:
@@ -139,8 +142,14 @@ def test_real_subprocess_and_statistics(tree: Path) -> None:
         timeout=120,
     )
     assert proc.returncode == 1, proc.stderr
-    # ruff's --statistics: only the table (count, code, fixable mark, name), no findings
-    assert proc.stdout == "1\tAGL101\t[*] autograd-grad-without-enable-grad\n"
+    # ruff's --statistics: the table (count, code, fixable mark, name), no findings, then
+    # the summary
+    assert proc.stdout.splitlines() == [
+        "1\tAGL101\t[*] autograd-grad-without-enable-grad",
+        "Found 1 problem (1 error, 0 warnings) in 1 file; 2 files checked: "
+        "1 analysed, 1 without autograd code.",
+        "[*] 1 fixable with `autogradlint fix --apply`.",
+    ]
 
 
 def test_the_process_exits_at_once_with_everything_written(tree: Path) -> None:

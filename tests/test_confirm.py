@@ -498,3 +498,28 @@ def test_a_custom_ops_opcheck_results_are_evidence_of_their_own(tmp_path: Path) 
         "failed: RuntimeError: There was no fake impl registered"
     )
     assert any(line.startswith("opcheck test_faketensor failed") for line in cpu["evidence"])
+
+
+def test_the_table_never_cuts_a_name_when_the_output_is_no_terminal() -> None:
+    """rich draws for 80 columns when it sees no terminal: a pipe or a file gets the table as
+    wide as its longest row instead."""
+    import io
+
+    from rich.console import Console
+
+    from autogradlint.confirm.report import render_confirm_table
+    from autogradlint.confirm.run import Outcome
+
+    name = "a_module_whose_name_alone_is_longer_than_a_narrow_terminal_is_wide.py"
+    target = Target("A", f"/src/{name}", 12, "pkg.mod", "RecomputeWithALongName", Path("/src"))
+    outcome = Outcome(
+        target,
+        {
+            "cpu": {"verdict": "confirmed", "evidence": ["element 0 of tensors ..."]},
+            "cuda": {"verdict": "not_run", "evidence": []},
+        },
+    )
+    piped = io.StringIO()
+    render_confirm_table(Console(file=piped), [outcome], ["cpu", "cuda"])
+    assert f"{name}:12 RecomputeWithALongName" in piped.getvalue()
+    assert "…" not in piped.getvalue()

@@ -75,3 +75,66 @@ def test_a_file_others_can_write_is_not_read(cache_home: Path) -> None:
     path.write_bytes(b"not marshal data")
     with parsed_yaml() as parse:
         assert parse(text) == {"id": "AGL101"}
+
+
+def _kept(directory: Path, name: str, prefix: str, executable: str, age_s: float = 0) -> Path:
+    """A kept file as some interpreter wrote it: its header, then its value."""
+    import marshal
+    import time
+
+    path = directory / name
+    path.write_bytes(
+        marshal.dumps(("autogradlint-kept-file", prefix, executable)) + marshal.dumps({})
+    )
+    path.chmod(0o600)
+    if age_s:
+        then = time.time() - age_s
+        os.utime(path, (then, then))
+    return path
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+def test_writing_prunes_the_sets_no_interpreter_will_read(cache_home: Path, tmp_path: Path) -> None:
+    """One set of files per interpreter and environment: writing one removes those of
+    environments that are gone and of an interpreter this environment replaced, and the oldest
+    beyond a few per kind; nothing else in the directory is touched."""
+    from autogradlint.speed import kept_files
+
+    directory = cache_home / "autogradlint"
+    directory.mkdir()
+    alive = tmp_path / "venv"
+    (alive / "bin").mkdir(parents=True)
+    (alive / "bin" / "python").write_text("")
+    python = str(alive / "bin" / "python")
+    gone = _kept(directory, "rule-documents-aaaaaaaa-00000001.marshal", "/no/such/venv", python)
+    here = _kept(directory, "rule-documents-aaaaaaaa-00000002.marshal", sys.prefix, sys.executable)
+    earlier = directory / "rule-documents-aaaaaaaa-00000003.marshal"
+    import marshal
+
+    earlier.write_bytes(marshal.dumps({"id: AGL101\n": {}}))  # before files had a header
+    others = [
+        _kept(directory, f"rule-documents-aaaaaaaa-1000000{i}.marshal", str(alive), python, i)
+        for i in range(1, 10)
+    ]
+    # another kind of this very interpreter, a file of someone else's naming, the secret key
+    sibling = cache_file("dataclass-code-cli")
+    assert sibling is not None
+    _kept(directory, sibling.name, sys.prefix, sys.executable)
+    foreign = directory / "notes-aaaaaaaa-00000004.txt"
+    foreign.write_text("mine")
+    key = directory / "cache-key"
+    key.write_text("secret")
+    stray = directory / "rule-documents-aaaaaaaa-00000005.marshal"
+    stray.write_text("not marshal data")
+
+    with parsed_yaml() as parse:  # writes this interpreter's rule-documents file
+        parse("id: AGL999\n")
+    current = cache_file("rule-documents")
+    assert current is not None and current.exists()
+    assert not gone.exists() and not here.exists() and not earlier.exists()
+    kept = [p for p in others if p.exists()]
+    # the newest of the others, the current file counting towards the limit
+    assert kept == others[: kept_files.MOST_PER_KIND - 1]
+    assert sibling.exists() and foreign.exists() and key.exists() and stray.exists()
+    with parsed_yaml() as parse:
+        assert parse("id: AGL999\n") == {"id": "AGL999"}

@@ -64,14 +64,24 @@ def test_junit(tree: Path) -> None:
     assert root.find(".//failure").get("type") == "AGL101"  # type: ignore[union-attr]
 
 
-def test_statistics_print_only_the_table_in_every_format(tree: Path) -> None:
+def test_statistics_print_the_table_and_the_summary_as_ruff(tree: Path) -> None:
     target = str(tree / "bug.py")
     for fmt in ("text", "concise"):
         result = invoke("check", "--no-cache", "--statistics", "--output-format", fmt, target)
-        assert result.output == "1\tAGL101\t[*] autograd-grad-without-enable-grad\n"
+        assert result.output.splitlines() == [
+            "1\tAGL101\t[*] autograd-grad-without-enable-grad",
+            "Found 1 problem (1 error, 0 warnings) in 1 file; 1 file checked.",
+            "[*] 1 fixable with `autogradlint fix --apply`.",
+        ]
     result = invoke("check", "--no-cache", "--statistics", "--output-format", "json", target)
     assert json.loads(result.output) == [
-        {"code": "AGL101", "name": "autograd-grad-without-enable-grad", "count": 1, "fixable": True}
+        {
+            "code": "AGL101",
+            "name": "autograd-grad-without-enable-grad",
+            "count": 1,
+            "fixable": True,
+            "fixable_count": 1,
+        }
     ]
 
 

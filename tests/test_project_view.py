@@ -211,3 +211,25 @@ def test_forward_signatures_read_from_headers_are_those_of_the_whole_class(case:
     found = signatures_of(_FORWARDS[case])
     assert found == signatures_from_classes(_FORWARDS[case])
     assert bool(found) is (case not in ("forward under if", "no forward method"))
+
+
+def test_static_contract_methods_are_seen_through_comments_and_nesting() -> None:
+    """Whether a Function may have a plain (non-static) contract method decides whether the
+    whole project is searched for its instances (AGL402's fix): torch's own style, a comment
+    between `@staticmethod` and the def, and a class nested in a function must read as static,
+    or every check of a large tree searches it once per Function class."""
+    from autogradlint.project import may_have_plain_methods
+
+    commented = (
+        "class Fn(Function):\n"
+        "    @staticmethod\n"
+        "    # pyrefly: ignore [bad-override]\n"
+        "\n"
+        "    def forward(ctx, x):\n"
+        "        return x\n"
+    )
+    nested = "def make():\n    class Fn(Function):\n        @staticmethod\n        def backward(ctx, g):\n            return g\n    return Fn\n"
+    plain = "def make():\n    class Fn(Function):\n        def backward(self, g):\n            return g\n\nclass Other:\n    @staticmethod\n    def backward(ctx, g):\n        return g\n"
+    assert not may_have_plain_methods(commented, "Fn")
+    assert not may_have_plain_methods(nested, "Fn")
+    assert may_have_plain_methods(plain, "Fn")

@@ -55,6 +55,8 @@ def test_message_fields_are_ones_the_checks_provide(rule_id: str) -> None:
         "slots",
         "evidence",
         "error",
+        "advice",
+        "counting",
     }
 
 

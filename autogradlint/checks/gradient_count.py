@@ -55,6 +55,7 @@ class GradientCount(Check):
                     actual=count,
                     error=f"function GeneratedBackwardFor_{generated}_defaultBackward returned "
                     f"an incorrect number of gradients (expected {total + 1}, got {count + 1})",
+                    counting=HIDDEN_INPUT,
                     slots=slots(inputs, ret.value),
                 )
 
@@ -82,8 +83,20 @@ class GradientCount(Check):
                     actual=count,
                     error=f"function {info.name}Backward returned an incorrect number of "
                     f"gradients (expected {shown}, got {count})",
+                    counting="",
                     slots=slots([p.name.value for p in inputs], ret.value),
                 )
+
+
+# Why PyTorch's counts for a custom op are one more on each side than the op's (D11.1):
+# torch.library runs the op through a generated autograd.Function whose `apply` gets the op's
+# inputs and one more, a metadata object (dispatch keys, keyword-only arguments), and whose
+# backward returns what the registered backward returns with a `None` for that object appended.
+HIDDEN_INPUT = (
+    " PyTorch counts one more on each side: torch.library calls its generated autograd Function"
+    " with the op's inputs and one hidden metadata argument, and appends a `None` for it to what"
+    " this backward returns."
+)
 
 
 def slots(inputs: list[str], value: cst.BaseExpression | None) -> str:

@@ -186,12 +186,28 @@ class SavedState(Check):
         if not found:
             return
         harmless = self._harmless(readers, ctx_name)
+        saved = {
+            arg.value.value
+            for site in save_for_backward_calls(flow, ctx_name)
+            for arg in site.node.args
+            if isinstance(arg.value, cst.Name)
+        }
         for node, attr, shown in found:
             if harmless(attr):
                 continue
             if forward is not None and _saved_on_other_branch(forward, flow, ctx_name, node, shown):
                 continue
-            self.report("AGL403", node, cls=name, attr=attr, name=shown)
+            if shown in saved:  # saved already: only the way back is wrong
+                advice = (
+                    f"`{shown}` is already saved with `ctx.save_for_backward`: read it back "
+                    f"from `ctx.saved_tensors` instead of `ctx.{attr}`, and drop this assignment"
+                )
+            else:
+                advice = (
+                    f"save `{shown}` with `ctx.save_for_backward` and read it back from "
+                    "`ctx.saved_tensors`"
+                )
+            self.report("AGL403", node, cls=name, attr=attr, name=shown, advice=advice)
 
     def _harmless(
         self, readers: list[cst.FunctionDef] | None, ctx_name: str

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +24,7 @@ from .common import (
     open_cache,
     overrides_of,
     print_error,
+    print_errors,
     print_warning,
     progress_bar,
     project_files,
@@ -33,7 +33,8 @@ from .common import (
     show_settings,
     stdin_view,
 )
-from .fix import FixSummary, fix_paths
+from .fix import FixSummary, fix_paths, fixes_applied
+from .output import FORMATS, SHOW_FIXES, render_report
 
 if TYPE_CHECKING:  # the confirmer and the cache are imported only by the runs that use them
     from ..cache import Cache
@@ -45,10 +46,14 @@ if TYPE_CHECKING:  # the confirmer and the cache are imported only by the runs t
 @config_options
 @click.option(
     "--output-format",
-    type=click.Choice(["text", "concise", "json", "sarif", "github", "junit"]),
+    type=click.Choice(FORMATS),
     default="text",
     show_default=True,
     envvar="AUTOGRADLINT_OUTPUT_FORMAT",
+    help="text: `path:line:col: CODE message` and a code frame; full: ruff's full format, "
+    "with each fix as a diff; concise: one line per finding; json: ruff's keys, absolute "
+    "`filename`s; sarif: URIs relative to the current directory; github; junit. Every other "
+    "format names files relative to the current directory.",
 )
 @click.option(
     "-o",
@@ -115,7 +120,24 @@ if TYPE_CHECKING:  # the confirmer and the cache are imported only by the runs t
 @click.option(
     "--add-noqa", is_flag=True, help="Add `# noqa: CODE` comments for every current finding."
 )
-@click.option("--show-files", is_flag=True, help="List the files that would be checked, and stop.")
+@click.option(
+    "--show-fixes",
+    is_flag=True,
+    help="Show each finding's fix as a diff (text; `full` always does); with --fix, list the "
+    "fixes applied.",
+)
+@click.option(
+    "-w", "--watch", is_flag=True, help="Check again whenever a file changes (Ctrl-C stops)."
+)
+# For tests: stop after this many checks that follow a change, and poll this often.
+@click.option("--watch-rounds", type=click.IntRange(min=1), hidden=True)
+@click.option("--watch-interval", type=click.FloatRange(min=0.01), default=0.5, hidden=True)
+@click.option(
+    "--show-files",
+    is_flag=True,
+    help="Check, then list every file checked, marking those skipped for having no autograd "
+    "code and those that could not be checked.",
+)
 @click.option(
     "--show-settings", is_flag=True, help="Print the settings the first path is checked with."
 )
@@ -130,13 +152,16 @@ def check(paths: tuple[str, ...], **options: object) -> None:
     if opts.show_settings:
         click.echo(show_settings(config, paths[0]))
         sys.exit(EXIT_CLEAN)
-    if opts.show_files:
-        found = discover_files(paths, config, respect_gitignore=respect_gitignore)
-        for path in sorted(str(Path(p).resolve()) for p in found.files):
-            click.echo(printable(path))
-        sys.exit(EXIT_ERROR if found.errors else EXIT_CLEAN)
+    if opts.watch:
+        _refuse_with_watch(paths, opts, err)
     # Opened before anything is written: a directory that is not the cache's refuses the run.
     cache = None if opts.no_cache or paths == ("-",) else open_cache(opts.cache_dir, config, err)
+    if opts.show_files:
+        results, errors, _ = _lint(paths, config, opts, err, respect_gitignore, cache)
+        for line in _file_list(results, errors):
+            click.echo(line)
+        print_errors(err, errors)
+        sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
 
     def fixes(apply: bool) -> FixSummary:
         return fix_paths(
@@ -152,21 +177,33 @@ def check(paths: tuple[str, ...], **options: object) -> None:
 
     if opts.show_diff and paths != ("-",):
         summary = fixes(apply=False)
-        _print_errors(err, summary.errors)
+        print_errors(err, summary.errors)
         sys.exit(EXIT_ERROR if summary.errors else EXIT_FINDINGS if summary.changed else EXIT_CLEAN)
     fixed = 0
     if opts.fix and paths != ("-",):
         summary = fixes(apply=True)
         if summary.errors:
-            _print_errors(err, summary.errors)
+            print_errors(err, summary.errors)
             sys.exit(EXIT_ERROR)
         fixed = summary.changed
+        if (
+            opts.show_fixes
+            and not opts.silent
+            and opts.output_format in ("text", "full", "concise")
+        ):
+            click.echo(fixes_applied(summary.applied))
 
+    tree = None
+    if opts.watch:
+        from .watch import Tree
+
+        root, _project = project_files(paths[0], config, respect_gitignore)
+        tree = Tree(paths, config, respect_gitignore, root)
+        tree.scan()  # before the first check: a change from here on is seen
     results, errors, data = _lint(paths, config, opts, err, respect_gitignore, cache)
     if not results and not errors:
         print_error(err, "no Python files to check in " + ", ".join(paths))
         sys.exit(EXIT_ERROR)
-    sources = {r.path: _read_lines(r.path, data) for r in results if r.findings}
 
     if opts.add_noqa:
         from .noqa import add_noqa_comments  # rare: not on every run's start-up
@@ -174,10 +211,11 @@ def check(paths: tuple[str, ...], **options: object) -> None:
         added, noqa_errors = add_noqa_comments(results, config, paths, respect_gitignore)
         if not (opts.quiet or opts.silent):
             err.print(f"Added {added} noqa directive{'s' * (added != 1)}.", highlight=False)
-        _print_errors(err, errors + noqa_errors)
+        print_errors(err, errors + noqa_errors)
         sys.exit(EXIT_ERROR if errors or noqa_errors else EXIT_CLEAN)
 
     if opts.write_baseline or opts.baseline:
+        sources = {r.path: _read_lines(r.path, data) for r in results if r.findings}
         _baseline(results, sources, errors, opts, err)
 
     outcomes: list[Outcome] = []
@@ -191,16 +229,50 @@ def check(paths: tuple[str, ...], **options: object) -> None:
             config.confirm_timeout or 240.0,
             dict(config.confirm_factories),
         )
-    if not opts.silent:
-        with report_sink(opts.output_file, opts.color) as (echo, console):
-            _report(echo, console, results, errors, sources, outcomes, config, opts)
-    _print_errors(err, errors)
-    if errors:
-        sys.exit(EXIT_ERROR)
-    found_any = any(r.findings for r in results)
-    if (found_any and not opts.exit_zero) or (fixed and opts.exit_non_zero_on_fix):
-        sys.exit(EXIT_FINDINGS)
-    sys.exit(EXIT_CLEAN)
+
+    def report(results: list[FileResult], errors: list[FileError]) -> int:
+        """Print the report of one check; its exit status."""
+        sources = {r.path: _read_lines(r.path, data) for r in results if r.findings}
+        if not opts.silent:
+            with report_sink(opts.output_file, opts.color) as (echo, console):
+                render_report(
+                    echo,
+                    console,
+                    results,
+                    errors,
+                    sources,
+                    fmt=opts.output_format,
+                    statistics=opts.statistics,
+                    quiet=opts.quiet,
+                    unsafe=opts.unsafe_fixes,
+                    show_fixes=opts.show_fixes,
+                    color=opts.color,
+                    to_file=opts.output_file is not None,
+                    outcomes=outcomes,
+                )
+        print_errors(err, errors)
+        if errors:
+            return EXIT_ERROR
+        found_any = any(r.findings for r in results)
+        if (found_any and not opts.exit_zero) or (fixed and opts.exit_non_zero_on_fix):
+            return EXIT_FINDINGS
+        return EXIT_CLEAN
+
+    if tree is not None:
+        from .watch import watch
+
+        sys.exit(
+            watch(
+                tree,
+                results,
+                report,
+                click.echo,
+                rounds=opts.watch_rounds,
+                interval=opts.watch_interval,
+                fixes=_wants(opts) == {"fixes"},
+            )
+        )
+    sys.exit(report(results, errors))
 
 
 @dataclass(frozen=True)
@@ -228,6 +300,10 @@ class CheckOptions:
     unsafe_fixes: bool
     show_diff: bool
     add_noqa: bool
+    show_fixes: bool
+    watch: bool
+    watch_rounds: int | None
+    watch_interval: float
     show_files: bool
     show_settings: bool
 
@@ -241,10 +317,7 @@ def _lint(
     cache: Cache | None,
 ) -> tuple[list[FileResult], list[FileError], bytes | None]:
     """Every file's result, the errors, and stdin's bytes when it was read."""
-    # Machine-readable formats carry each fixable finding's fix (ruff's `fix`, SARIF `fixes`),
-    # computed in the same analysis as the finding.
-    machine = opts.output_format in ("json", "sarif") and not opts.statistics
-    wants = frozenset({"fixes"}) if machine else frozenset()
+    wants = _wants(opts)
     if paths == ("-",):
         from ..lint import lint_file
 
@@ -261,7 +334,8 @@ def _lint(
         )
         return [result], [result.error] if result.error else [], data
     found = discover_files(paths, config, respect_gitignore=respect_gitignore)
-    _warn_empty(paths, found.files, config, err)
+    if found.files:  # with none at all, the one error `check` gives says it
+        _warn_empty(paths, found.files, config, err)
     root, project = project_files(paths[0], config, respect_gitignore, paths, found.files)
     show_progress = opts.output_format == "text" and sys.stdout.isatty() and not opts.output_file
     quiet = opts.quiet or opts.silent
@@ -277,6 +351,13 @@ def _lint(
     )
     errors = list(found.errors) + [r.error for r in results if r.error is not None]
     return results, errors, None
+
+
+def _wants(opts: CheckOptions) -> frozenset[str]:
+    """Formats that show each fixable finding's fix (ruff's `fix`, SARIF `fixes`, a diff) get
+    it from the same analysis as the finding."""
+    shown = opts.output_format in SHOW_FIXES or (opts.show_fixes and opts.output_format == "text")
+    return frozenset({"fixes"}) if shown and not opts.statistics else frozenset()
 
 
 def _warn_empty(paths: tuple[str, ...], files: list[str], config: Config, err: Console) -> None:
@@ -313,7 +394,7 @@ def _baseline(
         count = sum(len(r.findings) for r in results)
         if not (opts.quiet or opts.silent):
             err.print(f"Recorded {count} finding{'s' * (count != 1)} in {target}.")
-        _print_errors(err, errors)
+        print_errors(err, errors)
         sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
     assert opts.baseline is not None
     path = Path(opts.baseline)
@@ -334,65 +415,46 @@ def _baseline(
         err.print(f"{dropped} finding{'s' * (dropped != 1)} recorded in {path} not shown.")
 
 
-def _report(
-    echo: Callable[[str], None],
-    console: Console,
-    results: list[FileResult],
-    errors: list[FileError],
-    sources: dict[str, list[str]],
-    outcomes: list[Outcome],
-    config: Config,
-    opts: CheckOptions,
-) -> None:
-    fmt = opts.output_format
-    if opts.statistics:
-        from ..report.statistics import render_statistics, render_statistics_json
+def _file_list(results: list[FileResult], errors: list[FileError]) -> list[str]:
+    """`--show-files`: every file given, absolute, as ruff lists them; a file skipped for having
+    no autograd code, or that could not be checked, says so."""
+    from ..report.paths import absolute
 
-        text = render_statistics_json(results) if fmt == "json" else render_statistics(results)
-        if text:
-            echo(text)
-        return
-    if fmt == "json":
-        from ..report.json_format import render_json
-
-        echo(render_json(results, outcomes))
-    elif fmt == "concise":
-        from ..report.json_format import render_concise
-
-        text = render_concise(results)
-        if text:
-            echo(text)
-    elif fmt == "sarif":
-        from ..report.sarif import render_sarif
-
-        echo(render_sarif(results, errors, config.root))
-    elif fmt == "github":
-        from ..report.ci_formats import render_github
-
-        echo(render_github(results, errors))
-    elif fmt == "junit":
-        from ..report.ci_formats import render_junit
-
-        echo(render_junit(results, errors))
-    else:
-        from ..report.text import Lines, PlainLines, RichLines, plain_stream, render_text
-
-        # A pipe or a file gets no styles: written directly, without importing rich. A file
-        # is a terminal only with --color=always (report_sink).
-        plain = opts.color != "always" and (
-            opts.output_file is not None or plain_stream(sys.stdout, opts.color)
-        )
-        lines: Lines = PlainLines(echo) if plain else RichLines(console)
-        render_text(lines, results, errors, sources, quiet=opts.quiet)
-        if outcomes:
-            from ..confirm.report import render_confirm_table
-
-            render_confirm_table(console, outcomes, ["cpu", "cuda"])
+    failed = {absolute(e.path) for e in errors}
+    lines = []
+    for result in results:
+        path = absolute(result.path)
+        mark = ""
+        if path in failed:
+            mark = "  (not checked: see the error)"
+        elif not result.parsed:
+            mark = "  (skipped: no autograd code)"
+        lines.append((path, printable(path) + mark))
+    listed = {path for path, _ in lines}
+    lines += [
+        (absolute(e.path), f"{printable(absolute(e.path))}  (not checked: see the error)")
+        for e in errors
+        if absolute(e.path) not in listed and e.path.endswith((".py", ".pyi"))
+    ]
+    return [line for _, line in sorted(lines)]
 
 
-def _print_errors(err: Console, errors: list[FileError]) -> None:
-    for error in errors:
-        print_error(err, error.describe())
+def _refuse_with_watch(paths: tuple[str, ...], opts: CheckOptions, err: Console) -> None:
+    """--watch re-checks and reports; what writes files or reads stdin once does not combine."""
+    clashes = {
+        "-": paths == ("-",),
+        "--fix": opts.fix,
+        "--diff": opts.show_diff,
+        "--add-noqa": opts.add_noqa,
+        "--write-baseline": opts.write_baseline is not None,
+        "--baseline": opts.baseline is not None,
+        "--confirm": opts.confirm_findings,
+        "--show-files": opts.show_files,
+    }
+    named = [name for name, clash in clashes.items() if clash]
+    if named:
+        print_error(err, f"--watch cannot be combined with {', '.join(named)}")
+        sys.exit(EXIT_ERROR)
 
 
 def _read_lines(path: str, data: bytes | None) -> list[str]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..config import Config, ConfigError, discover, expand_selectors, load_file
+from ..model import FileError
 from ..project import EMPTY
 from ..runner import discover as discover_files
 
@@ -49,6 +50,16 @@ def print_error(console: Console, message: str) -> None:
     from rich.markup import escape
 
     console.print(f"[bold red]error[/]: {escape(message)}", soft_wrap=True)
+
+
+def print_errors(console: Console, errors: list[FileError]) -> None:
+    """Each error, naming its file as the text report does (relative to the current directory)."""
+    from dataclasses import replace
+
+    from ..report.paths import relative
+
+    for error in errors:
+        print_error(console, replace(error, path=relative(error.path)).describe())
 
 
 def open_cache(cache_dir: str | None, config: Config, err: Console) -> Cache:
@@ -326,25 +337,23 @@ def report_sink(
 
 
 def show_settings(config: Config, path: str) -> str:
-    """What `check` uses for `path`: where the configuration came from, and every value."""
+    """What `check` uses for `path`: where the configuration came from, the rules it enables
+    there, and every value as the configuration file would set it (a valid TOML table)."""
+    from ..config import to_toml
+
     target = Path(path)
     enabled = sorted(config.enabled_for(target)) if path != "-" else sorted(config.enabled_rules())
+    source = str(config.source.resolve()) if config.source else "(none: defaults)"
+    if config.extended:
+        source += " (extends " + ", then ".join(str(p) for p in config.extended) + ")"
     lines = [
-        f"Resolved settings for: {target.resolve() if path != '-' else '<stdin>'}",
-        f"Settings path: {config.source.resolve() if config.source else '(none: defaults)'}",
-        f"root = {config.root.resolve()}",
-        f"select = {list(config.select)}",
-        f"extend-select = {list(config.extend_select)}",
-        f"ignore = {list(config.ignore)}",
-        f"per-file-ignores = {dict((p, list(c)) for p, c in config.per_file_ignores)}",
-        f"exclude = {list(config.exclude)}",
-        f"extend-exclude = {list(config.extend_exclude)}",
-        f"enabled rules for this path = {enabled}",
+        f"# Resolved settings for: {target.resolve() if path != '-' else '<stdin>'}",
+        f"# Settings path: {source}",
+        f"# Project root: {config.root.resolve()}",
+        f"# Enabled rules for this path: {', '.join(enabled) or '(none)'}",
+        "",
+        to_toml(config),
     ]
-    for name, value in vars(config.settings).items():
-        lines.append(
-            f"{name.replace('_', '-')} = {list(value) if isinstance(value, tuple) else value}"
-        )
-    lines.append(f"confirm.timeout = {config.confirm_timeout}")
-    lines.append(f"confirm.factories = {dict(config.confirm_factories)}")
+    if config.confirm_timeout is None:
+        lines.append("# timeout: not set (`confirm` waits 240 s per probe)")
     return "\n".join(lines)

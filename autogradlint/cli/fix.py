@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,7 @@ from .common import (
     config_options,
     overrides_of,
     print_error,
+    print_errors,
     project_files,
     setup,
     stdin_view,
@@ -34,6 +36,38 @@ class FixSummary:
     errors: list[FileError]
     remaining: int  # findings left after fixing
     changed: int  # files fixed (or, without apply, that would be)
+    applied: list[tuple[str, list[str]]] = field(default_factory=list)  # path, rule ids fixed
+
+
+def fixes_applied(applied: list[tuple[str, list[str]]]) -> str:
+    """ruff's `--show-fixes` list: per file, how many findings of each rule were fixed."""
+    from collections import Counter
+
+    from ..meta import rule_names
+    from ..report.paths import relative
+
+    total = sum(len(codes) for _, codes in applied)
+    if not total:
+        return "No findings fixed."
+    names = rule_names()
+    lines = [f"Fixed {total} finding{'s' * (total != 1)}:"]
+    for path, codes in sorted(applied):
+        if not codes:
+            continue
+        lines.append(f"- {printable(relative(path))}:")
+        for code, count in sorted(Counter(codes).items()):
+            lines.append(f"    {count} × {code} ({names.get(code, '?')})")
+    return "\n".join(lines)
+
+
+def outcome_error(path: Path, message: str) -> FileError:
+    """The FileError of a file the fix loop gave up on: its message names the file (`path:
+    ...` or `path:line:col: ...`), which the error prints once."""
+    match = re.match(rf"{re.escape(str(path))}:(\d+):(\d+): (.*)", message, re.S)
+    if match is not None:
+        line, col, rest = match.groups()
+        return FileError(str(path), rest, int(line), int(col) - 1)
+    return FileError(str(path), message.removeprefix(f"{path}: "))
 
 
 def fix_paths(
@@ -122,6 +156,7 @@ def _fix_paths(
     jobs, errors = fix_files(found.files, config, unsafe=unsafe, project=project, root=root)
     errors = list(found.errors) + errors
     fixed: Counter[str] = Counter()
+    applied: list[tuple[str, list[str]]] = []
     files_changed = 0
     remaining = 0
     progress.planned = sum(1 for j in jobs if j.outcome is not None and j.outcome.changed)
@@ -132,7 +167,7 @@ def _fix_paths(
             errors.append(job.error or FileError(str(path), "not analysed"))
             continue
         if outcome.error is not None:
-            errors.append(FileError(str(path), outcome.error.removeprefix(f"{path}: ")))
+            errors.append(outcome_error(path, outcome.error))
             continue
         remaining += len(outcome.remaining)
         if not outcome.changed:
@@ -158,9 +193,10 @@ def _fix_paths(
             click.echo("".join(diff), nl=False)
         files_changed += 1
         fixed.update(outcome.applied)
+        applied.append((str(path), list(outcome.applied)))
     total = sum(fixed.values())
     if quiet:
-        return FixSummary(errors, remaining, files_changed)
+        return FixSummary(errors, remaining, files_changed, applied)
     if total:
         verb = "Fixed" if apply else "Would fix"
         detail = ", ".join(f"{code} x{count}" for code, count in sorted(fixed.items()))
@@ -174,7 +210,7 @@ def _fix_paths(
             f"{remaining} finding{' remains' if remaining == 1 else 's remain'} after fixing.",
             highlight=False,
         )
-    return FixSummary(errors, remaining, files_changed)
+    return FixSummary(errors, remaining, files_changed, applied)
 
 
 @main.command("fix")
@@ -250,8 +286,7 @@ def fix_command(
         quiet=quiet,
         follow_symlinks_outside=follow_symlinks_outside,
     )
-    for error in summary.errors:
-        print_error(err, error.describe())
+    print_errors(err, summary.errors)
     if summary.errors:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if summary.remaining else EXIT_CLEAN)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
 
 from .run import NOT_RUN, Outcome
@@ -46,7 +47,18 @@ def render_confirm_table(console: Console, outcomes: list[Outcome], devices: lis
             findings,
             *cells,
         )
-    console.print(table)
+    # A terminal gets the table at its width; a pipe or a file gets it whole, never a name cut
+    # short to fit 80 columns (rich's width when it sees no terminal).
+    if console.is_terminal:
+        console.print(table)
+    else:
+        unbounded = console.options.update_width(1 << 20)
+        width = console.width
+        console.width = max(width, Measurement.get(console, unbounded, table).maximum)
+        try:
+            console.print(table)
+        finally:
+            console.width = width
     for number, outcome in enumerate(outcomes, start=1):
         lines = []
         if outcome.disagreement:

@@ -207,10 +207,9 @@ class NativeIndex:
         return Evidence(how, self._where(path, line), chain, writes)
 
     def _where(self, path: str, line: int) -> str:
-        shown = path
-        if self.root and path.startswith(self.root.rstrip(os.sep) + os.sep):
-            shown = path[len(self.root.rstrip(os.sep)) + 1 :]
-        return f"{shown}:{line}" if line else shown
+        """The source file as it was found (absolute for a project's): each report names it
+        as it names the files it checks (report/paths.py)."""
+        return f"{path}:{line}" if line else path
 
 
 def _stems(path: str) -> set[str]:

@@ -1,10 +1,13 @@
-"""CI outputs: GitHub workflow annotations and JUnit XML."""
+"""CI outputs: GitHub workflow annotations and JUnit XML, naming files as the text report does
+(relative to the current directory: the repository's root in a CI job)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from xml.etree import ElementTree as ET
 
 from ..model import FileError, FileResult, printable
+from .paths import relative, relative_in
 
 
 def _escape_data(text: str) -> str:
@@ -22,16 +25,17 @@ def render_github(results: list[FileResult], errors: list[FileError]) -> str:
         for f in result.findings:
             level = "error" if f.severity == "error" else "warning"
             props = (
-                f"file={_escape_property(f.path)},line={f.line},col={f.col + 1},"
+                f"file={_escape_property(relative(f.path))},line={f.line},col={f.col + 1},"
                 f"endLine={f.end_line},endColumn={f.end_col + 1},"
                 f"title={_escape_property(f'{f.rule_id} {f.name}')}"
             )
-            text = f"{f.rule_id} {f.message}" + (f"\nhelp: {f.help}" if f.help else "")
+            text = f"{f.rule_id} {f.message}" + (f"\nhelp: {relative_in(f.help)}" if f.help else "")
             lines.append(f"::{level} {props}::{_escape_data(text)}")
     for error in errors:
         line = f",line={error.line}" if error.line else ""
         lines.append(
-            f"::error file={_escape_property(error.path)}{line}::{_escape_data(error.message)}"
+            f"::error file={_escape_property(relative(error.path))}{line}::"
+            f"{_escape_data(error.message)}"
         )
     return "\n".join(lines)
 
@@ -42,7 +46,7 @@ def render_junit(results: list[FileResult], errors: list[FileError]) -> str:
     failures = 0
     for result in results:
         # XML 1.0 cannot hold control characters or the undecodable bytes of a file name.
-        name = printable(result.path)
+        name = printable(relative(result.path))
         case = ET.SubElement(suite, "testcase", name=name, classname="autogradlint")
         for f in result.findings:
             failures += 1
@@ -51,13 +55,14 @@ def render_junit(results: list[FileResult], errors: list[FileError]) -> str:
             )
             failure.text = f"{name}:{f.line}:{f.col + 1}: {f.rule_id} {printable(f.message)}"
             if f.help:
-                failure.text += f"\nhelp: {printable(f.help)}"
+                failure.text += f"\nhelp: {printable(relative_in(f.help))}"
     for error in errors:
         case = ET.SubElement(
-            suite, "testcase", name=printable(error.path), classname="autogradlint"
+            suite, "testcase", name=printable(relative(error.path)), classname="autogradlint"
         )
         message = printable(error.message)
-        ET.SubElement(case, "error", message=message).text = error.describe()
+        shown = replace(error, path=relative(error.path))
+        ET.SubElement(case, "error", message=message).text = shown.describe()
     suite.set("tests", str(len(suite)))
     suite.set("failures", str(failures))
     suite.set("errors", str(len(errors)))

@@ -1,13 +1,16 @@
-"""Machine-readable output: JSON with ruff's keys, and the concise one-line-per-finding form."""
+"""Machine-readable output: JSON with ruff's keys (absolute `filename`s), and the concise
+one-line-per-finding form (paths relative to the current directory, as in the text format)."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from ..meta import rule_url
-from ..model import FileResult, Finding, printable
+from ..model import FileError, FileResult, Finding, printable
+from .paths import absolute, relative
+from .summary import applicable, summary_lines
+from .text import fix_of
 
 
 def render_json(results: list[FileResult], outcomes: list[Any] | None = None) -> str:
@@ -26,7 +29,7 @@ def render_json(results: list[FileResult], outcomes: list[Any] | None = None) ->
                     "help": f.help or None,
                     "severity": f.severity,
                     "family": f.family,
-                    "filename": str(Path(f.path).resolve()) if f.path != "<stdin>" else f.path,
+                    "filename": absolute(f.path),
                     "location": {"row": f.line, "column": f.col + 1},
                     "end_location": {"row": f.end_line, "column": f.end_col + 1},
                     "noqa_row": f.line,
@@ -42,8 +45,7 @@ def render_json(results: list[FileResult], outcomes: list[Any] | None = None) ->
 def _fix(result: FileResult, finding: Finding) -> dict[str, Any] | None:
     """The finding's fix in ruff's shape: applicability, message, and edits (whole lines: a
     location at column 1 of the first, an end at column 1 of the line after the last)."""
-    key = (finding.rule_id, finding.line, finding.col)
-    fix = next((x for x in result.fixes if (x.rule_id, x.line, x.col) == key), None)
+    fix = fix_of(result, finding)
     if fix is None:
         return None
     return {
@@ -60,12 +62,22 @@ def _fix(result: FileResult, finding: Finding) -> dict[str, Any] | None:
     }
 
 
-def render_concise(results: list[FileResult]) -> str:
+def render_concise(
+    results: list[FileResult],
+    errors: list[FileError],
+    *,
+    quiet: bool = False,
+    unsafe: bool = False,
+) -> str:
     """One plain line per finding (no colour, no rich: it is often piped); `[*]` marks a
-    finding `fix` can fix, as in ruff's concise format."""
-    return "\n".join(
-        f"{printable(f.path)}:{f.line}:{f.col + 1}: {f.rule_id}"
-        f"{' [*]' if f.fixable == 'safe' else ''} {f.message}"
+    finding the suggested fix command fixes, as in ruff's concise format; then, unless
+    `quiet`, the summary every human format ends with."""
+    lines = [
+        f"{printable(relative(f.path))}:{f.line}:{f.col + 1}: {f.rule_id}"
+        f"{' [*]' if applicable(f, unsafe) else ''} {f.message}"
         for r in results
         for f in r.findings
-    )
+    ]
+    if not quiet:
+        lines += summary_lines(results, errors, unsafe=unsafe)
+    return "\n".join(lines)

@@ -1,4 +1,8 @@
-"""SARIF 2.1.0 output for GitHub code scanning: rule metadata, results, fixes, notifications."""
+"""SARIF 2.1.0 output for GitHub code scanning: rule metadata, results, fixes, notifications.
+
+File locations are URIs relative to %SRCROOT%, the directory `check` runs in (the text report
+names files relative to it too; a file outside it gets an absolute `file://` URI), which is the
+repository's root in a CI job, as code scanning wants."""
 
 from __future__ import annotations
 
@@ -11,9 +15,10 @@ from urllib.parse import quote
 from .. import __version__
 from ..meta import all_rules
 from ..model import FileError, FileResult, LineEdit
+from .paths import relative_in
+from .text import fix_of
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-INFO_URI = "https://github.com/autogradlint/autogradlint"
 
 
 def _uri(path: str, root: Path) -> str:
@@ -46,9 +51,11 @@ def render_sarif(
     errors: list[FileError],
     root: Path,
 ) -> str:
+    """The report, with `root` (the working directory) as %SRCROOT%."""
     rules = list(all_rules().values())
     index = {meta.id: i for i, meta in enumerate(rules)}
     root = root.resolve()
+    cwd = str(root)
     sarif_rules = [
         {
             "id": meta.id,
@@ -84,17 +91,12 @@ def render_sarif(
                 "ruleId": f.rule_id,
                 "ruleIndex": index[f.rule_id],
                 "level": f.severity,
-                "message": {"text": f"{f.message}. {f.help}" if f.help else f.message},
+                "message": {
+                    "text": relative_in(f"{f.message}. {f.help}" if f.help else f.message, cwd)
+                },
                 "locations": [location],
             }
-            fix = next(
-                (
-                    x
-                    for x in result.fixes
-                    if (x.rule_id, x.line, x.col) == (f.rule_id, f.line, f.col)
-                ),
-                None,
-            )
+            fix = fix_of(result, f)
             if fix is not None:
                 item["fixes"] = [
                     {
@@ -137,7 +139,6 @@ def render_sarif(
                     "driver": {
                         "name": "autogradlint",
                         "version": __version__,
-                        "informationUri": INFO_URI,
                         "rules": sarif_rules,
                     }
                 },

@@ -1,4 +1,5 @@
-"""Human output: `path:line:col: AGL201 message`, a code frame, and a summary line.
+"""Human output: `path:line:col: AGL201 message`, a code frame, and a summary line (or ruff's
+`full` layout: the code and message first, the location below, each fix as a diff).
 
 Each line is built as styled segments. A terminal gets them through rich (colour, bold); a pipe
 or a file gets the same characters written directly, since rich would only drop the styles
@@ -10,7 +11,9 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TextIO
 
-from ..model import FileError, FileResult, Finding, printable
+from ..model import FileError, FileResult, Finding, FixSuggestion, printable
+from .paths import relative, relative_in
+from .summary import applicable, summary_lines
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -86,10 +89,14 @@ def plain_stream(stream: TextIO, color: str) -> bool:
         return False  # a closed or odd stream: let rich decide
 
 
-def _frame(lines: list[str], f: Finding) -> list[tuple[Segment, ...]]:
+def frame(
+    lines: list[str], f: Finding, context: int = 1, label: bool = True
+) -> list[tuple[Segment, ...]]:
+    """The finding's line with `context` lines around it, and carets under its span (followed
+    by the code with `label`, as the text format does; ruff's full format has none)."""
     out: list[tuple[Segment, ...]] = []
-    first = max(1, f.line - 1)
-    last = min(len(lines), f.line + 1)
+    first = max(1, f.line - context)
+    last = min(len(lines), f.line + context)
     width = len(str(last))
     gutter = (f"{' ' * width} |", "blue")
     out.append((gutter,))
@@ -99,15 +106,69 @@ def _frame(lines: list[str], f: Finding) -> list[tuple[Segment, ...]]:
         if number == f.line:
             end = f.end_col if f.end_line == f.line else len(text)
             carets = "^" * max(1, end - f.col)
-            out.append(
-                (gutter, (f" {' ' * f.col}", ""), (f"{carets} {f.rule_id}", _STYLE[f.severity]))
-            )
+            tail = f"{carets} {f.rule_id}" if label else carets
+            out.append((gutter, (f" {' ' * f.col}", ""), (tail, _STYLE[f.severity])))
     out.append((gutter,))
     return out
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'s' * (count != 1)}"
+def fix_block(
+    lines: list[str], fix: FixSuggestion, width: int, prefix: str
+) -> list[tuple[Segment, ...]]:
+    """A fix as ruff shows one: its title, then each edit as removed (`-`) and added (`+`)
+    lines between a line of context on each side, numbered as in the fixed file; then a note
+    when the fix is unsafe."""
+    title = fix.title + (f" ({fix.note})" if fix.note else "")
+    out: list[tuple[Segment, ...]] = [(*prefix_segments(prefix, "fix"), (f": {title}", ""))]
+    rows: list[tuple[int | None, str, str]] = []  # (new line number, mark, text)
+    shift = 0
+    shown_up_to = -1  # the last original line shown (0-based)
+    for edit in sorted(fix.edits, key=lambda e: e.start):
+        before = edit.start - 1
+        if before > shown_up_to + 1 and rows:
+            rows.append((None, ":", ""))  # lines between two edits, not shown
+        if before >= 0 and before > shown_up_to:
+            rows.append((before + shift + 1, "|", lines[before]))
+        rows += [(None, "-", lines[i]) for i in range(edit.start, min(edit.end, len(lines)))]
+        rows += [(edit.start + shift + i + 1, "+", text) for i, text in enumerate(edit.lines)]
+        shift += len(edit.lines) - (edit.end - edit.start)
+        shown_up_to = edit.end - 1
+        if edit.end < len(lines):
+            rows.append((edit.end + shift + 1, "|", lines[edit.end]))
+            shown_up_to = edit.end
+    width = max([width, *(len(str(n)) for n, _, _ in rows if n is not None)])
+    gutter = (f"{' ' * width} |", "blue")
+    out.append((gutter,))
+    mark_style = {"|": "blue", ":": "blue", "-": "red", "+": "green"}
+    for number, mark, text in rows:
+        shown = " " * width if number is None else f"{number:>{width}}"
+        body = text.rstrip("\r\n")
+        style = "" if mark in "|:" else mark_style[mark]
+        out.append(((f"{shown} ", "blue"), (mark, mark_style[mark]), (f" {body}".rstrip(), style)))
+    out.append((gutter,))
+    if fix.safety == "unsafe":
+        out.append(
+            (
+                *prefix_segments(prefix, "note"),
+                (": an unsafe fix: it changes what the code computes (`--unsafe-fixes`)", ""),
+            )
+        )
+    return out
+
+
+def prefix_segments(prefix: str, word: str) -> tuple[Segment, ...]:
+    """`help` after the text format's `   = ` prefix, or alone at the start (ruff's full)."""
+    if not prefix:
+        return ((word, "bold"),)
+    return ((prefix, ""), ("=", "blue"), (" ", ""), (word, "bold"))
+
+
+def fix_of(result: FileResult, finding: Finding) -> FixSuggestion | None:
+    key = (finding.rule_id, finding.line, finding.col)
+    return next((x for x in result.fixes if (x.rule_id, x.line, x.col) == key), None)
+
+
+FULL_CONTEXT = 2  # lines shown around a finding in ruff's full format (the text format: 1)
 
 
 def render_text(
@@ -117,54 +178,46 @@ def render_text(
     sources: dict[str, list[str]],
     *,
     quiet: bool = False,
+    unsafe: bool = False,
+    show_fixes: bool = False,
+    full: bool = False,
 ) -> None:
-    """The findings with code frames, then (unless `quiet`) the summary."""
-    findings = [f for r in results for f in r.findings]
-    for f in findings:
-        marker: tuple[Segment, ...] = ((" ", ""), ("[*]", "cyan")) if f.fixable == "safe" else ()
-        out.line(
-            (printable(f.path), "bold"),
-            (f":{f.line}:{f.col + 1}: ", ""),
-            (f.rule_id, _STYLE[f.severity]),
-            *marker,
-            (f" {f.message}", ""),
-        )
-        lines = sources.get(f.path)
-        if lines:
-            for segments in _frame(lines, f):
-                out.line(*segments)
-        if f.help:
-            pad = " " * (len(str(min(len(lines), f.line + 1))) if lines else 1)
-            out.line(
-                (f"{pad} ", ""), ("=", "blue"), (" ", ""), ("help", "bold"), (f": {f.help}", "")
+    """The findings with code frames (and, with `show_fixes`, each one's fix), then (unless
+    `quiet`) the summary. `full` is ruff's full format: each finding headed by its code and
+    message, its location on the next line, two lines of context, carets without the code,
+    and its fix always shown."""
+    for result in results:
+        for f in result.findings:
+            marker: tuple[Segment, ...] = (
+                ((" ", ""), ("[*]", "cyan")) if applicable(f, unsafe) else ()
             )
-        out.line()
+            where = f"{printable(relative(f.path))}:{f.line}:{f.col + 1}"
+            lines = sources.get(f.path)
+            context = FULL_CONTEXT if full else 1
+            width = len(str(min(len(lines), f.line + context))) if lines else 1
+            prefix = "" if full else " " * width + " "
+            if full:
+                out.line((f.rule_id, _STYLE[f.severity]), *marker, (f" {f.message}", "bold"))
+                out.line((f"{' ' * width}--> ", "blue"), (where, ""))
+            else:
+                out.line(
+                    (printable(relative(f.path)), "bold"),
+                    (f":{f.line}:{f.col + 1}: ", ""),
+                    (f.rule_id, _STYLE[f.severity]),
+                    *marker,
+                    (f" {f.message}", ""),
+                )
+            if lines:
+                for segments in frame(lines, f, context, label=not full):
+                    out.line(*segments)
+            if f.help:
+                out.line(*prefix_segments(prefix, "help"), (f": {relative_in(f.help)}", ""))
+            fix = fix_of(result, f) if (show_fixes or full) and lines else None
+            if fix is not None and lines:
+                for segments in fix_block(lines, fix, width, prefix):
+                    out.line(*segments)
+            out.line()
     if quiet:
         return
-    errors_found = sum(1 for f in findings if f.severity == "error")
-    warnings = len(findings) - errors_found
-    files = len({f.path for f in findings})
-    checked = _plural(len(results), "file")
-    if findings:
-        out.line(
-            (
-                f"Found {_plural(len(findings), 'problem')} ({_plural(errors_found, 'error')}, "
-                f"{_plural(warnings, 'warning')}) in {_plural(files, 'file')}; {checked} checked.",
-                "",
-            )
-        )
-        safe = sum(1 for f in findings if f.fixable == "safe")
-        unsafe = sum(1 for f in findings if f.fixable == "unsafe")
-        if safe or unsafe:
-            more = f" ({unsafe} more with `--unsafe-fixes`)" if unsafe else ""
-            out.line((f"[*] {safe} fixable with `autogradlint fix --apply`{more}.", ""))
-    elif not errors:
-        out.line((f"All checks passed! ({checked} checked)", ""))
-    else:
-        out.line(
-            (
-                f"No problems found in {checked} checked, but {len(errors)} could not be "
-                "checked (see the errors below).",
-                "",
-            )
-        )
+    for line in summary_lines(results, errors, unsafe=unsafe):
+        out.line((line, ""))

@@ -85,9 +85,12 @@ def _chunk_starts(text: str, indent: str, start: int, end: int) -> list[int]:
 
 
 # A statement that is one string literal (a docstring), with the blank and comment lines after
-# it that its chunk holds. `f"{...}"` counts too: nothing in braces can bind a name.
+# it that its chunk holds. `f"{...}"` counts too: nothing in braces can bind a name. A comment
+# runs to its line's end (only the last may end the text): one that could stop anywhere let a
+# repetition try every split of `# # # ...`, exponentially, before a line that is not one.
 _BARE_STRING = re.compile(
-    r"[ \t]*[rRbBuUfF]{0,2}(?:" + _STRINGS + r")(?:\s|\#[^\n]*)*", re.VERBOSE | re.DOTALL
+    r"[ \t]*[rRbBuUfF]{0,2}(?:" + _STRINGS + r")(?:\s|\#[^\n]*\n)*(?:\#[^\n]*)?",
+    re.VERBOSE | re.DOTALL,
 )
 
 

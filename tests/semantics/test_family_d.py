@@ -582,14 +582,21 @@ def test_apply_checks_forwards_arity_at_the_first_call() -> None:
 def test_a_custom_op_backward_returns_one_gradient_per_input() -> None:
     from torch.library import custom_op
 
+    inputs_seen: dict[str, int] = {}
+
     def setup_context(ctx, inputs, output):  # type: ignore[no-untyped-def]
         ctx.s = inputs[1]
+        inputs_seen["setup_context"] = len(ctx.needs_input_grad)
+
+    def backward(ctx, g):  # type: ignore[no-untyped-def]
+        inputs_seen["backward"] = len(ctx.needs_input_grad)
+        return g * ctx.s
 
     @custom_op("agl_sem::d11_short", mutates_args=())
     def short(x: torch.Tensor, s: float) -> torch.Tensor:
         return x * s
 
-    short.register_autograd(lambda ctx, g: g * ctx.s, setup_context=setup_context)
+    short.register_autograd(backward, setup_context=setup_context)
     x = torch.randn(3, requires_grad=True)
     with pytest.raises(RuntimeError) as raised:
         short(x, 2.0).sum().backward()
@@ -597,6 +604,11 @@ def test_a_custom_op_backward_returns_one_gradient_per_input() -> None:
         "function GeneratedBackwardFor_agl_sem_d11_short_defaultBackward returned an incorrect "
         "number of gradients (expected 3, got 2)"
     )
+    # What the counts count: the generated autograd Function is applied to the op's 2 inputs
+    # and 1 hidden metadata argument (its forward, where setup_context runs, sees 3), and
+    # torch hides that one from the registered backward (2) and appends a None for it to
+    # what backward returns (1 + 1 = 2 gradients for 3).
+    assert inputs_seen == {"setup_context": 3, "backward": 2}
 
     @custom_op("agl_sem::d11_long", mutates_args=())
     def long(x: torch.Tensor, s: float) -> torch.Tensor:

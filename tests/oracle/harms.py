@@ -1,0 +1,137 @@
+"""What each rule predicts torch will show, and whether the linter and torch agree.
+
+A rule's prediction is a pattern over the harms `torch_side.py` reports (see its docstring for
+the harm strings). Some rules predict a risk torch shows only under one call: AGL105 and AGL104
+only under double backward (`wrong:double:second`), AGL408 only on a second backward through a
+retained graph (`retain`), AGL403 only when an input changes in place between forward and
+backward (`mutate`), AGL402 only when forward is reached through an instance (`instance`):
+the drivers make every program go through those calls.
+
+Agreement, both ways, for a program from generator G:
+- missed: a harm in G's scope (the union of G's rules' predictions) that no finding of G's rules
+  predicts;
+- false alarm: a finding of any rule the oracle covers whose prediction matches none of the
+  program's harms.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+ELEMENT_0 = r"RuntimeError: element 0 of tensors does not require grad"
+FIRST_ORDER = r"(train|sum|grad|partial|nonleaf)"
+
+PREDICTS: dict[str, str] = {
+    # A: graph building inside backward
+    "AGL101": rf"raise:{FIRST_ORDER}:{ELEMENT_0}",
+    "AGL102": rf"raise:\w+:{ELEMENT_0}",
+    "AGL103": (
+        r"changed:grad:leaf-grad|wrong:\w+:(grad|second)$|"
+        rf"raise:\w+:(RuntimeError: Trying to backward through the graph a second time|{ELEMENT_0})"
+    ),
+    "AGL104": r"changed:grad:leaf-grad|wrong:double:second",
+    "AGL105": r"wrong:double:second",
+    # C: __torch_function__ / __torch_dispatch__ overrides and modes
+    "AGL301": r"wrong:\w+:dtype|wrong:dtype:value|raise:\w+:RuntimeError: .*(dtype|scalar type)",
+    "AGL302": r"wrong:\w+:device|wrong:device:value|raise:\w+:RuntimeError: .*device",
+    "AGL303": r"warn:\w+:UserWarning: Defining your `__torch_function__` as a plain method",
+    "AGL304": r"raise:\w+:RecursionError",
+    "AGL305": r"raise:\w+:NotImplementedError",
+    "AGL306": r"wrong:(zeros_like|new_zeros|to):(dtype|device|shape)",
+    # D: the Function contract
+    "AGL401": (
+        r"raise:\w+:RuntimeError: function \w+ returned "
+        r"(an incorrect number of gradients|a gradient different than None at position)"
+    ),
+    "AGL402": r"raise:instance:|wrong:instance:output",
+    "AGL403": r"wrong:mutate:grad",
+    "AGL404": (
+        r"raise:\w+:TypeError: save_for_backward can only save|"
+        r"raise:\w+:ValueError: (not enough|too many) values to unpack|wrong:train:grad"
+    ),
+    "AGL405": (
+        r"wrong:nonleaf:grad|changed:\w+:input|"
+        r"silent:\w+:RuntimeError: a (view of a )?leaf Variable that requires grad"
+    ),
+    "AGL406": (
+        r"changed:\w+:upstream|wrong:train:sibling|"
+        r"raise:sum:RuntimeError: unsupported operation: more than one element|crash:sum:"
+    ),
+    "AGL407": r"raise:train:(TypeError|AttributeError|RuntimeError: (Legacy|element 0))|wrong:train:grad",
+    "AGL408": r"raise:retain:|wrong:retain:grad",
+    "AGL409": (
+        r"changed:\w+:(input|output)|wrong:retain:grad|"
+        r"raise:retain:RuntimeError: one of the variables needed for gradient computation"
+    ),
+    "AGL410": (
+        r"raise:(?!instance)\w+:TypeError: .*(missing \d+ required positional|missing a required argument|"
+        r"takes \d+ positional|takes from \d+ to \d+ positional|too many positional arguments|"
+        r"unexpected keyword)"
+    ),
+    "AGL411": r"raise:\w+:TypeError: .*(unexpected keyword argument|missing \d+ required)",
+}
+
+# Rules issue 32 asks for that do not exist yet: their harm, under a name. When a rule lands,
+# give its code a PREDICTS entry and put the code in the generator's `codes` below.
+PENDING: dict[str, str] = {
+    "needs-input-grad": r"raise:\w+:UnboundLocalError|wrong:partial:grad",
+    "fake-impl": r"opcheck:test_(faketensor|aot_dispatch_dynamic|aot_dispatch_static)",
+}
+
+
+@dataclass(frozen=True)
+class Generator:
+    codes: frozenset[str]  # the rules whose verdicts this generator's programs hold to torch
+    pending: str = ""  # a rule not written yet (PENDING): its harm is in scope, no code flags it
+
+    def scope(self) -> re.Pattern[str]:
+        parts = [PREDICTS[c] for c in sorted(self.codes)]
+        if self.pending:
+            parts.append(PENDING[self.pending])
+        return re.compile("|".join(f"(?:{p})" for p in parts))
+
+
+GENERATORS: dict[str, Generator] = {
+    "A": Generator(frozenset({"AGL101", "AGL102", "AGL103", "AGL104", "AGL105"})),
+    "C": Generator(frozenset({"AGL301", "AGL302", "AGL303", "AGL304", "AGL305", "AGL306"})),
+    **{code: Generator(frozenset({code})) for code in PREDICTS if code.startswith("AGL4")},
+    "collectives": Generator(frozenset({"AGL406"})),
+    "needs-input-grad": Generator(frozenset(), pending="needs-input-grad"),
+    "fake-impl": Generator(frozenset(), pending="fake-impl"),
+}
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    generator: str
+    direction: str  # missed | false-alarm
+    code: str  # the rule that flagged wrongly, or the generator's rule(s) that missed
+    harms: tuple[str, ...]  # the harms missed, or every harm the program showed
+
+    @property
+    def key(self) -> str:
+        return f"{self.generator}/{self.direction}/{self.code}"
+
+
+def judge(generator: str, harms: list[str], codes: list[str]) -> list[Disagreement]:
+    """The disagreements between torch's harms and the linter's findings (rule codes)."""
+    gen = GENERATORS[generator]
+    scope = gen.scope()
+    flagged = sorted({c for c in codes if c in PREDICTS})
+    out: list[Disagreement] = []
+    in_scope = [h for h in harms if scope.search(h)]
+    missed = [h for h in in_scope if not any(re.search(PREDICTS[c], h) for c in flagged)]
+    if missed:
+        name = "+".join(sorted(gen.codes)) or gen.pending
+        out.append(Disagreement(generator, "missed", name, tuple(missed)))
+    for code in flagged:
+        if not any(re.search(PREDICTS[code], h) for h in harms):
+            out.append(Disagreement(generator, "false-alarm", code, tuple(harms)))
+    return out
+
+
+def harmful(generator: str, harms: list[str]) -> bool:
+    """Whether torch shows a harm in the generator's scope."""
+    scope = GENERATORS[generator].scope()
+    return any(scope.search(h) for h in harms)
