@@ -240,3 +240,104 @@ def test_attributes_backward_never_reads_for_their_values_are_not_reported() -> 
     assert _found(READS) == [("AGL403", 10)]
     # a backward that hands ctx itself on may read anything
     assert _found(HANDED_ON) == [("AGL403", 11)]
+
+
+# --- AGL405 knows which indexing copies, and what has no history to go stale ---------------
+
+INDEXING = """\
+import torch
+from torch import Tensor
+
+
+class CrossEntropy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, inputs: Tensor, index: Tensor, mask: Tensor):
+        out = inputs[index[0], index[1]]  # advanced indexing: a copy
+        out.neg_()
+        picked = inputs[[0, 2]]  # a list: a copy
+        picked.mul_(2)
+        inputs[inputs > 0].zero_()  # a mask: a copy
+        mask.copy_(mask)  # onto itself: the values never change
+        row = inputs[0]  # basic indexing: a view of the input
+        row.add_(1)
+        return out.sum() + picked.sum() + row.sum()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None, None
+"""
+
+
+def test_advanced_indexing_copies_and_basic_indexing_does_not() -> None:
+    assert _found(INDEXING) == [("AGL405", 15)]
+
+
+FROZEN = """\
+import torch
+from torch import nn
+
+
+class VectorQuantizer(nn.Module):
+    def __init__(self, n, dim):
+        super().__init__()
+        self.codebook = nn.Parameter(torch.empty(n, dim), requires_grad=False)
+        self.register_buffer("counts", torch.zeros(n))
+        self.scale = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        return KMeansStep.apply(x, self.codebook, self.counts, self.scale)
+
+
+class KMeansStep(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, codebook, counts, scale):
+        codebook.copy_(codebook * 0.5 + x.mean())  # requires_grad=False: no gradient path
+        counts.add_(1)  # a buffer: no gradient path
+        scale.mul_(0.9)  # a parameter that requires grad: found
+        return x * codebook.sum() * scale.sum()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2, None, None, None
+"""
+
+
+def test_an_input_that_never_requires_grad_may_change_in_place() -> None:
+    assert _found(FROZEN) == [("AGL405", 21)]
+
+
+PLACEHOLDER = """\
+import torch
+
+
+class CreateParameter(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, placeholder):
+        return placeholder.set_(tensor.detach())
+
+    @staticmethod
+    def backward(ctx, g):
+        return None, g
+
+
+class Fill(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, target):
+        return target.set_(tensor.detach())
+
+    @staticmethod
+    def backward(ctx, g):
+        return None, g
+
+
+def create_parameter(tensor: torch.Tensor, placeholder: torch.nn.Parameter):
+    return CreateParameter.apply(tensor, placeholder)
+
+
+def fill(tensor: torch.Tensor, target: torch.Tensor):
+    return Fill.apply(tensor, target)  # any tensor, a non-leaf too: found
+"""
+
+
+def test_a_leaf_parameter_given_storage_and_returned_is_not_reported() -> None:
+    assert _found(PLACEHOLDER) == [("AGL405", 17)]

@@ -13,6 +13,7 @@ from .facts import ClassInfo, FileFacts
 from .flow import CallSite, MethodFlow
 from .names import dotted
 from .tensor_api import is_tensor_attribute
+from .tensor_kinds import TensorKinds
 
 CONTRACT_METHODS = ("forward", "backward", "setup_context", "jvp", "vmap")
 # Views and no-op conversions (`contiguous` included: it returns self when already contiguous).
@@ -126,8 +127,17 @@ def mutation(node: cst.CSTNode) -> tuple[cst.BaseExpression, cst.CSTNode] | None
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
         name = node.func.attr.value
         if name.endswith("_") and not name.endswith("__") and name not in METADATA_INPLACE:
+            if name == "copy_" and _copies_onto_itself(node):
+                return None  # `t.copy_(t)`: the values never change (semantics D5.5)
             return node.func.value, node
     return None
+
+
+def _copies_onto_itself(call: cst.Call) -> bool:
+    assert isinstance(call.func, cst.Attribute)  # a method call: `t.copy_(...)`
+    target = dotted(call.func.value)
+    source = call.args[0].value if call.args and call.args[0].keyword is None else None
+    return target is not None and source is not None and dotted(source) == target
 
 
 def save_for_backward_calls(flow: MethodFlow, ctx_name: str) -> list[CallSite]:
@@ -309,6 +319,16 @@ class ContractView:
         self.by_name = {info.name: info for info in facts.classes}
         self._method_memo: dict[tuple[int, str], cst.FunctionDef | None] = {}
         self._helper_cache: dict[str, dict[str, StaticHelper]] = {}
+        self._kinds: dict[int, TensorKinds] = {}
+
+    def kinds(self, flow: MethodFlow, tensors: set[str] | None = None) -> TensorKinds:
+        """What the values of a method can be (one per method; `tensors`: its parameters
+        known to be tensors, given by the first to ask)."""
+        found = self._kinds.get(id(flow))
+        if found is None:
+            found = TensorKinds(flow, self.facts.imports, set(tensors or ()))
+            self._kinds[id(flow)] = found
+        return found
 
     def forwards(self) -> Iterator[tuple[ClassInfo, ForwardInputs]]:
         """The Function classes that define forward themselves, with forward as read."""
@@ -363,6 +383,7 @@ class ContractView:
         tensors = tensor_inputs(inputs, flow)
         if vararg and not shape_varargs(flow):
             tensors.add(vararg)
+        self.kinds(flow, tensors)
         return ForwardInputs(flow, ctx_name, inputs, vararg, tensors)
 
     def helpers(self, class_name: str) -> dict[str, StaticHelper]:
@@ -388,7 +409,14 @@ class ContractView:
                 found = mutation(statement)
                 if found is None:
                     continue
-                origin = self.alias_of(found[0], flow, order, set(flow.params), {})
+                origin = self.alias_of(
+                    found[0],
+                    flow,
+                    order,
+                    set(flow.params),
+                    {},
+                    setitem=isinstance(statement, cst.AugAssign),
+                )
                 if origin is not None and origin in flow.params:
                     helper.mutates.setdefault(flow.params.index(origin), found[1])
             for ret, order in flow.returns:
@@ -417,8 +445,11 @@ class ContractView:
         helpers: dict[str, StaticHelper],
         cls: str | None = None,
         depth: int = 0,
+        setitem: bool = False,
     ) -> str | None:
-        """The root parameter whose storage `expr` may share, if any."""
+        """The root parameter whose storage `expr` may share, if any. `setitem`: `expr` is the
+        target of an item assignment (`x[i] += v`), which writes into `x` whatever the index;
+        read, an index tensor, a list or a mask copies (semantics D5.4)."""
         if depth > 20:
             return None
         if isinstance(expr, cst.Name):
@@ -455,6 +486,8 @@ class ContractView:
                 return None
             return self.alias_of(value, flow, definition.order, roots, helpers, cls, depth + 1)
         if isinstance(expr, cst.Subscript):
+            if not setitem and self.kinds(flow).index_copies(expr, order):
+                return None
             return self.alias_of(expr.value, flow, order, roots, helpers, cls, depth + 1)
         if isinstance(expr, cst.Attribute) and expr.attr.value in ALIASING:
             return self.alias_of(expr.value, flow, order, roots, helpers, cls, depth + 1)

@@ -320,7 +320,7 @@ class TensorKinds:
         if isinstance(expr, cst.Name):
             if expr.value in ("None", "True", "False"):
                 return OTHER
-            assert where.node is not None or where.kind == "param"
+            # a position with no statement of its own: every earlier definition may hold there
             at = where.node if where.node is not None else self.flow.function
             return self.name_kind(expr.value, at, where.order, depth + 1)
         if isinstance(expr, (cst.Tuple, cst.List)):
@@ -416,6 +416,29 @@ class TensorKinds:
         if TENSOR in kinds:
             return TENSOR
         return OTHER if all(k == OTHER for k in kinds) else UNKNOWN
+
+    # --- indexing ----------------------------------------------------------------------------
+    def index_copies(self, subscript: cst.Subscript, order: int) -> bool:
+        """Whether reading `subscript` at `order` copies: one of its indices is a tensor, a
+        list or a boolean mask (advanced indexing, semantics D5.4). Integers, slices, `None`
+        and `...` make a view; an index nothing shows to be a tensor is taken for an int."""
+        where = Definition("", None, order, "", kind="assign")
+        for element in subscript.slice:
+            index = element.slice
+            if not isinstance(index, cst.Index):
+                continue  # a slice
+            value = index.value
+            if isinstance(value, (cst.List, cst.ListComp)):
+                return True
+            if isinstance(value, cst.Comparison) and not all(
+                isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn))
+                for c in value.comparisons
+            ):
+                return True  # `x[x > 0]`: a mask
+            if isinstance(value, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
+                if self.expression_kind(value, where) == TENSOR:
+                    return True
+        return False
 
     # --- what the `if` tests around a statement say ------------------------------------------
     def narrowed_plain(self, name: str, at: cst.CSTNode) -> bool:

@@ -52,12 +52,15 @@ class BackwardState(Check):
         flow = self.ctx.flow(backward)
         contract = self.ctx.contract()
         grads = set(flow.params[1:]) | ({flow.vararg} if flow.vararg else set())
+        contract.kinds(flow, grads)  # the incoming gradients are tensors
         reported: set[str] = set()
         for node, order in flow.statements:
             found = mutation(node)
             if found is None:
                 continue
-            origin = contract.alias_of(found[0], flow, order, grads, {})
+            origin = contract.alias_of(
+                found[0], flow, order, grads, {}, setitem=isinstance(node, cst.AugAssign)
+            )
             if origin and origin not in reported:
                 reported.add(origin)
                 partial = self._partial_write(flow, origin)

@@ -298,6 +298,87 @@ def test_a_leaf_changed_in_place() -> None:
     )
 
 
+@rows("D5.3")
+def test_an_input_that_needs_no_gradient_may_change_in_place() -> None:
+    class KMeansStep(Function):
+        @staticmethod
+        def forward(ctx, x, codebook):
+            codebook.copy_(codebook * 0.5 + x.mean())  # the centroid update, on purpose
+            return x * codebook.sum()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2, None
+
+    x = three()
+    codebook = torch.nn.Parameter(torch.ones(3), requires_grad=False)
+    y = x * 2
+    (KMeansStep.apply(y, codebook).sum() + y.sum()).backward()
+    assert x.grad.tolist() == [6.0] * 3  # 2 * (2 + 1): every gradient as declared
+    assert codebook.tolist() == [4.5] * 3  # 0.5 + mean(2x): updated, as meant
+
+
+@rows("D5.4")
+def test_advanced_indexing_copies_and_basic_indexing_views() -> None:
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    for index in (torch.tensor([0, 1]), [0, 1], x > 2):
+        x[index].neg_()  # changes a copy
+        assert x.tolist() == [[1.0, 2.0], [3.0, 4.0]], index
+    rows_, cols = torch.tensor([0, 1]), torch.tensor([1, 0])
+    x[rows_, cols].add_(10)
+    assert x.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    x[0].neg_()  # a view: the change reaches x
+    assert x.tolist() == [[-1.0, -2.0], [3.0, 4.0]]
+
+
+@rows("D5.5")
+def test_copying_a_tensor_onto_itself_changes_no_gradient() -> None:
+    class Requantize(Function):
+        @staticmethod
+        def forward(ctx, t):
+            t.copy_(t)
+            return t.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    w = three()
+    h = w * 2
+    (Requantize.apply(h).sum() + (h * h).sum()).backward()
+    assert w.grad.tolist() == [10.0, 18.0, 26.0]  # 2 + 2 * 2h: right
+    w = three()
+    h = w * 2
+    square = h * h  # saves h before the copy
+    out = Requantize.apply(h)
+    with pytest.raises(RuntimeError) as raised:
+        (out.sum() + square.sum()).backward()
+    assert first_line(raised.value).startswith(
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        "operation"
+    )
+
+
+@rows("D5.6")
+def test_a_placeholder_parameter_given_storage_with_set_() -> None:
+    class CreateParameter(Function):
+        @staticmethod
+        def forward(ctx, tensor, placeholder):
+            return placeholder.set_(tensor.detach())
+
+        @staticmethod
+        def backward(ctx, g):
+            return None, g
+
+    weights = torch.tensor([1.0, 2.0, 3.0])
+    placeholder = torch.nn.Parameter(torch.empty(3))
+    placeholder.untyped_storage().resize_(0)  # storage-less, as torch._dynamo makes them
+    out = CreateParameter.apply(torch.tensor([4.0, 5.0, 6.0]), placeholder)
+    ((out * weights).sum() + (placeholder * 3).sum()).backward()
+    assert placeholder.tolist() == [4.0, 5.0, 6.0]
+    assert placeholder.grad.tolist() == [4.0, 5.0, 6.0]  # weights + 3: right
+
+
 @rows("D7.1", "D7.2", "D7.3")
 def test_calling_forward_directly_bypasses_backward() -> None:
     class Cube(Function):
