@@ -341,3 +341,39 @@ def fill(tensor: torch.Tensor, target: torch.Tensor):
 
 def test_a_leaf_parameter_given_storage_and_returned_is_not_reported() -> None:
     assert _found(PLACEHOLDER) == [("AGL405", 17)]
+
+
+# --- AGL408: a hand-off the paired backward refills is not consumed (semantics D8.4) ----------
+
+HAND_OFF = """\
+import torch
+
+
+class Inner(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, side, x):
+        ctx.side = side
+        return x.new_zeros(())
+
+    @staticmethod
+    def backward(ctx, g):
+        grads = ctx.side.pop("bw")  # refilled by Outer.backward before every pass
+        ctx.side.pop("extra")  # nobody puts it back: found
+        return None, grads
+
+
+class Outer(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, dummy, side, x):
+        ctx.side = side
+        return x * 3
+
+    @staticmethod
+    def backward(ctx, g):
+        ctx.side["bw"] = g * 3
+        return torch.zeros(()), None, None
+"""
+
+
+def test_a_key_the_paired_backward_refills_is_not_consumed_state() -> None:
+    assert _found(HAND_OFF) == [("AGL408", 13)]

@@ -505,6 +505,37 @@ def test_setting_ctx_state_to_none_breaks_a_second_backward() -> None:
     assert on_ctx() is not None and saved() is None
 
 
+@rows("D8.4")
+def test_a_hand_off_refilled_by_the_paired_backward_survives_a_second_backward() -> None:
+    class Inner(Function):  # thunder's ThunderFunction: its backward takes what Outer left
+        @staticmethod
+        def forward(ctx, side, x):
+            ctx.side = side
+            return x.new_zeros(())
+
+        @staticmethod
+        def backward(ctx, g):
+            return None, ctx.side.pop("bw")
+
+    class Outer(Function):  # ThunderOutputFunction: its backward runs first, every pass
+        @staticmethod
+        def forward(ctx, dummy, side, x):
+            ctx.side = side
+            return x * 3
+
+        @staticmethod
+        def backward(ctx, g):
+            ctx.side["bw"] = g * 3
+            return torch.zeros(()), None, None
+
+    x = three()
+    side: dict[str, torch.Tensor] = {}
+    loss = Outer.apply(Inner.apply(side, x), side, x).sum()
+    loss.backward(retain_graph=True)
+    loss.backward()  # the pop took what this pass put there
+    assert x.grad.tolist() == [6.0] * 3 and side == {}
+
+
 @rows("D9.1", "D9.2")
 def test_backward_writing_a_saved_tensor_changes_the_callers_tensor() -> None:
     class MulSaved(Function):
