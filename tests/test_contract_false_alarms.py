@@ -377,3 +377,95 @@ class Outer(torch.autograd.Function):
 
 def test_a_key_the_paired_backward_refills_is_not_consumed_state() -> None:
     assert _found(HAND_OFF) == [("AGL408", 13)]
+
+
+# --- AGL407 fires only where grad mode may be on, and only on Functions (semantics D7.4) -------
+
+FAST_PATHS = """\
+import torch
+
+
+class Cube(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a):
+        if ctx is not None:
+            ctx.save_for_backward(a)
+        return a**3
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return 3 * a * a * g
+
+
+def if_else(a):
+    if torch.is_grad_enabled():
+        return Cube.apply(a)
+    else:
+        return Cube.forward(None, a)
+
+
+def early_return(a):
+    if torch.is_grad_enabled():
+        return Cube.apply(a)
+    return Cube.forward(None, a)
+
+
+def negated(a):
+    if not torch.is_grad_enabled():
+        return Cube.forward(None, a)
+    return Cube.apply(a)
+
+
+def in_no_grad(a):
+    with torch.no_grad():
+        return Cube.forward(None, a)
+
+
+@torch.inference_mode()
+def decorated(a):
+    return Cube.forward(None, a)
+
+
+def grad_may_be_on(a):
+    return Cube.forward(None, a)  # found
+
+
+def forgot_ctx(a):
+    with torch.no_grad():
+        return Cube.forward(a)  # raises whatever the grad mode: found
+"""
+
+
+def test_the_no_grad_fast_path_is_not_reported() -> None:
+    assert _found(FAST_PATHS) == [("AGL407", 47), ("AGL407", 52)]
+
+
+NAMESAKES = """\
+import torch
+
+
+def test_function():
+    class Storage(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    return Storage()(torch.ones(2))  # found: the Function, instantiated and called
+
+
+def test_storage():
+    class Storage:
+        def __call__(self, x):
+            return x
+
+    return Storage()(1)  # a plain class of the same name
+"""
+
+
+def test_a_plain_class_named_like_a_function_is_not_one() -> None:
+    assert _found(NAMESAKES) == [("AGL407", 14)]

@@ -414,6 +414,33 @@ def test_calling_forward_directly_bypasses_backward() -> None:
     assert first_line(raised.value).startswith(LEGACY)
 
 
+@rows("D7.4")
+def test_forward_called_directly_with_grad_mode_off_is_what_apply_gives() -> None:
+    class Cube(Function):
+        @staticmethod
+        def forward(ctx, a):
+            if ctx is not None:
+                ctx.save_for_backward(a)
+            return a**3
+
+        @staticmethod
+        def backward(ctx, g):
+            (a,) = ctx.saved_tensors
+            return 3 * a * a * g
+
+    def cube(a: torch.Tensor) -> torch.Tensor:  # the deliberate no-grad fast path
+        if torch.is_grad_enabled():
+            return Cube.apply(a)
+        return Cube.forward(None, a)
+
+    x = three()
+    with torch.no_grad():
+        fast, applied = cube(x), Cube.apply(x)
+    assert torch.equal(fast, applied) and fast.grad_fn is None and applied.grad_fn is None
+    cube(x).sum().backward()  # grad mode on: through apply
+    assert x.grad.tolist() == [3.0, 12.0, 27.0]
+
+
 @rows("D8.1")
 def test_deleting_ctx_state_breaks_a_second_backward() -> None:
     class Del(Function):
