@@ -469,3 +469,73 @@ def test_storage():
 
 def test_a_plain_class_named_like_a_function_is_not_one() -> None:
     assert _found(NAMESAKES) == [("AGL407", 14)]
+
+
+# --- AGL401 counts what `apply` passes (semantics D1.4, D1.5) -------------------------------
+
+CLASSMETHODS = """\
+import torch
+
+
+class ChunkedLoss(torch.autograd.Function):
+    @classmethod
+    def forward(cls, ctx, logits, target):
+        ctx.save_for_backward(logits, target)
+        return (logits - target).square().sum()
+
+    @staticmethod
+    def backward(ctx, g):
+        logits, target = ctx.saved_tensors
+        return 2 * g * (logits - target), None
+
+
+class Shifted(torch.autograd.Function):
+    @classmethod
+    def forward(cls, ctx, x, shift):
+        return x + shift
+
+    @classmethod
+    def backward(cls, ctx, g):
+        return g * 1  # found: two inputs
+
+
+def run(logits, target, x):
+    return ChunkedLoss.apply(logits, target), Shifted.apply(x, 1.0)
+"""
+
+
+def test_the_bound_cls_of_a_classmethod_is_not_an_input() -> None:
+    assert _found(CLASSMETHODS) == [("AGL401", 23)]
+
+
+NON_DIFFERENTIABLE = """\
+import torch
+
+
+class ArgMax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        index = (a * b).argmax()
+        ctx.mark_non_differentiable(index)
+        return index
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 1  # never runs: the only output is marked non-differentiable
+
+
+class TopK(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, k):
+        values, index = a.topk(k)
+        ctx.mark_non_differentiable(index)
+        return values, index
+
+    @staticmethod
+    def backward(ctx, g_values, g_index):
+        return g_values * 1  # found: `values` is differentiable, and k needs its None
+"""
+
+
+def test_a_backward_that_can_never_run_is_not_counted() -> None:
+    assert _found(NON_DIFFERENTIABLE) == [("AGL401", 25)]

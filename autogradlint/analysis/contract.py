@@ -111,8 +111,14 @@ def is_static(function: cst.FunctionDef) -> bool:
 
 
 def params(function: cst.FunctionDef) -> list[cst.Param]:
-    """The positional parameters, positional-only ones first."""
-    return [*function.params.posonly_params, *function.params.params]
+    """The positional parameters a caller passes, positional-only ones first: a
+    `@classmethod`'s `cls` is bound by Python, never passed (semantics D1.5)."""
+    found = [*function.params.posonly_params, *function.params.params]
+    return found[1:] if is_classmethod(function) else found
+
+
+def is_classmethod(function: cst.FunctionDef) -> bool:
+    return any(dotted(d.decorator) == "classmethod" for d in function.decorators)
 
 
 def mutation(node: cst.CSTNode) -> tuple[cst.BaseExpression, cst.CSTNode] | None:

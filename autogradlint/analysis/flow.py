@@ -230,6 +230,9 @@ def analyse_method(
     """Run the single ordered pass over `function` and return what it found. `inherited` is
     the grad mode it is entered in (a helper called from backward runs in its caller's)."""
     params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    bound: str | None = None
+    if params and any(dotted(d.decorator) == "classmethod" for d in function.decorators):
+        bound = params.pop(0)  # `cls`: bound by Python, never passed (semantics D1.5)
     vararg = None
     star = function.params.star_arg
     if isinstance(star, cst.Param):
@@ -247,6 +250,10 @@ def analyse_method(
     for position, name in enumerate(params):
         flow.defs.setdefault(name, []).append(
             Definition(name, None, 0, base, position, "param", function)
+        )
+    if bound is not None:
+        flow.defs.setdefault(bound, []).append(
+            Definition(bound, None, 0, base, None, "param", function)
         )
     if vararg:
         flow.defs.setdefault(vararg, []).append(

@@ -6,6 +6,7 @@ import libcst as cst
 
 from ..analysis.contract import params
 from ..analysis.facts import ClassInfo
+from ..analysis.flow import MethodFlow
 from ..analysis.names import dotted
 from ..analysis.source_text import code_of
 from .base import Check
@@ -63,6 +64,8 @@ class GradientCount(Check):
         signature = forward.params
         if isinstance(signature.star_arg, cst.Param) or signature.kwonly_params:
             return  # *args forwards or keyword-only inputs: the count is not knowable
+        if _never_differentiable(self.ctx.flow(forward)):
+            return  # no output requires grad: backward never runs (semantics D1.4)
         inputs = params(forward)
         if self.ctx.contract().method(info, "setup_context") is None:
             inputs = inputs[1:]  # forward's first parameter is the ctx
@@ -97,6 +100,36 @@ HIDDEN_INPUT = (
     " with the op's inputs and one hidden metadata argument, and appends a `None` for it to what"
     " this backward returns."
 )
+
+
+def _never_differentiable(forward: MethodFlow) -> bool:
+    """Whether every output forward returns is marked with `ctx.mark_non_differentiable` (or
+    is plainly no tensor: a literal, None): then no output requires grad and backward never
+    runs, whatever it returns (semantics D1.4)."""
+    if not forward.params or not forward.returns:
+        return False
+    marker = f"{forward.params[0]}.mark_non_differentiable"
+    marked = {
+        arg.value.value
+        for site in forward.calls
+        if not site.in_nested_def and dotted(site.node.func) == marker
+        for arg in site.node.args
+        if not arg.star and isinstance(arg.value, cst.Name)
+    }
+    if not marked:
+        return False
+    for ret, _order in forward.returns:
+        value = ret.value
+        elements = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+        for element in elements:
+            if element is None or isinstance(element, (cst.Integer, cst.Float)):
+                continue
+            if isinstance(element, cst.Name) and (
+                element.value in marked or element.value in ("None", "True", "False")
+            ):
+                continue
+            return False
+    return True
 
 
 def slots(inputs: list[str], value: cst.BaseExpression | None) -> str:

@@ -64,6 +64,49 @@ def test_backward_must_return_one_gradient_per_input() -> None:
     assert x.grad.tolist() == [2.0] * 3
 
 
+@rows("D1.4")
+def test_a_backward_of_outputs_all_marked_non_differentiable_never_runs() -> None:
+    ran: list[bool] = []
+
+    class ArgMax(Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            index = (a * b).argmax()
+            ctx.mark_non_differentiable(index)
+            return index
+
+        @staticmethod
+        def backward(ctx, g):
+            ran.append(True)
+            return g  # one gradient for two inputs: never checked, never run
+
+    a = three()
+    index = ArgMax.apply(a, three())
+    assert not index.requires_grad
+    (a[index] * 2 + a.sum()).backward()
+    assert ran == [] and a.grad.tolist() == [1.0, 1.0, 3.0]
+
+
+class ClassForward(Function):
+    @classmethod
+    def forward(cls, ctx, a, b):
+        return a * b
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, g, g  # cls is bound by Python: apply passes two inputs
+
+
+@rows("D1.5")
+def test_the_bound_cls_of_a_classmethod_forward_is_no_input() -> None:
+    with pytest.raises(RuntimeError) as raised:
+        ClassForward.apply(three(), three()).sum().backward()
+    assert first_line(raised.value) == (
+        "function ClassForwardBackward returned an incorrect number of gradients "
+        "(expected 2, got 3)"
+    )
+
+
 class NonStatic(Function):
     def forward(ctx, a):
         return a * 2
