@@ -539,3 +539,72 @@ class TopK(torch.autograd.Function):
 
 def test_a_backward_that_can_never_run_is_not_counted() -> None:
     assert _found(NON_DIFFERENTIABLE) == [("AGL401", 25)]
+
+
+# --- AGL306: a request honoured before the branch, and tokens with no data ---------------------
+
+READ_BEFORE = """\
+import torch
+
+aten = torch.ops.aten
+
+
+class Wrapper(torch.Tensor):
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args, kwargs=None):
+        kwargs = dict(kwargs or {})
+        dtype = kwargs.pop("dtype", None)
+        device = kwargs.get("device")
+        if func is aten._to_copy.default:
+            return Wrapper(args[0]._data.to(dtype=dtype, device=device))  # both honoured
+        if func is aten.empty_like.default:
+            return Wrapper(torch.empty_like(args[0]._data, device=device))  # dtype: found
+        return NotImplemented
+"""
+
+
+def test_request_keys_read_before_the_branch_are_honoured_in_it() -> None:
+    assert _found(READ_BEFORE, "AGL306") == [("AGL306", 14)]
+
+
+TOKENS = """\
+import torch
+
+aten = torch.ops.aten
+
+
+class Token(torch.Tensor):
+    @staticmethod
+    def __new__(cls):
+        return torch.Tensor._make_wrapper_subclass(cls, (), device="meta")
+
+    def __tensor_flatten__(self):
+        return [], None
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args, kwargs=None):
+        if func is aten.empty_like.default:
+            return Token()  # nothing inside to give a dtype
+        raise NotImplementedError
+
+
+class Wrapped(torch.Tensor):
+    @staticmethod
+    def __new__(cls, data):
+        r = torch.Tensor._make_wrapper_subclass(cls, data.shape, dtype=data.dtype)
+        r._data = data
+        return r
+
+    def __tensor_flatten__(self):
+        return ["_data"], None
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args, kwargs=None):
+        if func is aten.empty_like.default:
+            return Wrapped(torch.empty_like(args[0]._data))  # data inside: found
+        raise NotImplementedError
+"""
+
+
+def test_a_wrapper_with_no_tensor_inside_has_no_dtype_to_honour() -> None:
+    assert _found(TOKENS, "AGL306") == [("AGL306", 33)]
