@@ -29,13 +29,13 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .analysis.bindings import Binding
 from .cache_dir import CacheDirRefused, claim, refusal
 from .cache_key import KeyUnavailable, seal, user_key
 from .model import FileError, FileResult, Finding
-from .outline import Outline
-from .project import Details, Signature
+from .text.bindings import Binding
+from .text.outline import Outline
+from .version import __version__
+from .view import Details, Signature
 
 FORMAT = 8  # 2: keyed by ctime and inode too; 3: dotted bases; 4: imports in the outline; 5: help;
 # 6: `X.apply(` callees in the outline; 7: the C/C++ stamp of results that read it; 8: sealed

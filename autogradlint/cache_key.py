@@ -4,7 +4,7 @@ A cache file is named and sealed with a keyed hash of this secret, so a cache co
 another machine, written by another user, or committed to the repository is never even
 opened, and one edited on disk fails its seal: a cached result is only ever what this user's
 own runs computed. The secret lives in the user cache directory (`$XDG_CACHE_HOME` or
-`~/.cache`, beside the code cache of speed/kept_files.py), created with mode 0600, and is
+`~/.cache`, beside the code cache of runtime/kept_files.py), created with mode 0600, and is
 used only when this user owns it and nobody else can read or write it.
 """
 

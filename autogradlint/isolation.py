@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe, wait
 from typing import Any
 
-from .speed.collector import for_a_command
+from .runtime.collector import for_a_command
 
 DEFAULT_TIME_BUDGET = float(os.environ.get("AUTOGRADLINT_FILE_TIMEOUT", "60"))
 DEFAULT_MEMORY_BUDGET = int(os.environ.get("AUTOGRADLINT_FILE_MEMORY_MB", "4096")) << 20

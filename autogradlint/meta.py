@@ -203,7 +203,7 @@ def parsed_yaml() -> Iterator[Callable[[str], Any]]:
     same (importing yaml and parsing the rule files is ~0.1 s of every cold run, before any
     file is read). Keyed by the whole text, so an edited rule file is parsed again; the
     documents are plain data, validated by parse_rule either way."""
-    from .speed.kept_files import cache_file, load_owned, save_atomic
+    from .runtime.kept_files import cache_file, load_owned, save_atomic
 
     path = cache_file("rule-documents")
     known = load_owned(path) if path is not None else None

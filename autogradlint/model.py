@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # libcst is only needed by the engine: keep `check`'s warm path light
     import libcst as cst
 
-    from .fix.edits import Fix
+    from .edits import Fix
 
 
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\udc80-\udcff]")
@@ -122,6 +122,6 @@ class FileResult:
     parsed: bool = False  # False when the byte prefilter proved the file cannot hold a finding
     fixes: list[FixSuggestion] = field(default_factory=list)  # when asked for (json, sarif)
     classes: list[ClassSummary] = field(default_factory=list)  # when asked for (confirm)
-    # What the result depends on beyond the file (dependencies.py): the project's C/C++
+    # What the result depends on beyond the file (analysis/dependencies.py): the project's C/C++
     # sources and other Python files the checks read; a cached result is valid while they hold.
     depends: str = ""

@@ -9,20 +9,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .analysis.dependencies import Current
+from .checks.gates import Memo, can_hold_findings, declarations
 from .config import Config
-from .dependencies import Current
 from .gitignore import IgnoreRule, is_ignored, parse_gitignore
 from .model import FileError, FileResult
-from .outline import Outline, module_imports, outline
-from .project import EMPTY, Details, FileView, ProjectIndex, Record, view_key
 from .settings import Settings
 from .source_io import decode_problem, kind_of, read_source
-from .speed.gates import Memo, can_hold_findings, declarations
+from .text.outline import Outline, module_imports, outline
+from .view import EMPTY, Details, FileView, ProjectIndex, Record, view_key
 
 if TYPE_CHECKING:  # the pool and the cache are imported only by the runs that use them
     from .cache import Cache
     from .cache import Entry as CacheEntry
-    from .fix.loop import FixOutcome
+    from .engine.fix_loop import FixOutcome
     from .fix.write import ReadFile
 
 PYTHON_SUFFIXES = (".py", ".pyi")
@@ -176,7 +176,7 @@ def _walk(
 
 
 def _lint_job(job: Job) -> FileResult:
-    from .lint import lint_file  # workers and warm runs import libcst only when needed
+    from .engine.door import lint_file  # workers and warm runs import libcst only when needed
 
     path, data, enabled, settings, view, wants = job
     return lint_file(
@@ -282,7 +282,7 @@ def lint_paths(
     involve a Function of another file, are parsed.
 
     `project` lists the rest of the project (`root` is its top): those files are read, through
-    the cache, only to build the index every file is linted with (project.py), so linting one
+    the cache, only to build the index every file is linted with (view.py), so linting one
     file finds what linting the whole project finds in it. Many files are read by a pool of
     workers while this process loads the engine; the analysis then runs in isolated workers
     forked after that, so none imports libcst again."""
@@ -509,7 +509,7 @@ class FixJob:
 
 
 def _fix_job(job: tuple[str, str, frozenset[str], Settings, FileView, bool]) -> FixOutcome:
-    from .fix.loop import fix_text
+    from .engine.fix_loop import fix_text
 
     path, text, enabled, settings, view, unsafe = job
     return fix_text(text, path, unsafe=unsafe, enabled=enabled, settings=settings, project=view)

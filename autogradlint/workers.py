@@ -107,9 +107,9 @@ def load_engine() -> None:
     from .meta import all_rules
 
     # A run asks before reading and again before analysing: the cache file is read once.
-    if "autogradlint.lint" not in sys.modules:
-        from .speed.dataclass_code import cached_dataclass_code
+    if "autogradlint.engine.door" not in sys.modules:
+        from .runtime.dataclass_code import cached_dataclass_code
 
         with cached_dataclass_code("engine"):  # libcst's node classes, compiled earlier
-            from . import engine, lint  # noqa: F401 - lint: each worker would import it again
+            from .engine import door, pipeline  # noqa: F401 - door: each worker would import it again
     all_rules()

@@ -201,7 +201,7 @@ def test_function_subclass_defined_across_files_is_recognised(tmp_path: Path) ->
 
 def test_a_command_collects_garbage_rarely() -> None:
     """A command's objects live until it exits: the console entry point tells the collector
-    not to traverse them every 700 allocations (speed/collector.py)."""
+    not to traverse them every 700 allocations (runtime/collector.py)."""
     script = (
         "import gc, os, sys\n"
         "from autogradlint.cli.app import run\n"

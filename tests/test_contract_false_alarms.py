@@ -3,7 +3,7 @@ the code a rule used to flag, no finding, and the true bug beside it, still foun
 
 from __future__ import annotations
 
-from autogradlint.engine import lint_source
+from autogradlint.engine.pipeline import lint_source
 
 
 def _found(code: str, rule: str | None = None) -> list[tuple[str, int]]:

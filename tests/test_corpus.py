@@ -173,7 +173,7 @@ def test_fix_round_trip_on_a_copy_of_the_corpus(corpus: Path, tmp_path: Path) ->
     from click.testing import CliRunner
 
     from autogradlint.cli import main
-    from autogradlint.fix.verify import compile_error
+    from autogradlint.engine.verify import compile_error
 
     copy = tmp_path / "corpus"
     shutil.copytree(corpus, copy, symlinks=True)
@@ -206,10 +206,10 @@ def test_fix_round_trip_on_a_copy_of_the_corpus(corpus: Path, tmp_path: Path) ->
 
 def test_pre_slicing_selects_what_the_whole_file_selects(corpus: Path) -> None:
     """On real code, the text scan never changes what reaches libcst (see test_slicing.py)."""
+    from autogradlint.checks.gates import can_hold_findings, function_index
     from autogradlint.meta import all_rules
-    from autogradlint.outline import class_declarations
-    from autogradlint.speed.gates import can_hold_findings, function_index
     from autogradlint.speed.slicing import slice_source
+    from autogradlint.text.outline import class_declarations
 
     enabled = frozenset(all_rules())
     data = {path: path.read_bytes() for path in corpus.rglob("*.py")}
@@ -235,7 +235,7 @@ def test_pre_slicing_selects_what_the_whole_file_selects(corpus: Path) -> None:
 
 
 def test_finding_positions_match_a_whole_module_pass(corpus: Path) -> None:
-    from autogradlint.engine import analyse
+    from autogradlint.engine.pipeline import analyse
     from autogradlint.speed.positions import _whole_module, node_positions
 
     checked = 0
@@ -257,7 +257,7 @@ def test_finding_positions_match_a_whole_module_pass(corpus: Path) -> None:
 def test_forward_signatures_from_headers_match_whole_classes(corpus: Path) -> None:
     """The index reads a Function's forward from its header alone; on real code that gives
     what `ast` of the whole class statement gives (project.signatures_of)."""
-    from autogradlint.project import signatures_from_classes, signatures_of
+    from autogradlint.view import signatures_from_classes, signatures_of
 
     compared = 0
     for path in corpus.rglob("*.py"):

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import textwrap
 
-from autogradlint.engine import lint_source
-from autogradlint.lint import lint_file
+from autogradlint.engine.door import lint_file
+from autogradlint.engine.pipeline import lint_source
 
 
 def _found(source: str) -> list[tuple[str, int]]:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from autogradlint.speed import dataclass_code
-from autogradlint.speed.dataclass_code import cache_file, cached_dataclass_code
+from autogradlint.runtime import dataclass_code
+from autogradlint.runtime.dataclass_code import cache_file, cached_dataclass_code
 
 
 @pytest.fixture
@@ -54,7 +54,7 @@ def test_classes_made_with_the_cache_behave_as_without(cache_home: Path) -> None
 
 def test_the_engine_loads_from_the_cache_in_a_fresh_process(cache_home: Path) -> None:
     script = (
-        "from autogradlint.speed.dataclass_code import cached_dataclass_code\n"
+        "from autogradlint.runtime.dataclass_code import cached_dataclass_code\n"
         "with cached_dataclass_code('engine') as counts:\n"
         "    import libcst\n"
         "print(counts.compiled, counts.reused)\n"

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from autogradlint.cli import main
-from autogradlint.fix.loop import FixOutcome, fix_text
+from autogradlint.engine.fix_loop import FixOutcome, fix_text
 from autogradlint.fix.write import WriteRefused, read_for_fix, write_fixed
 from autogradlint.meta import all_rules
 from autogradlint.runner import project_index
@@ -196,7 +196,7 @@ SAFE_FIXES = [m for m in RULES.values() if m.fix == "safe"]
 
 @pytest.mark.parametrize("meta", SAFE_FIXES, ids=[m.id for m in SAFE_FIXES])
 def test_each_safe_fix_states_the_preconditions_its_check_proves(meta) -> None:
-    from autogradlint.fix.preconditions import CHECKED, declared
+    from autogradlint.preconditions import CHECKED, declared
 
     stated = declared(meta.id)
     assert stated, f"{meta.id}: a safe fix states its preconditions (`fix-preconditions`)"
@@ -274,7 +274,7 @@ def test_agl101_is_unsafe_where_torch_would_need_a_new_module_import(
     path = tmp_path / "lazy.py"
     path.write_text(lazy)
     assert not fix_in_project(lazy, tmp_path).changed
-    from autogradlint.fix.loop import single_fixes
+    from autogradlint.engine.fix_loop import single_fixes
 
     notes = [f.note for f in single_fixes(lazy, str(path)) if f.finding.rule_id == "AGL101"]
     assert notes and "a module-level `import torch` could make it fail to import" in notes[0]

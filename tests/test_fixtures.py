@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import expected_findings
 
-from autogradlint.engine import lint_source
+from autogradlint.engine.pipeline import lint_source
 
 FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("*.py"))
 

@@ -3,9 +3,9 @@ file can hold a finding and which classes the project index sees."""
 
 from __future__ import annotations
 
+from autogradlint.checks.gates import can_hold_findings, declarations
 from autogradlint.meta import all_rules
-from autogradlint.outline import class_declarations
-from autogradlint.speed.gates import can_hold_findings, declarations
+from autogradlint.text.outline import class_declarations
 
 ALL = frozenset(all_rules())
 

@@ -6,7 +6,7 @@ import libcst as cst
 import pytest
 
 from autogradlint.analysis.handled_ops import handled_ops, op_name
-from autogradlint.lint import lint_file
+from autogradlint.engine.door import lint_file
 
 
 @pytest.mark.parametrize(

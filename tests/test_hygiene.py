@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from autogradlint.engine import lint_source
-from autogradlint.fix.loop import fix_text
-from autogradlint.lint import lint_file
+from autogradlint.engine.door import lint_file
+from autogradlint.engine.fix_loop import fix_text
+from autogradlint.engine.pipeline import lint_source
 from autogradlint.meta import all_rules
 
 ALL = frozenset(all_rules())
@@ -194,7 +194,7 @@ QUIET_CASES = [
 def test_the_no_findings_shortcut_reports_what_the_full_audit_does(source: str) -> None:
     """With no findings, most files' `noqa` comments belong to other tools, and the audit
     skips the comment scan; it must report exactly what the full audit reports."""
-    from autogradlint import hygiene
+    from autogradlint.engine import hygiene
 
     fast = hygiene.audit(source, "m.py", [], ALL)
     full = hygiene._hygiene(source, "m.py", hygiene.parse_suppressions(source), set(), ALL)

@@ -7,8 +7,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autogradlint.engine import lint_source
-from autogradlint.incremental import IncrementalLinter, split
+from autogradlint.engine.incremental import IncrementalLinter, split
+from autogradlint.engine.pipeline import lint_source
 
 UNIT = """\
 class Fn{i}(torch.autograd.Function):
@@ -127,7 +127,7 @@ def test_incremental_lint_equals_a_whole_lint_after_every_edit(units: int, edits
 
 
 def test_an_edit_in_one_unit_analyses_that_unit_only(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from autogradlint import incremental
+    from autogradlint.engine import incremental
 
     calls: list[int] = []
     real = incremental.lint_source

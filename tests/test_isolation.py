@@ -15,7 +15,7 @@ from conftest import SQUARE_BUG
 
 from autogradlint.cli import main
 from autogradlint.config import Config
-from autogradlint.engine import lint_source
+from autogradlint.engine.pipeline import lint_source
 from autogradlint.isolation import Failure, Persistent, run_isolated, safe_path
 from autogradlint.runner import discover, lint_paths
 from autogradlint.speed import complexity
@@ -140,8 +140,8 @@ def test_sigterm_stops_a_run_whose_parser_is_busy(tmp_path: Path) -> None:
 def test_fix_parses_the_slice_not_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
     """`fix` on a large file costs what `check` costs: libcst sees the Function, not the
     megabytes around it (it took 164 s and 2.9 GB on a 2 MB file)."""
-    from autogradlint import engine
-    from autogradlint.fix.loop import fix_text
+    from autogradlint.engine import pipeline as engine
+    from autogradlint.engine.fix_loop import fix_text
 
     filler = "".join(f"def helper_{i}(x):\n    return x + {i}\n\n\n" for i in range(40_000))
     source = filler + SQUARE_BUG.replace("import torch\n", "import torch\n\n\n", 1)
@@ -164,7 +164,7 @@ def test_fix_parses_the_slice_not_the_file(monkeypatch: pytest.MonkeyPatch) -> N
 def test_a_long_chain_of_subclasses_is_resolved_in_one_walk() -> None:
     """The Function closure goes over the classes once (10,000 chained subclasses took 216 s
     when every layer iterated over all classes until nothing changed: once per level)."""
-    from autogradlint.analysis.hierarchy import descendants, inherited
+    from autogradlint.text.hierarchy import descendants, inherited
 
     passes = 0
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from autogradlint.meta import parsed_yaml
-from autogradlint.speed.kept_files import cache_file, load_owned
+from autogradlint.runtime.kept_files import cache_file, load_owned
 
 _SCRIPT = (
     "import pickle, sys\n"
@@ -98,7 +98,7 @@ def test_writing_prunes_the_sets_no_interpreter_will_read(cache_home: Path, tmp_
     """One set of files per interpreter and environment: writing one removes those of
     environments that are gone and of an interpreter this environment replaced, and the oldest
     beyond a few per kind; nothing else in the directory is touched."""
-    from autogradlint.speed import kept_files
+    from autogradlint.runtime import kept_files
 
     directory = cache_home / "autogradlint"
     directory.mkdir()

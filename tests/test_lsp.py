@@ -301,7 +301,7 @@ async def test_noqa_goes_where_it_counts_and_breaks_nothing(
     compile(new, "m.py", "exec")  # after a `\` it was a SyntaxError
     assert new.splitlines()[noqa_line - 1].endswith("# noqa: AGL101")
     assert new.count("# noqa") == 1
-    from autogradlint.engine import lint_source
+    from autogradlint.engine.pipeline import lint_source
 
     assert lint_source(new, "m.py").findings == []  # and it does suppress the finding
 

@@ -12,7 +12,7 @@ import pytest
 
 from autogradlint.config import Config
 from autogradlint.native.index import NativeIndex, forget, index_for
-from autogradlint.native.scan import CHECKED, GUARDED, RAW, STRIDED, UNKNOWN, Source
+from autogradlint.native.scan import CHECKED, GUARDED, RAW, STRIDED, UNKNOWN, Access, Source
 from autogradlint.runner import discover, lint_paths
 
 SETUP = """\
@@ -422,7 +422,7 @@ class Op(torch.autograd.Function):
         (x,) = ctx.saved_tensors
         return _launch(grad, x)
 """
-    from autogradlint.engine import lint_source
+    from autogradlint.engine.pipeline import lint_source
 
     found = lint_source(source.format(stride="x.stride(0)"), str(tmp_path / "ops.py")).findings
     assert [(f.rule_id, f.line) for f in found] == [("AGL201", 25)]
@@ -487,26 +487,190 @@ def test_an_installed_wheel_resolves_its_own_absolute_imports(tmp_path: Path) ->
     assert module_file(importer, "other.mod", str(package)) is None
 
 
+# --- following the pointer ---------------------------------------------------------------------
+# The kernel of issue 34: it writes into its argument through an `auto` pointer and indexes it
+# with the tensor's own strides. It scales whatever it is handed, so a `.contiguous()` in
+# Python makes it scale a temporary.
+STRIDED_WRITER = """\
+double scale(torch::Tensor g, double s) {
+  auto p = g.data_ptr<float>();
+  for (int64_t i = 0; i < g.size(0); ++i)
+    for (int64_t j = 0; j < g.size(1); ++j)
+      p[i * g.stride(0) + j * g.stride(1)] *= s;
+  return s;
+}
+"""
+
+
+def _access(body: str, params: str = "torch::Tensor g") -> Access:
+    (function,) = Source("x.cu", f"void f({params}) {{\n{body}\n}}").functions("f")
+    return function.accesses[0]
+
+
+def test_a_stride_aware_write_through_an_auto_pointer_is_both() -> None:
+    (function,) = Source("x.cpp", STRIDED_WRITER).functions("scale")
+    (access,) = function.accesses
+    assert access.how == STRIDED and access.strided == 2  # `auto p = g.data_ptr<float>()`
+    assert access.writes == 5 and function.writes == (5,)  # `p[...] *= s`
+    assert access.raw is None and access.contiguous is None and access.checked is None
+
+
 @pytest.mark.parametrize(
-    ("name", "body"),
+    ("body", "how", "writes"),
     [
-        ("grad", "xgrad.data_ptr<float>(); grad.data_ptr<float>();"),
-        ("grad", "grad_out.data_ptr<float>(); grad -> data_ptr();"),
-        ("g", "gg.contiguous(); g.contiguous();"),
-        ("g", "ég.data_ptr(); _g.data_ptr(); (g).data_ptr(); g .data_ptr ("),
-        ("grad", "grad.stride(0); grad.data_ptr<float>();"),
-        ("grad", "no use at all"),
+        # dense indexing through every kind of alias
+        ("float* p = g.data_ptr<float>(); for (;;) p[i] = 0;", RAW, True),
+        ("auto* p = g.template data_ptr<scalar_t>(); p[i] += 1;", RAW, True),
+        ("auto p = static_cast<float*>(g.data_ptr()); *(p + i) -= 1;", RAW, True),
+        ("float* p = (float*) g.data_ptr(); p[i]++;", RAW, True),
+        ("g.data_ptr<float>()[i] = 1;", RAW, True),
+        ("const float* p = g.data_ptr<float>(); out[i] = p[i];", RAW, False),
+        ("const float* p = g.data_ptr<float>(); float t = 0; while (n--) t += *p++;", RAW, False),
+        # the order in the text does not matter: strides read first, then dense indexing
+        ("auto s0 = g.stride(0); const float* p = g.data_ptr<float>(); out[i] = p[i];", RAW, False),
+        # stride-aware: in the index, through a name computed from them, or an accessor
+        ("const float* p = g.data_ptr<float>(); out[i] = p[i * g.stride(0)];", STRIDED, False),
+        (
+            "auto p = g.data_ptr<float>(); const auto s0 = g.stride(0); p[i * s0] *= 2;",
+            STRIDED,
+            True,
+        ),
+        (
+            "float* row = g.data_ptr<float>() + i * g.stride(0); row[j * g.stride(1)] = 0;",
+            STRIDED,
+            True,
+        ),
+        ("auto a = g.accessor<float, 2>(); a[i][j] *= s;", STRIDED, True),
+        ("auto a = g.packed_accessor32<float, 2>(); out[i] = a[i][0];", STRIDED, False),
+        # one element only: right whatever the layout
+        ("return *g.data_ptr<float>();", UNKNOWN, False),
+        # writes a library call makes
+        ("float* p = g.data_ptr<float>(); std::memcpy(p, src, n);", RAW, True),
+        ("float* p = g.data_ptr<float>(); std::memcpy(dst, p, n);", RAW, False),
+        ("float* p = g.data_ptr<float>(); atomicAdd(&p[i], v);", RAW, True),
+        ("at::mul_out(g, x, x);", UNKNOWN, True),
+        ("g.mul_(2);", UNKNOWN, True),
+        ("g *= 2;", UNKNOWN, True),
+        # made contiguous, or checked, before the pointer is taken
+        (
+            "auto c = g.contiguous(); const float* p = c.data_ptr<float>(); out[i] = p[i];",
+            GUARDED,
+            False,
+        ),
+        (
+            "g = g.contiguous(); const float* p = g.data_ptr<float>(); out[i] = p[i];",
+            GUARDED,
+            False,
+        ),
+        (
+            "auto c = g.contiguous(); const float* p = g.data_ptr<float>(); out[i] = p[i];",
+            RAW,
+            False,
+        ),
+        (
+            'TORCH_CHECK(g.is_contiguous(), "g"); float* p = g.data_ptr<float>(); p[i] = 0;',
+            CHECKED,
+            True,
+        ),
+        # kept in a kernel's parameter struct: the strides kept beside it say how it is read
+        (
+            "params.g_ptr = g.data_ptr(); params.g_stride = g.stride(0); run(params);",
+            STRIDED,
+            False,
+        ),
+        ("params.g_ptr = g.data_ptr(); run(params);", RAW, False),
+        # used only inside a macro (`DISPATCH(...)` expands to the launch): the strides decide
+        ("float* p = g.data_ptr<float>(); DISPATCH_FLOAT_KERNEL();", RAW, False),
+        (
+            "auto s = g.stride(0); float* p = g.data_ptr<float>(); DISPATCH_FLOAT_KERNEL();",
+            STRIDED,
+            False,
+        ),
+        # through a conditional, and a macro's continued lines
+        ("launch(n, has_g ? (float*) g.data_ptr() : nullptr);", RAW, False),
+        ("k<<<1, 2>>>(n, \\\n g.data_ptr<float>());", RAW, False),
+        # a branch taken only when it is contiguous, a check of its strides
+        (
+            "if (g.is_contiguous()) { std::memcpy(out, g.data_ptr(), n); } else { slow(g); }",
+            GUARDED,
+            False,
+        ),
+        (
+            "if (!g.is_contiguous()) { slow(g); } else std::memcpy(out, g.data_ptr(), n);",
+            GUARDED,
+            False,
+        ),
+        ("assert(g.stride(0) == 1); launch(g.data_ptr<float>(), n);", CHECKED, False),
+        # `grad` is a whole word: other names that hold it are not the parameter
+        (
+            "const float* p = xg.data_ptr<float>(); out[i] = p[i] + ctx.g.data_ptr<float>()[i];",
+            UNKNOWN,
+            False,
+        ),
     ],
 )
-def test_a_parameter_is_found_where_the_word_boundary_regex_finds_it(name: str, body: str) -> None:
-    """_word_then finds `name` with str.find; it answers as `re.search(r"\\bname<tail>")`."""
-    import re
+def test_the_read_follows_the_pointer(body: str, how: str, writes: bool) -> None:
+    access = _access(body)
+    assert (access.how, access.writes is not None) == (how, writes)
 
-    from autogradlint.native import scan
 
-    for tail in (scan._GUARD, scan._RAW_READ, scan._STRIDE_READ, scan._INPLACE):
-        found = re.search(rf"\b{re.escape(name)}{tail}", body)
-        assert scan._word_then(name, tail, body) == (None if found is None else found.start())
+def test_a_pointer_handed_to_a_kernel_is_followed_into_the_kernel() -> None:
+    """The kernel's parameter decides: written through, `const`, or not read at all."""
+    kernels = """\
+template <typename scalar_t>
+__global__ void scale_kernel(scalar_t* __restrict__ out, const scalar_t* __restrict__ in, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = in[i] * 2;
+}
+__device__ void add(float* where, float v) { atomicAdd(where, v); }
+__global__ void accumulate(float* grad, int n) { add(grad + threadIdx.x, 1.0f); }
+"""
+    wrappers = """\
+void twice(torch::Tensor out, torch::Tensor in) {
+  AT_DISPATCH_FLOATING_TYPES(in.scalar_type(), "twice", ([&] {
+    scale_kernel<scalar_t><<<1, 256>>>(out.data_ptr<scalar_t>(), in.data_ptr<scalar_t>(), 4);
+  }));
+}
+void bump(torch::Tensor g) { accumulate<<<1, 2>>>(g.data_ptr<float>(), 2); }
+void opaque(torch::Tensor g) { elsewhere<<<1, 2>>>(g.data_ptr<float>(), 2); }
+void opaque_const(torch::Tensor g) { elsewhere<<<1, 2>>>(g.const_data_ptr<float>(), 2); }
+void stored(torch::Tensor g) { Params p; p.g = g.data_ptr(); p.s = g.stride(0); run(p); }
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("twice", &twice); m.def("bump", &bump);
+  m.def("opaque", &opaque); m.def("opaque_const", &opaque_const); m.def("stored", &stored);
+}
+"""
+    index = NativeIndex([Source("k.cu", kernels), Source("ops.cpp", wrappers)])
+
+    def writes(name: str, position: int = 0) -> tuple[str, str]:
+        found = index.evidence(None, name, position)
+        assert found is not None
+        return found.writes, found.may_write
+
+    assert writes("twice", 0) == ("k.cu:4", "")  # `out[i] = ...` in the kernel
+    assert writes("twice", 1) == ("", "")  # `const scalar_t* in`: never written
+    assert writes("bump") == ("k.cu:6", "")  # two calls deeper, through `atomicAdd`
+    assert writes("opaque") == ("", "ops.cpp:7")  # no source for the kernel: not ruled out
+    assert writes("opaque_const") == ("", "")  # a pointer to const cannot write
+    assert writes("stored") == ("", "ops.cpp:9")  # in a struct for a kernel not read
+
+
+def test_a_strided_writer_is_a_write_not_a_raw_read(tmp_path: Path) -> None:
+    """AGL202, whose fix is a private dense copy; not AGL201, whose `.contiguous()` would
+    hand the kernel a temporary and lose the scaling."""
+    root = _project(
+        tmp_path,
+        BACKWARD_VIA.format(call="grad").replace(
+            "        return grad", "        norm = _kernels.scale(grad, 2.0)\n        return grad"
+        ),
+    )
+    (root / "csrc" / "ops.cpp").write_text(
+        STRIDED_WRITER + '\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("scale", &scale); }\n'
+    )
+    found = _findings(root)
+    assert [f[0] for f in found] == ["AGL202"], found
+    assert "`scale` writes its result into it (" in found[0][4]
+    assert "csrc/ops.cpp:5)" in found[0][4]
 
 
 def _walked(root: str) -> list[str]:
@@ -553,3 +717,37 @@ def test_native_files_are_what_a_pruned_walk_finds_in_its_order(tmp_path: Path) 
         "top.c",
         "zz/last.h",
     ]
+
+
+@pytest.mark.parametrize(
+    ("kernel", "safety"),
+    [
+        ("", "unsafe"),  # the kernel's source is not there: it may write into the gradient
+        ("__global__ void scale_kernel(const float* g, float s, int64_t n) {}\n", "safe"),
+        ("__global__ void scale_kernel(float* g, float s, int64_t n) { g[0] *= s; }\n", None),
+    ],
+)
+def test_the_contiguous_fix_is_safe_only_when_the_kernel_cannot_write(
+    tmp_path: Path, kernel: str, safety: str | None
+) -> None:
+    """A writable pointer into the gradient handed to a kernel: `.contiguous()` changes what
+    the kernel writes into unless its parameter is `const` (the last case writes: AGL202)."""
+    cpp = kernel + (
+        "double scale(torch::Tensor g, double s) {\n"
+        "  scale_kernel<<<1, 256>>>(g.data_ptr<float>(), s, g.numel());\n"
+        "  return s;\n"
+        "}\n"
+        'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("scale", &scale); }\n'
+    )
+    root = _project(tmp_path, _function("Scale", "scale"))
+    (root / "csrc" / "ops.cpp").write_text(cpp)
+    config = Config(root=root)
+    found = discover([str(root)], config, respect_gitignore=False)
+    (result,) = [r for r in lint_paths(found.files, config, root=root) if r.findings]
+    (finding,) = result.findings
+    if safety is None:
+        assert finding.rule_id == "AGL202"
+        return
+    assert (finding.rule_id, finding.fixable) == ("AGL201", safety)
+    if safety == "unsafe":
+        assert "hands it to code whose source is not read" in finding.help

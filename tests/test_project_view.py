@@ -148,7 +148,7 @@ def test_the_cache_key_of_a_view_does_not_depend_on_the_hash_seed() -> None:
     """A frozenset's repr follows string hashes, which differ per process: keyed on it, every
     warm run re-analysed the files with a cross-file view."""
     code = (
-        "from autogradlint.project import FileView, view_key\n"
+        "from autogradlint.view import FileView, view_key\n"
         "print(view_key(FileView('m', frozenset({'Function', 'torch.autograd.Function', 'b'}))))"
     )
     keys = {
@@ -206,7 +206,7 @@ _FORWARDS = {
 
 @pytest.mark.parametrize("case", list(_FORWARDS))
 def test_forward_signatures_read_from_headers_are_those_of_the_whole_class(case: str) -> None:
-    from autogradlint.project import signatures_from_classes, signatures_of
+    from autogradlint.view import signatures_from_classes, signatures_of
 
     found = signatures_of(_FORWARDS[case])
     assert found == signatures_from_classes(_FORWARDS[case])
@@ -218,7 +218,7 @@ def test_static_contract_methods_are_seen_through_comments_and_nesting() -> None
     whole project is searched for its instances (AGL402's fix): torch's own style, a comment
     between `@staticmethod` and the def, and a class nested in a function must read as static,
     or every check of a large tree searches it once per Function class."""
-    from autogradlint.project import may_have_plain_methods
+    from autogradlint.view import may_have_plain_methods
 
     commented = (
         "class Fn(Function):\n"
@@ -233,3 +233,29 @@ def test_static_contract_methods_are_seen_through_comments_and_nesting() -> None
     assert not may_have_plain_methods(commented, "Fn")
     assert not may_have_plain_methods(nested, "Fn")
     assert may_have_plain_methods(plain, "Fn")
+
+
+def test_instances_of_a_class_named_like_a_common_word_are_unproven(tmp_path: Path) -> None:
+    """AGL402's fix needs every instance of a legacy Function searched for; a class named like a
+    word every file uses (`Type`) is not searched file by file (that cost more than the rest of
+    a check of torch's tree): its instances are unproven, and the index says why."""
+    from autogradlint.runner import project_index
+    from autogradlint.view import MAX_MENTIONING
+
+    legacy = "import torch\n\nclass Type(torch.autograd.Function):\n    def forward(self, x):\n        return x\n"
+    (tmp_path / "legacy.py").write_text(legacy)
+    for i in range(MAX_MENTIONING + 1):
+        (tmp_path / f"user{i}.py").write_text("from typing import Type\n\nx: Type[int]\n")
+    index = project_index([], sorted(tmp_path.glob("*.py")), tmp_path)
+    ((name, _subclassed, instances),) = index.view(str(tmp_path / "legacy.py")).uses
+    assert name == "Type"
+    assert instances == f"`Type` is named in {MAX_MENTIONING + 2} files, too many to search"
+    few = tmp_path / "few"
+    few.mkdir()
+    (few / "legacy.py").write_text(legacy)
+    (few / "user.py").write_text(
+        "from typing import Type\n\ndef f(x: Type) -> Type:\n    return x\n"
+    )
+    index = project_index([], sorted(few.glob("*.py")), few)
+    ((_, _, instances),) = index.view(str(few / "legacy.py")).uses
+    assert instances == ""  # searched: an annotation makes no instance

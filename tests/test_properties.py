@@ -10,8 +10,8 @@ import libcst as cst
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autogradlint.engine import lint_source
-from autogradlint.fix.loop import fix_text
+from autogradlint.engine.fix_loop import fix_text
+from autogradlint.engine.pipeline import lint_source
 from autogradlint.meta import all_rules
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

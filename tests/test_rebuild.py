@@ -22,10 +22,10 @@ import pytest
 from conftest import ROOT
 
 from autogradlint.analysis.walk import _TRIVIA_PREFIXES
-from autogradlint.engine import analyse, lint_source, locate
+from autogradlint.checks.gates import can_hold_findings
+from autogradlint.engine.pipeline import analyse, lint_source, locate
 from autogradlint.meta import all_rules
 from autogradlint.source_io import decode
-from autogradlint.speed.gates import can_hold_findings
 from autogradlint.speed.rebuild import Unsupported, rebuild_module
 from autogradlint.speed.slicing import slice_source
 from autogradlint.speed.twins import first_indent, first_line_end

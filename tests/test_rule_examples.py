@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import expected_findings
 
-from autogradlint.engine import lint_source
+from autogradlint.engine.pipeline import lint_source
 from autogradlint.meta import all_rules
 
 RULES = all_rules()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from conftest import ROOT
 
-from autogradlint.lint import lint_file
+from autogradlint.engine.door import lint_file
 
 SAVED_AND_STASHED = """\
 import torch

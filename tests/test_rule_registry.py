@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from autogradlint.checks import REGISTRY
-from autogradlint.hygiene import HYGIENE
+from autogradlint.engine.hygiene import HYGIENE
 from autogradlint.meta import RuleFileError, all_rules, get_rule, parse_rule, rules_dir
 
 RULES = all_rules()
@@ -16,7 +16,7 @@ RULES = all_rules()
 
 def test_every_rule_has_exactly_one_check_and_back() -> None:
     reported = [rule_id for _check, gate in REGISTRY for rule_id in gate.ids]
-    reported += sorted(HYGIENE)  # the suppression-comment rules are hygiene.py's, not a check's
+    reported += sorted(HYGIENE)  # suppression-comment rules: engine/hygiene.py's, no check's
     assert len(reported) == len(set(reported))
     assert sorted(reported) == sorted(RULES)
 

@@ -47,7 +47,7 @@ def test_check_fix_and_lsp_never_execute_analysed_code(tmp_path: Path) -> None:
         0,
         1,
     )
-    from autogradlint.engine import analyse
+    from autogradlint.engine.pipeline import analyse
 
     analyse((package / "mod.py").read_text(), str(package / "mod.py"), full=True)
     assert not marker.exists()

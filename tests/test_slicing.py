@@ -14,11 +14,11 @@ import pytest
 from conftest import ROOT, expected_findings
 
 from autogradlint.analysis.walk import children
-from autogradlint.engine import analyse, locate
+from autogradlint.engine.pipeline import analyse, locate
 from autogradlint.speed.positions import _whole_module, node_positions
 from autogradlint.speed.preselect import kept_ranges
 from autogradlint.speed.slicing import slice_source
-from autogradlint.speed.statements import chunk_starts, comments
+from autogradlint.text.statements import chunk_starts, comments
 
 FUNCTION = """\
 class {name}(torch.autograd.Function):

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from autogradlint.config import ConfigError, from_mapping
-from autogradlint.engine import lint_source
+from autogradlint.engine.pipeline import lint_source
 from autogradlint.gitignore import is_ignored, parse_gitignore
-from autogradlint.suppress import parse_suppressions
+from autogradlint.text.suppress import parse_suppressions
 
 BUG = """\
 import torch

@@ -15,7 +15,7 @@ import libcst as cst
 import pytest
 
 from autogradlint.analysis.source_text import NeedsParse, code_of, rebuilt_tree
-from autogradlint.engine import analyse, lint_source, locate
+from autogradlint.engine.pipeline import analyse, lint_source, locate
 from autogradlint.speed.rebuild import rebuild_module
 from autogradlint.speed.twins import Twins, first_indent, first_line_end
 

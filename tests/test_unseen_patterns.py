@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autogradlint.engine import lint_source
+from autogradlint.engine.pipeline import lint_source
 
 
 def _found(code: str) -> list[tuple[str, int, str, str]]:

@@ -101,10 +101,10 @@ def test_a_visitor_sees_nodes_in_field_order_and_can_skip_children() -> None:
 
 
 def test_the_ast_walk_gives_what_ast_walk_gives_in_its_order() -> None:
-    """speed/ast_walk.walk stands in for `ast.walk` in the slicer and the summaries."""
+    """text/ast_walk.walk stands in for `ast.walk` in the slicer and the summaries."""
     import ast
 
-    from autogradlint.speed.ast_walk import walk
+    from autogradlint.text.ast_walk import walk
 
     sources = [path.read_text() for path in (ROOT / "examples").rglob("*.py")]
     sources.append(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..project import parse_quietly
+from ..text.ast_walk import parse_quietly
 
 FROZEN, PARAMETER, OTHER = "frozen", "parameter", "other"
 _PARAMETER_NAMES = frozenset({"Parameter", "nn.Parameter", "torch.nn.Parameter"})

@@ -115,6 +115,9 @@ class ReadEvidence:
     known: bool = False  # the C++ behind the call was found (its writes are then known too)
     writes: bool = False
     write_text: str = ""
+    # A write is not ruled out: the tensor, or a writable pointer into it, reaches code that
+    # was not read (a kernel whose source is missing). A fix must not count on "no write".
+    may_write: bool = False
 
 
 def read_evidence(
@@ -173,7 +176,13 @@ def _told(found: Evidence | None, name: str) -> ReadEvidence:
         return told
     entry = " -> ".join(f"`{step}`" for step in found.chain)
     write_text = f"{entry} writes its result into it ({found.writes})." if found.writes else ""
-    return replace(told, known=True, writes=bool(found.writes), write_text=write_text)
+    return replace(
+        told,
+        known=True,
+        writes=bool(found.writes),
+        write_text=write_text,
+        may_write=bool(found.may_write),
+    )
 
 
 def describe(found: Evidence | None, name: str) -> ReadEvidence:

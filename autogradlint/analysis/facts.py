@@ -8,9 +8,10 @@ from fnmatch import fnmatchcase
 
 import libcst as cst
 
-from ..project import EMPTY, FUNCTION_BASES, FileView
 from ..settings import DEFAULT_LOADERS
-from .hierarchy import inherited
+from ..text.functions import FUNCTION_BASES
+from ..text.hierarchy import inherited
+from ..view import EMPTY, FileView
 from .names import ImportTable, callee_text, dotted, iter_statements
 
 TENSOR_BASES = frozenset(

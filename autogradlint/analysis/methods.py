@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ..speed.parsing import parse_module
-from ..speed.preselect import holds_graph_call
-from ..speed.statements import chunk_starts
+from ..text.marks import holds_graph_call
+from ..text.statements import chunk_starts
 from .names import dotted
+from .parsing import parse_module
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from .bindings import Bindings
+from ..text.bindings import Bindings
 
 
 def dotted(expr: cst.BaseExpression) -> str | None:

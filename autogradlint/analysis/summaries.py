@@ -14,14 +14,13 @@ from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 
 from ..native.modules import ProjectNative, module_file
-from ..outline import module_imports
-from ..project import parse_quietly
 from ..settings import HELPER_DEPTH, Settings
-from ..speed.ast_walk import walk as walk_ast
-from ..speed.preselect import holds_graph_call
-from ..speed.slicing import ast_dotted
-from ..speed.statements import chunk_starts
-from .bindings import Binding, Bindings
+from ..text.ast_walk import ast_dotted, parse_quietly
+from ..text.ast_walk import walk as walk_ast
+from ..text.bindings import Binding, Bindings
+from ..text.marks import holds_graph_call
+from ..text.outline import module_imports
+from ..text.statements import chunk_starts
 from .compiled import DISPATCHER_NAMESPACES, named_extension
 from .triton_writes import base_only_params, written_params
 

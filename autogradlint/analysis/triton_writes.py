@@ -12,7 +12,7 @@ import ast
 import functools
 from dataclasses import dataclass
 
-from ..speed.ast_walk import walk as walk_ast
+from ..text.ast_walk import walk as walk_ast
 
 # tl.store and the atomics all write through their first argument
 _WRITES = frozenset(

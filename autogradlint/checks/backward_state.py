@@ -11,7 +11,7 @@ from ..analysis.flow import MethodFlow
 from ..analysis.names import dotted
 from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor
-from ..fix.preconditions import Unproven
+from ..preconditions import Unproven
 from .base import Check
 from .common import source_of, string_value
 from .gradient_copy import copy_gradient_first

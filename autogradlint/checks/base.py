@@ -7,17 +7,17 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ..analysis.contract import ContractView
+from ..analysis.dependencies import encode
 from ..analysis.facts import FileFacts
 from ..analysis.flow import DEFAULT, MethodFlow, analyse_method
 from ..analysis.methods import FileMethods
 from ..analysis.summaries import Summaries
-from ..dependencies import encode
-from ..fix.edits import Fix
-from ..fix.torch_name import TorchNames
+from ..edits import Fix
 from ..meta import all_rules
 from ..model import Violation
 from ..native.modules import ProjectNative
 from ..settings import Settings
+from ..text.torch_name import TorchNames
 
 
 @dataclass
@@ -67,7 +67,7 @@ class CheckContext:
         return self._torch_names
 
     def depends(self) -> str:
-        """The other files this file's findings were decided from (dependencies.py)."""
+        """The other files this file's findings were decided from (analysis/dependencies.py)."""
         natives = [self._native] if self._native is not None else []
         files: set[str] = set()
         if self._summaries is not None:

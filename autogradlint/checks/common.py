@@ -11,8 +11,8 @@ from ..analysis.facts import FileFacts, op_subject
 from ..analysis.names import dotted
 from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor
-from ..fix.edits import Edits, Fix
-from ..fix.preconditions import Unproven, verdict
+from ..edits import Edits, Fix
+from ..preconditions import Unproven, verdict
 
 
 def positional(call: cst.Call, index: int, keyword: str | None = None) -> cst.BaseExpression | None:

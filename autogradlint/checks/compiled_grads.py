@@ -25,9 +25,9 @@ from ..analysis.names import dotted
 from ..analysis.source_text import code_of
 from ..analysis.summaries import Reach
 from ..analysis.walk import FastVisitor
-from ..fix.edits import Edits, Fix
-from ..fix.preconditions import Unproven, verdict
-from ..speed.ast_walk import walk as walk_ast
+from ..edits import Edits, Fix
+from ..preconditions import Unproven, verdict
+from ..text.ast_walk import walk as walk_ast
 from .base import Check
 from .common import BackwardOf, backward_methods, keyword, positional, source_of
 from .fix_proofs import subclassed_elsewhere, torch_unreachable
@@ -237,7 +237,9 @@ class CompiledGradients(Check):
             return False
         self._raw_read(
             arg.value,
-            self._direct_fix(arg, reach, flow, found.writes, callee if not found.known else ""),
+            self._direct_fix(
+                arg, reach, flow, found.writes, callee if not found.known else "", found.may_write
+            ),
             found.severity,
             callee=callee,
             cls=cls,
@@ -246,12 +248,19 @@ class CompiledGradients(Check):
         return True
 
     def _direct_fix(
-        self, arg: cst.Arg, reach: Reach, flow: MethodFlow, writes: bool, unread: str
+        self,
+        arg: cst.Arg,
+        reach: Reach,
+        flow: MethodFlow,
+        writes: bool,
+        unread: str,
+        handed_on: bool = False,
     ) -> Fix | None:
         """`.contiguous()` at the call is a fix only when the helper hands it on as is."""
         if not reach.direct:
             return None
-        return self._contiguous_fix(arg, flow, self._write_unproven(writes, unread, reach.callee))
+        unproven = self._write_unproven(writes, unread, reach.callee, handed_on)
+        return self._contiguous_fix(arg, flow, unproven)
 
     def _loaded_module_call(self, site: CallSite, flow: MethodFlow) -> tuple[str, str] | None:
         """`ext.fn(...)` where `ext` was bound to a loaded extension, here or at module level:
@@ -303,7 +312,9 @@ class CompiledGradients(Check):
             if evidence.safe:
                 continue
             shown = f"{module.lstrip('.')}.{prefix}*" if prefix else module.lstrip(".")
-            unproven = self._write_unproven(evidence.writes, "" if evidence.known else shown, shown)
+            unproven = self._write_unproven(
+                evidence.writes, "" if evidence.known else shown, shown, evidence.may_write
+            )
             self.report(
                 "AGL201",
                 arg.value,
@@ -453,7 +464,8 @@ class CompiledGradients(Check):
                     unread = "" if stores is not None else name
                     unproven = self._write_unproven(bool(stores), unread, name)
                 else:
-                    unproven = self._write_unproven(found.writes, "" if found.known else name, name)
+                    unread = "" if found.known else name
+                    unproven = self._write_unproven(found.writes, unread, name, found.may_write)
                 fix = self._contiguous_fix(arg, flow, unproven)
                 if kind == "triton" and stride_names:
                     # `.contiguous()` is no safe fix here: where the other tensor is not
@@ -561,14 +573,19 @@ class CompiledGradients(Check):
         safety, note = verdict(failures)
         return Fix(safety, self.method, build, "pass `.contiguous()`", note)
 
-    def _write_unproven(self, writes: bool, unread: str, callee: str) -> Unproven | None:
+    def _write_unproven(
+        self, writes: bool, unread: str, callee: str, handed_on: bool = False
+    ) -> Unproven | None:
         """The `callee-does-not-write` precondition: the C++ (or Triton kernel) behind the
-        call was read (`unread` names the callee when it was not) and writes nothing into the
-        gradient."""
+        call was read (`unread` names the callee when it was not), writes nothing into the
+        gradient, and hands no writable pointer into it to code that was not read
+        (`handed_on`: a kernel whose source is missing)."""
         if writes:
             why = f"`{callee}` writes into it"
         elif unread:
             why = f"the source of `{unread}` is not among the project's, so its writes are unknown"
+        elif handed_on:
+            why = f"`{callee}` hands it to code whose source is not read, so its writes are unknown"
         else:
             return None
         return Unproven("AGL201", "callee-does-not-write", why)

@@ -10,8 +10,8 @@ from ..analysis.facts import ClassInfo
 from ..analysis.flow import DISABLE, UNKNOWN, grad_mode_of
 from ..analysis.names import ImportTable
 from ..analysis.walk import FastVisitor
-from ..fix.edits import Edits, Fix
-from ..speed.preselect import direct_call_offsets
+from ..edits import Edits, Fix
+from ..text.marks import direct_call_offsets
 from .base import Check
 
 

@@ -1,4 +1,4 @@
-"""Proofs of the fix preconditions the checks share (fix/preconditions.py): each answers why a
+"""Proofs of the fix preconditions the checks share (preconditions.py): each answers why a
 precondition could not be proven, or None when it holds. Conservative: what cannot be read
 (a decorator from outside the project, a class the project index does not know) is unproven.
 """
@@ -13,8 +13,8 @@ import libcst as cst
 
 from ..analysis.names import dotted
 from ..analysis.walk import FastVisitor
-from ..project import instance_uses, parse_quietly
-from ..speed.slicing import ast_dotted
+from ..text.ast_walk import ast_dotted, parse_quietly
+from ..view import instance_uses
 from .base import CheckContext
 from .common import super_calls
 
@@ -225,7 +225,7 @@ def instances_of(ctx: CheckContext, cls: str) -> str | None:
                 if any((ast_dotted(b) or "").rsplit(".", 1)[-1] in family for b in node.bases):
                     family.add(node.name)
                     changed = True
-    here = instance_uses(ctx.facts.source, family, "this file")
+    here = instance_uses(tree, family, "this file")
     if here:
         return here
     known = {name: where for name, _sub, where in ctx.facts.project.uses}

@@ -25,8 +25,8 @@ import libcst as cst
 
 from ..analysis.control import mentions
 from ..analysis.flow import MethodFlow
-from ..fix.edits import Edits, Fix
-from ..fix.preconditions import Unproven, verdict
+from ..edits import Edits, Fix
+from ..preconditions import Unproven, verdict
 from .common import body_start
 from .fix_proofs import introspects_locals
 

@@ -12,8 +12,8 @@ from ..analysis.flow import DEFAULT, DISABLE, ENABLE, CallSite, MethodFlow, anal
 from ..analysis.methods import Method
 from ..analysis.names import ImportTable, dotted
 from ..analysis.provenance import CTX, EXTERNAL, SAVED, Binding, Provenance
-from ..fix.edits import Fix
-from ..fix.preconditions import Unproven
+from ..edits import Fix
+from ..preconditions import Unproven
 from ..settings import HELPER_DEPTH
 from . import reentrant_fix_builders as fixes
 from .base import Check

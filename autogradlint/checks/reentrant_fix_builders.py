@@ -18,8 +18,8 @@ from ..analysis.names import ImportTable, dotted
 from ..analysis.provenance import EXTERNAL, Provenance
 from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor, names_in
-from ..fix.edits import Edits, Fix
-from ..fix.preconditions import Unproven, verdict
+from ..edits import Edits, Fix
+from ..preconditions import Unproven, verdict
 from .common import (
     body_start,
     expression_statement,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..speed import gates
+from . import gates
 from .backward_state import BackwardState
 from .base import Check
 from .compiled_grads import CompiledGradients

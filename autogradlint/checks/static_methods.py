@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..analysis.contract import CONTRACT_METHODS, is_static
 from ..analysis.facts import ClassInfo
 from ..analysis.names import dotted
-from ..fix.preconditions import Unproven
+from ..preconditions import Unproven
 from .base import Check
 from .common import add_decorator_fix
 from .fix_proofs import instances_of

@@ -9,8 +9,8 @@ from ..analysis.facts import ClassInfo
 from ..analysis.names import dotted
 from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor, names_in
-from ..fix.edits import Edits, Fix
-from ..fix.preconditions import Unproven
+from ..edits import Edits, Fix
+from ..preconditions import Unproven
 from .base import Check
 from .common import add_decorator_fix, super_calls
 

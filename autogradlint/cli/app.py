@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from .. import __version__
+from ..version import __version__
 
 
 class _Group(click.Group):
@@ -54,7 +54,7 @@ def run() -> None:
     70-100 ms after the report is out, about 5% of a cold run over torch. Everything this
     process writes is flushed or closed by then: the report, the cache (saved explicitly),
     the pools (closed by their context managers)."""
-    from ..speed.collector import for_a_command
+    from ..runtime.collector import for_a_command
 
     for_a_command()
     try:

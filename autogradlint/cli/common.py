@@ -13,8 +13,8 @@ import click
 
 from ..config import Config, ConfigError, discover, expand_selectors, load_file
 from ..model import FileError
-from ..project import EMPTY
 from ..runner import discover as discover_files
+from ..view import EMPTY
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
@@ -244,9 +244,9 @@ def project_files(
     found: list[str] | None = None,
 ) -> tuple[Path | None, list[str]]:
     """The project the named paths belong to, and all its Python files: every front end
-    builds the same index from them, whatever paths were named (project.py). When the root
+    builds the same index from them, whatever paths were named (view.py). When the root
     itself was named, its files were just found: they are not walked again."""
-    from ..project import project_root
+    from ..view import project_root
 
     root = project_root(Path(anchor), config.source)
     if root is None:
@@ -262,9 +262,9 @@ def project_files(
 
 def stdin_view(name: str, data: bytes, config: Config, respect_gitignore: bool):  # type: ignore[no-untyped-def]
     """What the project says about source read from stdin as the file `name`."""
-    from ..outline import outline
     from ..runner import project_index
     from ..source_io import decode
+    from ..text.outline import outline
 
     root, project = project_files(name, config, respect_gitignore)
     text = decode(data)

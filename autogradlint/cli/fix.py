@@ -12,8 +12,8 @@ import click
 
 from ..config import Config
 from ..model import FileError, printable
-from ..project import EMPTY
 from ..runner import discover as discover_files
+from ..view import EMPTY
 from .app import main
 from .common import (
     EXIT_CLEAN,
@@ -249,7 +249,7 @@ def fix_command(
     """
     err, paths, config = setup(paths, overrides_of(options), force_exclude, stdin_filename)
     if paths == ("-",):
-        from ..fix.loop import fix_text
+        from ..engine.fix_loop import fix_text
         from ..fix.write import DecodeFailed, decode_source
         from ..source_io import detect_encoding
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..config import Config
-from ..hygiene import HYGIENE
+from ..engine.hygiene import HYGIENE
 from ..model import FileError, FileResult
 from .common import project_files
 
@@ -18,7 +18,8 @@ def add_noqa_comments(
     results: list[FileResult], config: Config, paths: tuple[str, ...], respect_gitignore: bool
 ) -> tuple[int, list[FileError]]:
     """(directives added or extended, files that could not be changed)."""
-    from ..fix.verify import compile_error
+    from ..engine.door import lint_file
+    from ..engine.verify import compile_error
     from ..fix.write import (
         DecodeFailed,
         WriteRefused,
@@ -27,9 +28,8 @@ def add_noqa_comments(
         read_for_fix,
         write_fixed,
     )
-    from ..lint import lint_file
-    from ..noqa import add_noqa
     from ..runner import project_index
+    from ..text.noqa import add_noqa
 
     wanted = [r for r in results if any(f.rule_id not in HYGIENE for f in r.findings)]
     if not wanted:

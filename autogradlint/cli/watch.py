@@ -15,13 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..checks.gates import can_hold_findings
 from ..config import Config
 from ..model import FileError, FileResult, FixSuggestion
-from ..outline import outline
-from ..project import FileView, ProjectIndex, Record, view_key
 from ..runner import discover as discover_files
 from ..source_io import decode, read_source
-from ..speed.gates import can_hold_findings
+from ..text.outline import outline
+from ..view import FileView, ProjectIndex, Record, view_key
 
 Stamp = tuple[int, int, int]  # mtime_ns, size, inode
 Report = Callable[[list[FileResult], list[FileError]], int]  # prints; returns the exit status

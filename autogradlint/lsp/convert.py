@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from lsprotocol import types
 
-from ..fix.edits import diff_span
+from ..edits import diff_span
 from ..meta import all_rules
 from ..model import Finding
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..fix.loop import fix_text, single_fixes
-from ..incremental import IncrementalLinter
-from ..project import FileView
+from ..engine.fix_loop import fix_text, single_fixes
+from ..engine.incremental import IncrementalLinter
 from ..settings import Settings
+from ..view import FileView
 
 # (kind, source, path, enabled rules, settings, what the project says about the file)
 Job = tuple[str, str, str, frozenset[str], Settings, FileView]
 PRELOAD = ("autogradlint.lsp.jobs",)  # what each worker imports before its first job
 # The worker lives as long as the server: it remembers each document's findings per class, so
-# a keystroke re-analyses only the class it changed (incremental.py).
+# a keystroke re-analyses only the class it changed (engine/incremental.py).
 LINTER = IncrementalLinter()
 
 

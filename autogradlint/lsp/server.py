@@ -22,17 +22,17 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
-from .. import __version__
 from ..config import CONFIG_FILES, Config, ConfigError, discover
-from ..fix.loop import FixOutcome, SingleFix
+from ..engine.fix_loop import FixOutcome, SingleFix
 from ..isolation import Failure, Persistent
 from ..model import FileResult, Finding
-from ..noqa import add_noqa
-from ..outline import Outline, outline
-from ..project import EMPTY, ProjectIndex, Record, project_root
 from ..runner import discover as discover_files
 from ..settings import Settings
 from ..source_io import read_source
+from ..text.noqa import add_noqa
+from ..text.outline import Outline, outline
+from ..version import __version__
+from ..view import EMPTY, ProjectIndex, Record, project_root
 from .convert import SOURCE, hover_markdown, minimal_edit, to_diagnostic
 from .jobs import PRELOAD, Job
 from .jobs import run as run_job

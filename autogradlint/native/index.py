@@ -31,6 +31,9 @@ class Evidence:
     where: str  # "csrc/scale.cu:12" (relative to the project), "" when unknown
     chain: tuple[str, ...]  # the C++ functions followed, from the bound one
     writes: str = ""  # where the C++ writes into the tensor ("" when no write is seen)
+    # Where the tensor, or a writable pointer into it, goes to code that was not read (a
+    # kernel whose source is not there, a lambda): no write seen, and none ruled out either.
+    may_write: str = ""
 
 
 class NativeIndex:
@@ -140,10 +143,11 @@ class NativeIndex:
             return None
         found: list[Evidence] = []
         for binding, path in candidates:
+            where = self._where(path, binding.line)
             if not binding.target:  # a lambda or a schema only: the text does not say
-                found.append(Evidence(UNKNOWN, self._where(path, binding.line), (binding.name,)))
+                found.append(Evidence(UNKNOWN, where, (binding.name,), may_write=where))
                 continue
-            found.append(self._read(binding.target, position, keyword, 0, frozenset()))
+            found.append(self._read(binding.target, position, keyword, 0, frozenset(), where))
         return merge(found)
 
     def _read(
@@ -153,18 +157,20 @@ class NativeIndex:
         keyword: str | None,
         depth: int,
         seen: frozenset[str],
+        passed: str,
     ) -> Evidence:
-        """The worst evidence over every definition of `function` (overloads, CPU and CUDA)."""
+        """The worst evidence over every definition of `function` (overloads, CPU and CUDA);
+        `passed`: where the tensor is handed to it."""
         definitions = self.functions(function)
         if not definitions or depth > _FOLLOW or function in seen:
-            return Evidence(UNKNOWN, "", (function,))
+            return Evidence(UNKNOWN, "", (function,), may_write=passed)
         results = [
             self._read_one(definition, path, position, keyword, depth, seen | {function})
             for definition, path in definitions
         ]
         usable = [r for r in results if r is not None]
         if not usable:
-            return Evidence(UNKNOWN, "", (function,))
+            return Evidence(UNKNOWN, "", (function,), may_write=passed)
         return merge(usable)
 
     def _read_one(
@@ -189,22 +195,78 @@ class NativeIndex:
         chain = (definition.name,)
         written = definition.writes[slot] if slot < len(definition.writes) else 0
         writes = self._where(path, written) if written else ""
+        here = self._where(path, definition.line)
         onward = [
-            self._read(callee, at, None, depth + 1, seen)
+            self._read(callee, at, None, depth + 1, seen, here)
             for index, callee, at in definition.calls
             if index == position
         ]
-        writes = writes or next((e.writes for e in onward if e.writes), "")
-        if how == UNKNOWN:
-            for index, macro, macro_line in definition.macros:
-                if index == position and native.macro_checks(macro, self.macros):
-                    return Evidence(native.CHECKED, self._where(path, macro_line), chain, writes)
-            known = [e for e in onward if e.how != UNKNOWN]
-            if known:
-                worst = merge(known)
-                return Evidence(worst.how, worst.where, chain + worst.chain, writes)
-            return Evidence(UNKNOWN, "", chain, writes)
-        return Evidence(how, self._where(path, line), chain, writes)
+        # A contiguous copy handed on: its reads say nothing, but a write into it reaches the
+        # tensor whenever the tensor was contiguous already.
+        copies = [
+            self._read(callee, at, None, depth + 1, seen, self._where(path, at_line))
+            for index, callee, at, at_line, kind in definition.handed
+            if index == position and kind == "guarded"
+        ]
+        pointers = [
+            self._pointer(callee, at, self._where(path, at_line), depth + 1, seen)
+            for index, callee, at, at_line, kind in definition.handed
+            if index == position and kind == "pointer"
+        ]
+        writes = writes or next((e.writes for e in onward + copies if e.writes), "")
+        writes = writes or next((w for w, _ in pointers if w), "")
+        may_write = (
+            "" if writes else next((e.may_write for e in onward + copies if e.may_write), "")
+        )
+        may_write = may_write or next((m for w, m in pointers if m and not writes), "")
+        checks = [
+            macro_line
+            for index, macro, macro_line in definition.macros
+            if index == position and native.macro_checks(macro, self.macros)
+        ]
+        if checks and how in (UNKNOWN, native.RAW):
+            # `CHECK_INPUT(grad)`, a macro (often in a header) that checks contiguity
+            return Evidence(native.CHECKED, self._where(path, checks[0]), chain, writes, may_write)
+        known = [e for e in onward if e.how != UNKNOWN]
+        if known and (how == UNKNOWN or (how in native.SAFE and RANK[merge(known).how] > 0)):
+            # the tensor itself is handed on, and the callee reads it worse than this does
+            worst = merge(known)
+            return Evidence(worst.how, worst.where, chain + worst.chain, writes, may_write)
+        where = self._where(path, line) if how != UNKNOWN else ""
+        return Evidence(how, where, chain, writes, may_write)
+
+    def _pointer(
+        self, function: str, position: int, passed: str, depth: int, seen: frozenset[str]
+    ) -> tuple[str, str]:
+        """(where it writes, where it may) for a writable pointer handed to `function` at
+        `position`: its definitions say whether they write through that parameter, declare
+        it `const`, or hand it on; code not found may write."""
+        definitions = self.functions(function) if function else []
+        if not definitions or depth > _FOLLOW or function in seen:
+            return "", passed  # kept for code not read (a struct), or no source
+        writes = may_write = ""
+        applicable = False
+        for definition, path in definitions:
+            if position >= len(definition.params):
+                continue  # another overload
+            applicable = True
+            if position in definition.readonly:
+                continue
+            line = dict(definition.pointers).get(position)
+            if line is None:
+                may_write = may_write or passed  # not a pointer there: a template, a reference
+            elif line:
+                writes = writes or self._where(path, line)
+            for index, callee, at, at_line, kind in definition.handed:
+                if index == position and kind == "pointer":
+                    onward = self._pointer(
+                        callee, at, self._where(path, at_line), depth + 1, seen | {function}
+                    )
+                    writes = writes or onward[0]
+                    may_write = may_write or onward[1]
+        if not applicable:
+            return "", passed
+        return writes, "" if writes else may_write
 
     def _where(self, path: str, line: int) -> str:
         """The source file as it was found (absolute for a project's): each report names it
@@ -222,7 +284,8 @@ def merge(found: list[Evidence]) -> Evidence:
     """The worst read over several implementations, and a write if any of them writes."""
     worst = max(found, key=lambda e: RANK[e.how])
     writes = next((e.writes for e in found if e.writes), "")
-    return Evidence(worst.how, worst.where, worst.chain, writes)
+    may_write = "" if writes else next((e.may_write for e in found if e.may_write), "")
+    return Evidence(worst.how, worst.where, worst.chain, writes, may_write)
 
 
 def native_files(root: str, extra: Iterable[str] = ()) -> list[str]:
@@ -285,7 +348,7 @@ def native_root(path: str) -> str:
     config file, VCS or packaging marker), else its top package (an installed wheel keeps its
     sources inside the package), else its own directory. Never a shared parent such as /tmp or
     site-packages."""
-    from ..project import project_root
+    from ..view import project_root
 
     found = project_root(Path(path))
     if found is not None:

@@ -1,52 +1,48 @@
 """Read one C/C++/CUDA source at token level: its Python bindings, its functions, and how each
-function reads its tensor parameters. No compiler, no parser: regexes over the text with
-comments blanked, bounded work per file, and "unknown" whenever the text does not say.
+function uses its tensor parameters (access.py follows the pointers). No compiler, no parser:
+regexes and hand scans over the text with comments blanked, each one pass over what it reads,
+and "unknown" whenever the text does not say.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
-# How a compiled function reads a tensor parameter, from the evidence in its body. Ordered from
-# harmless to harmful: a merge of several implementations keeps the worst.
-GUARDED = "guarded"  # makes it contiguous first (`.contiguous()`)
-STRIDED = "strided"  # reads it through its own strides or accessors, or only through ATen
-CHECKED = "checked"  # TORCH_CHECKs contiguity: a non-contiguous gradient raises
-UNKNOWN = "unknown"  # the text does not say (or the source is not there)
-RAW = "raw"  # reads `data_ptr()` / `data<T>()` with no guard: the silent bug
-RANK = {GUARDED: 0, STRIDED: 0, CHECKED: 1, UNKNOWN: 2, RAW: 3}
-SAFE = frozenset({GUARDED, STRIDED})
+from .access import CHECKED, GUARDED, RANK, RAW, SAFE, STRIDED, UNKNOWN, Access, Reader
+from .tokens import Tokens
+
+__all__ = ["CHECKED", "GUARDED", "RANK", "RAW", "SAFE", "STRIDED", "UNKNOWN", "Access"]
 
 MAX_BYTES = 4_000_000  # a larger source (a 20 MB generated header) is not read: unknown
 _MAX_BODY = 400_000  # a body longer than this is an unbalanced `#if` branch: not a function
 
+# No pattern here repeats characters that the pattern beside it repeats too: `re` never tries
+# a run of blanks two ways, and every pattern takes one pass over what it reads.
 # Comments, string and character literals, in one pass (an unterminated one runs to the end).
 _LEXEMES = re.compile(
     r"//[^\n]*|/\*.*?(?:\*/|\Z)|\"(?:[^\"\\\n]|\\.)*\"?|'(?:[^'\\\n]|\\.){0,8}'?", re.S
 )
 _MODULE = re.compile(
     r"\b(PYBIND11_MODULE|TORCH_LIBRARY|TORCH_LIBRARY_FRAGMENT|TORCH_LIBRARY_IMPL)\s*\(\s*(\w+)"
-    r"\s*,\s*(\w+)(?:\s*,\s*(\w+))?\s*\)\s*\{"
+    r"\s*,\s*(\w+)\s*(?:,\s*(\w+)\s*)?\)\s*\{"
 )
-_MODULE_VARIABLE = re.compile(r"\bpy(?:bind11)?::module_?\s*&?\s*(\w+)\s*[,)]")
-_FUNCTION = re.compile(
-    r"\b([A-Za-z_]\w*)\s*\(([^;{}()]*(?:\([^;{}()]*\)[^;{}()]*)*)\)\s*(?:const\s*)?(?:noexcept\s*)?(?:->\s*[\w:<>,\s]+)?\{"
+_MODULE_VARIABLE = re.compile(r"\bpy(?:bind11)?::module_?\s*(?:&\s*)?(\w+)\s*[,)]")
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)\n]*)\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
+# `m.def("name", ...)`, `m.impl("op", ...)`, `m.def(std::string("...`: a binding, whose variable
+# says which module or library block it belongs to.
+_DEFINITION = re.compile(
+    r"\b(\w+)\s*\.\s*(def|impl)\s*\(\s*(?:\(\s*std::string\s*\(\s*)?\"([^\"\n]*)\""
 )
-_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
-_KEYWORDS = frozenset(
-    {"if", "for", "while", "switch", "catch", "return", "sizeof", "else", "do", "defined"}
-)
-_RAW_READ = r"\s*(?:\.|->)\s*(?:data_ptr|data|const_data_ptr|mutable_data_ptr)\s*[<(]"
-_STRIDE_READ = r"\s*(?:\.|->)\s*(?:(?:packed_|generic_packed_)?accessor\w*|stride|strides)\b"
-# TORCH_CHECK, AT_ASSERTM, a project's own ASSERT / CHECK_ARG ... and the C `assert`.
-_CHECK = r"\b(?:[A-Z_]*(?:CHECK|ASSERT)[A-Z0-9_]*|assert)"
-_GUARD = r"\s*(?:\.|->)\s*(?:contiguous|expect_contiguous)\s*\("
+_POINTER_TARGET = re.compile(r"&\s*([A-Za-z_][\w:]*)")
+_NAME_TARGET = re.compile(r"(?:TORCH_FN\s*\(\s*)?([A-Za-z_][\w:]*)")
 
 
 @dataclass(frozen=True)
 class Function:
-    """A C++ function definition and how it reads each tensor parameter."""
+    """A C++ function definition, how it uses each tensor parameter, and which of its pointer
+    parameters it writes through (a kernel handed `grad.data_ptr<float>()`)."""
 
     name: str  # unqualified
     line: int
@@ -56,6 +52,15 @@ class Function:
     calls: tuple[tuple[int, str, int], ...]  # (tensor parameter, callee, its position there)
     macros: tuple[tuple[int, str, int], ...] = ()  # (tensor parameter, macro it is given, line)
     writes: tuple[int, ...] = ()  # per tensor parameter: line of a write into it (0: none seen)
+    # Per tensor parameter, every kind of evidence with its line: read-raw, stride-aware,
+    # made-contiguous, checked-contiguous, written.
+    accesses: tuple[Access, ...] = ()
+    # (parameter, callee, position, line): a contiguous copy of a tensor parameter handed on
+    # (its reads say nothing, its writes may reach the parameter), or a writable pointer into
+    # a tensor or pointer parameter (the callee's definition says whether it writes).
+    handed: tuple[tuple[int, str, int, int, str], ...] = ()
+    pointers: tuple[tuple[int, int], ...] = ()  # (writable pointer parameter, line of a write)
+    readonly: tuple[int, ...] = ()  # pointer parameters that point to const
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,7 @@ class Source:
         self._text: str | None = None
         self._braces: dict[int, int] | None = None
         self._lines: _LineIndex | None = None
+        self._tokens: Tokens | None = None  # of the whole text, when a binding's call is read
 
     @property
     def raw(self) -> str:
@@ -129,9 +135,9 @@ class Source:
         if self.header and "::module" not in raw:
             return []  # a header binds only through a function handed the module
         text = self.text
-        found: list[Binding] = []
         module = "TORCH_EXTENSION_NAME"
         variables: set[str] = set()
+        blocks: list[tuple[int, int, str, str]] = []  # TORCH_LIBRARY blocks: start, end, var, ns
         for match in _MODULE.finditer(text):
             macro, first = match.group(1), match.group(2)
             var = match.group(4) or match.group(3)
@@ -140,91 +146,130 @@ class Source:
                 variables.add(var)
                 continue
             end = self.braces.get(match.end() - 1)
-            if end is not None:
-                found.extend(self._defs(var, "op", first, match.end(), end))
+            # Blocks do not nest (each is a function): one inside another is not read twice.
+            if end is not None and (not blocks or match.end() > blocks[-1][1]):
+                blocks.append((match.end(), end, var, first))
         variables.update(_MODULE_VARIABLE.findall(text))
-        for var in variables:
-            found.extend(self._defs(var, "pybind", module, 0, len(text)))
+        found: list[Binding] = []
+        starts = [block[0] for block in blocks]
+        for definition in _DEFINITION.finditer(text):
+            var, verb, name = definition.groups()
+            at = definition.start()
+            inside = bisect.bisect_right(starts, at) - 1
+            if inside >= 0 and at < blocks[inside][1] and blocks[inside][2] == var:
+                found.append(self._binding(definition, "op", blocks[inside][3]))
+            if verb == "def" and var in variables:
+                found.append(self._binding(definition, "pybind", module))
         return found
 
-    def _defs(self, var: str, kind: str, module: str, start: int, end: int) -> list[Binding]:
-        text = self.text
-        out: list[Binding] = []
-        pattern = re.compile(
-            rf"\b{re.escape(var)}\s*\.\s*(def|impl)\s*\(\s*(?:\(\s*std::string\s*\(\s*)?\"([^\"]*)\""
-        )
-        for definition in pattern.finditer(text, start, end):
-            verb, name = definition.groups()
-            if kind == "pybind" and verb != "def":
-                continue
-            opened = text.index("(", definition.start())
-            args = _arguments(text, opened + 1)
-            target = ""
-            if len(args) > 1:
-                expression = args[1].strip()
-                pointer = re.search(r"&\s*([A-Za-z_][\w:]*)", expression)
-                plain = re.match(
-                    r"(?:TORCH_FN\s*\(\s*)?([A-Za-z_][\w:]*)\s*(?:<[^;]*>)?\s*\)?$", expression
-                )
-                chosen = pointer or plain
-                if chosen is not None and not expression.startswith(("[", '"')):
-                    target = chosen.group(1).rsplit("::", 1)[-1]
-                    if target in ("py", "torch", "c10", "pybind11"):
-                        target = ""
-            schema = ""
-            if kind == "op":
-                schema = name if "(" in name else ""
-                name = name.split("(", 1)[0].split(".", 1)[0].rsplit("::", 1)[-1]
-            out.append(Binding(kind, module, name, target, self.line(definition.start()), schema))
-        return out
+    def _arguments(self, opened: int) -> list[str]:
+        """The argument texts of the call whose `(` is at offset `opened` ([] when it is not
+        closed): read from the file's tokens, whose brackets are matched once."""
+        if self._tokens is None:
+            self._tokens = Tokens(self.text)
+        tokens = self._tokens
+        index = bisect.bisect_left(tokens.start, opened)
+        if tokens.at(index) != "(" or tokens.match[index] < 0:
+            return []
+        return [
+            self.text[tokens.start[first] : tokens.start[last] + len(tokens.text[last])]
+            if first <= last
+            else ""
+            for first, last in tokens.arguments(index)
+        ]
+
+    def _binding(self, definition: re.Match[str], kind: str, module: str) -> Binding:
+        """The binding a `var.def("name", target)` / `var.impl(...)` match makes."""
+        name = definition.group(3)
+        args = self._arguments(self.text.index("(", definition.start()))
+        target = ""
+        if len(args) > 1:
+            expression = args[1].strip()
+            chosen = _POINTER_TARGET.search(expression) or _named(expression)
+            if chosen is not None and not expression.startswith(("[", '"')):
+                target = chosen.group(1).rsplit("::", 1)[-1]
+                if target in ("py", "torch", "c10", "pybind11"):
+                    target = ""
+        schema = ""
+        if kind == "op":
+            schema = name if "(" in name else ""
+            name = name.split("(", 1)[0].split(".", 1)[0].rsplit("::", 1)[-1]
+        return Binding(kind, module, name, target, self.line(definition.start()), schema)
 
     def functions(self, name: str) -> list[Function]:
         """Every definition of a function called `name` in this file."""
-        if name not in self.raw:
+        if not name or name not in self.raw:
             return []
         text = self.text
         found: list[Function] = []
-        for candidate in re.finditer(rf"\b{re.escape(name)}\s*\(", text):
-            match = _FUNCTION.match(text, candidate.start())
-            if match is None:
-                continue
-            start = match.end() - 1
-            end = self.braces.get(start)
-            if end is None or end - start > _MAX_BODY:
-                continue
-            found.append(self._function(name, match, text[start:end], start))
+        covered = 0  # C++ has no nested functions: inside a definition, `name(...) {` is not one
+        at = text.find(name)
+        while at != -1:
+            before = text[at - 1 : at]
+            plain = at >= covered and not (before.isalnum() or before == "_")
+            header = _header(text, at, len(name)) if plain else None
+            if header is not None:
+                params, opened = header
+                end = self.braces.get(opened)
+                if end is not None and end - opened <= _MAX_BODY:
+                    found.append(self._function(name, at, params, text[opened:end], opened))
+                    covered = end
+            at = text.find(name, at + 1)
         return found
 
-    def _function(self, name: str, match: re.Match[str], body: str, start: int) -> Function:
-        params = _parameters(match.group(2))
+    def _function(self, name: str, at: int, header: str, body: str, start: int) -> Function:
+        params = _parameters(header)
         names = tuple(pname for _, pname in params)
         tensors = tuple(i for i, (kind, pname) in enumerate(params) if _is_tensor(kind) and pname)
-        line = self.line(match.start())
-        if not tensors:
+        pointers = [i for i, (kind, pname) in enumerate(params) if pname and _is_pointer(kind)]
+        line = self.line(at)
+        if not tensors and not pointers:
             return Function(name, line, names, (), (), ())
-        calls = _calls(body)
-        reads: list[tuple[str, int]] = []
-        passed: list[tuple[int, str, int]] = []
+        reader = Reader(body)
+
+        def located(offset: int) -> int:
+            return self.line(start + offset)
+
+        accesses: list[Access] = []
+        calls: list[tuple[int, str, int]] = []
         given: list[tuple[int, str, int]] = []
-        writes: list[int] = []
+        handed: list[tuple[int, str, int, int, str]] = []
         for index in tensors:
-            how, at = _how_read(names[index], body)
-            reads.append((how, self.line(start + at) if how != UNKNOWN else 0))
-            written = _written(names[index], body)
-            writes.append(self.line(start + written) if written is not None else 0)
-            given.extend(
-                (index, macro, self.line(start + offset))
-                for macro, offset in macro_calls(names[index], body)
-            )
-            word = re.compile(rf"\s*{re.escape(names[index])}\s*")
-            passed.extend(
-                (index, callee, position)
-                for callee, args in calls
-                for position, arg in enumerate(args)
-                if word.fullmatch(arg)
-            )
+            access, passes, macros = reader.tensor(names[index])
+            accesses.append(access.located(located))
+            given.extend((index, macro, located(offset)) for macro, offset in macros)
+            for handed_on in passes:
+                if handed_on.kind == "tensor":
+                    calls.append((index, handed_on.callee, handed_on.position))
+                else:
+                    where = located(handed_on.offset)
+                    handed.append(
+                        (index, handed_on.callee, handed_on.position, where, handed_on.kind)
+                    )
+        written: list[tuple[int, int]] = []
+        readonly: list[int] = []
+        for index in pointers:
+            kind = params[index][0]
+            const = _points_to_const(kind)
+            if const:
+                readonly.append(index)
+                continue
+            offset, passes = reader.pointer(names[index], const, "ccessor" in kind)
+            written.append((index, located(offset) if offset is not None else 0))
+            handed.extend((index, p.callee, p.position, located(p.offset), p.kind) for p in passes)
         return Function(
-            name, line, names, tensors, tuple(reads), tuple(passed), tuple(given), tuple(writes)
+            name,
+            line,
+            names,
+            tensors,
+            tuple((a.how, a.evidence or 0) for a in accesses),
+            tuple(calls),
+            tuple(given),
+            tuple(a.writes or 0 for a in accesses),
+            tuple(accesses),
+            tuple(handed),
+            tuple(written),
+            tuple(readonly),
         )
 
 
@@ -234,7 +279,7 @@ def inline_sources(text: str) -> str:
     load_inline binds each under its own name, in a module Python binds to any name."""
     import ast
 
-    from ..project import parse_quietly
+    from ..text.ast_walk import parse_quietly
 
     tree = parse_quietly(text)
     if tree is None:
@@ -312,7 +357,89 @@ def blank_comments(text: str) -> str:
 
 
 def _is_tensor(kind: str) -> bool:
-    return "Tensor" in kind and "TensorList" not in kind and "vector" not in kind
+    return (
+        "Tensor" in kind
+        and "TensorList" not in kind
+        and "vector" not in kind
+        and ("ccessor" not in kind and "*" not in kind)
+    )
+
+
+def _is_pointer(kind: str) -> bool:
+    """A pointer or an accessor parameter (what a kernel is handed)."""
+    return "*" in kind or "ccessor" in kind
+
+
+def _points_to_const(kind: str) -> bool:
+    """`const float* g`, `float const* g`, `PackedTensorAccessor32<const float, 2>`: nothing is
+    written through it (`float* const g` is a const pointer to writable floats)."""
+    if "*" in kind:
+        words = kind[: kind.index("*")].replace("<", " ").replace(",", " ").split()
+        return "const" in words
+    inside = kind.split("<", 1)[1] if "<" in kind else ""
+    return inside.lstrip().startswith("const ")
+
+
+def _header(text: str, at: int, length: int) -> tuple[str, int] | None:
+    """(parameters, offset of the body's `{`) when `name(...)` at `at` opens a definition:
+    `name(params) const noexcept -> type {`, parameters holding at most one level of
+    parentheses and no `;{}`. A hand scan: one pass over what it reads."""
+    index = _skip_blanks(text, at + length)
+    if text[index : index + 1] != "(":
+        return None
+    opened = index
+    depth = 0
+    index += 1
+    size = len(text)
+    while index < size:
+        char = text[index]
+        if char == "(":
+            if depth:
+                return None
+            depth = 1
+        elif char == ")":
+            if not depth:
+                break
+            depth = 0
+        elif char in ";{}":
+            return None
+        index += 1
+    else:
+        return None
+    params = text[opened + 1 : index]
+    index = _skip_blanks(text, index + 1)
+    for word in ("const", "noexcept"):
+        if text.startswith(word, index):
+            index = _skip_blanks(text, index + len(word))
+    if text.startswith("->", index):
+        index += 2
+        while index < size and (text[index] in _RETURN_TYPE or text[index].isalnum()):
+            index += 1
+    return (params, index) if text[index : index + 1] == "{" else None
+
+
+_RETURN_TYPE = frozenset(":<>,_ \t\r\n\f\v")
+
+
+def _skip_blanks(text: str, index: int) -> int:
+    size = len(text)
+    while index < size and text[index].isspace():
+        index += 1
+    return index
+
+
+def _named(expression: str) -> re.Match[str] | None:
+    """`fn`, `ns::fn`, `fn<float>`, `TORCH_FN(fn)`: a function named as the whole expression
+    (anything after the name must be template arguments or the closing parenthesis)."""
+    found = _NAME_TARGET.match(expression)
+    if found is None:
+        return None
+    rest = expression[found.end() :].strip()
+    if rest.endswith(")"):
+        rest = rest[:-1].rstrip()
+    if rest and not (rest.startswith("<") and rest.endswith(">") and ";" not in rest):
+        return None
+    return found
 
 
 def _parameters(text: str) -> list[tuple[str, str]]:
@@ -336,90 +463,6 @@ def _parameters(text: str) -> list[tuple[str, str]]:
     return params
 
 
-_TAILS: dict[str, re.Pattern[str]] = {}  # what follows a parameter's name, compiled once
-
-
-def _word_then(name: str, tail: str, body: str) -> int | None:
-    """Where `re.search(rf"\\b{name}{tail}", body)` would match, found from the name with
-    `str.find`: a pattern that starts with `\\b` has no literal to skip ahead to, and `re`
-    tries it at every position of the body (once per parameter)."""
-    if not name[:1].isidentifier():
-        found = re.search(rf"\b{re.escape(name)}{tail}", body)
-        return None if found is None else found.start()
-    pattern = _TAILS.get(tail)
-    if pattern is None:
-        pattern = _TAILS[tail] = re.compile(tail)
-    at = body.find(name)
-    while at != -1:
-        before = body[at - 1 : at]
-        if not (before.isalnum() or before == "_") and pattern.match(body, at + len(name)):
-            return at
-        at = body.find(name, at + 1)
-    return None
-
-
-def _how_read(name: str, body: str) -> tuple[str, int]:
-    """The strongest evidence in `body` of how parameter `name` is read, and its offset."""
-    guarded = _word_then(name, _GUARD, body)
-    if guarded is not None:
-        return GUARDED, guarded
-    word = re.escape(name)
-    checked = re.search(rf"{_CHECK}\s*\(\s*!?\s*\(?\s*{word}\s*(?:\.|->)\s*is_contiguous\b", body)
-    if checked is not None:
-        return CHECKED, checked.start()
-    raw = _word_then(name, _RAW_READ, body)
-    strided = _word_then(name, _STRIDE_READ, body)
-    if strided is not None and (raw is None or strided < raw):
-        return STRIDED, strided
-    if raw is not None:
-        return RAW, raw
-    return UNKNOWN, 0
-
-
-_INPLACE = r"\s*(?:\.|->)\s*(?:[a-z]\w*[a-z0-9]_|mutable_data_ptr|mutable_data)\s*[<(]"
-_DECLARED_AS = r"(?:auto|(?:at::|torch::)?Tensor)\s*&?\s*(\w+)\s*=\s*"
-
-
-def _written(name: str, body: str) -> int | None:
-    """Offset of the evidence that the function writes into parameter `name`: an in-place
-    method on it, or returning it (or its `.contiguous()`, the same buffer when it already is)
-    after handing its pointer to a kernel: "the backward pass is completely in-place"."""
-    word = re.escape(name)
-    found = _word_then(name, _INPLACE, body)
-    if found is not None:
-        return found
-    aliases = [name] + re.findall(
-        rf"{_DECLARED_AS}{word}\s*(?:(?:\.|->)\s*contiguous\s*\(\s*\))?\s*;", body
-    )
-    # `float* p = g.data_ptr<float>();` then `p[i] *= s` / `*p = v`: a write through the pointer
-    for pointer in re.finditer(
-        rf"(?<!const )\b\w+\s*\*\s*(\w+)\s*=\s*(?:\w+_cast<[^>]*>\s*\()?\s*{word}{_RAW_READ}", body
-    ):
-        ptr = re.escape(pointer.group(1))
-        # after the declaration: `p[i] = v`, `p[i] *= s`, `*p = v` (not `float* p = ...`)
-        store = re.compile(
-            rf"(?:\b{ptr}\s*\[[^\]]*\]|(?<![\w)\]])\*\s*\(?\s*{ptr}\b[^=;]*?)\s*[-+*/]?=(?!=)"
-        ).search(body, pointer.end())
-        if store is not None:
-            return store.start()
-    for alias in aliases:
-        escaped = re.escape(alias)
-        if _word_then(alias, _RAW_READ, body) is None:
-            continue  # returning an untouched tensor is not a write
-        returned = re.search(rf"\breturn\s+{escaped}\s*;", body)
-        if returned is not None:
-            return returned.start()
-    return None
-
-
-def macro_calls(name: str, body: str) -> list[tuple[str, int]]:
-    """(macro, offset) of the upper-case macros `name` is handed to (`CHECK_INPUT(grad)`): the
-    index knows their definitions, which often live in a header."""
-    word = re.escape(name)
-    pattern = rf"\b([A-Z][A-Z0-9_]*)\s*\(\s*{word}\s*[,)]"
-    return [(m.group(1), m.start()) for m in re.finditer(pattern, body)]
-
-
 def macro_checks(macro: str, macros: dict[str, str], depth: int = 0) -> bool:
     """Whether a macro (through the macros it expands to) checks contiguity."""
     body = macros.get(macro)
@@ -430,49 +473,16 @@ def macro_checks(macro: str, macros: dict[str, str], depth: int = 0) -> bool:
     return any(macro_checks(inner, macros, depth + 1) for inner in re.findall(r"\b[A-Z]\w*", body))
 
 
-_CALL = re.compile(r"\b([A-Za-z_][\w:]*)\s*(?:<<<[^;]*?>>>\s*)?\(")
-
-
-def _calls(body: str) -> list[tuple[str, list[str]]]:
-    """(callee, argument texts) of each call in a body that is not torch's or the std's."""
-    out: list[tuple[str, list[str]]] = []
-    for match in _CALL.finditer(body):
-        callee = match.group(1)
-        if callee in _KEYWORDS or callee.startswith(("at::", "torch::", "std::", "c10::")):
-            continue
-        args = _arguments(body, match.end())
-        if args:
-            out.append((callee.rsplit("::", 1)[-1], args))
-    return out
-
-
-def _arguments(body: str, start: int) -> list[str]:
-    depth = 0
-    args: list[str] = []
-    piece_start = start
-    limit = min(len(body), start + 2000)
-    for index in range(start, limit):
-        char = body[index]
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            if depth == 0:
-                args.append(body[piece_start:index])
-                return args
-            depth -= 1
-        elif char == "," and depth == 0:
-            args.append(body[piece_start:index])
-            piece_start = index + 1
-        elif char == ";":
-            return []
-    return []
+# A brace, or a string literal to skip (an unterminated one ends with its line: requiring the
+# closing quote would rescan the line from every escaped quote in it).
+_BRACES = re.compile(r"[{}]|\"(?:[^\"\\\n]|\\.)*\"?")
 
 
 def _matching_braces(text: str) -> dict[int, int]:
     """Offset of each `{` -> offset of its `}` (unbalanced ones are left out)."""
     stack: list[int] = []
     pairs: dict[int, int] = {}
-    for match in re.finditer(r"[{}]|\"(?:[^\"\\\n]|\\.)*\"", text):
+    for match in _BRACES.finditer(text):
         token = match.group()
         if token == "{":
             stack.append(match.start())

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..meta import rule_url
 from ..model import FileError, FileResult, Finding, printable
+from .escape import escaped
 from .paths import absolute, relative
 from .summary import applicable, summary_lines
 from .text import fix_of
@@ -74,7 +75,7 @@ def render_concise(
     `quiet`, the summary every human format ends with."""
     lines = [
         f"{printable(relative(f.path))}:{f.line}:{f.col + 1}: {f.rule_id}"
-        f"{' [*]' if applicable(f, unsafe) else ''} {f.message}"
+        f"{' [*]' if applicable(f, unsafe) else ''} {escaped(f.message)}"
         for r in results
         for f in r.findings
     ]

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from .. import __version__
 from ..meta import all_rules
 from ..model import FileError, FileResult, LineEdit
+from ..version import __version__
 from .paths import relative_in
 from .text import fix_of
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from ..model import FileError, FileResult, Finding, FixSuggestion, printable
+from .escape import TAB, cells, escaped, shown
 from .paths import relative, relative_in
 from .summary import applicable, summary_lines
 
@@ -46,21 +47,17 @@ class PlainLines(Lines):
 def _expand_tabs(line: str) -> str:
     """Tabs to spaces at every 8th cell, as rich does (a wide character takes two cells)."""
     if line.isascii():
-        return line.expandtabs(8)
-    import unicodedata
-
+        return line.expandtabs(TAB)
     out: list[str] = []
-    cells = 0
+    taken = 0
     for char in line:
         if char == "\t":
-            spaces = 8 - cells % 8
+            spaces = TAB - taken % TAB
             out.append(" " * spaces)
-            cells += spaces
+            taken += spaces
             continue
         out.append(char)
-        if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf"):
-            continue
-        cells += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+        taken += cells(char)
     return "".join(out)
 
 
@@ -92,8 +89,9 @@ def plain_stream(stream: TextIO, color: str) -> bool:
 def frame(
     lines: list[str], f: Finding, context: int = 1, label: bool = True
 ) -> list[tuple[Segment, ...]]:
-    """The finding's line with `context` lines around it, and carets under its span (followed
-    by the code with `label`, as the text format does; ruff's full format has none)."""
+    """The finding's line with `context` lines around it, each as a terminal is to show it
+    (escape.shown), and carets over the cells its span takes there (followed by the code with
+    `label`, as the text format does; ruff's full format has none)."""
     out: list[tuple[Segment, ...]] = []
     first = max(1, f.line - context)
     last = min(len(lines), f.line + context)
@@ -102,12 +100,14 @@ def frame(
     out.append((gutter,))
     for number in range(first, last + 1):
         text = lines[number - 1].rstrip("\r\n")
-        out.append(((f"{number:>{width}} |", "blue"), (f" {text}", "")))
+        display, starts = shown(text)
+        out.append(((f"{number:>{width}} |", "blue"), (f" {display}", "")))
         if number == f.line:
             end = f.end_col if f.end_line == f.line else len(text)
-            carets = "^" * max(1, end - f.col)
+            start = starts[min(f.col, len(text))]
+            carets = "^" * max(1, starts[min(max(end, f.col), len(text))] - start)
             tail = f"{carets} {f.rule_id}" if label else carets
-            out.append((gutter, (f" {' ' * f.col}", ""), (tail, _STYLE[f.severity])))
+            out.append((gutter, (f" {' ' * start}", ""), (tail, _STYLE[f.severity])))
     out.append((gutter,))
     return out
 
@@ -141,10 +141,12 @@ def fix_block(
     out.append((gutter,))
     mark_style = {"|": "blue", ":": "blue", "-": "red", "+": "green"}
     for number, mark, text in rows:
-        shown = " " * width if number is None else f"{number:>{width}}"
-        body = text.rstrip("\r\n")
+        numbered = " " * width if number is None else f"{number:>{width}}"
+        body = shown(text.rstrip("\r\n"))[0]
         style = "" if mark in "|:" else mark_style[mark]
-        out.append(((f"{shown} ", "blue"), (mark, mark_style[mark]), (f" {body}".rstrip(), style)))
+        out.append(
+            ((f"{numbered} ", "blue"), (mark, mark_style[mark]), (f" {body}".rstrip(), style))
+        )
     out.append((gutter,))
     if fix.safety == "unsafe":
         out.append(
@@ -197,7 +199,8 @@ def render_text(
             width = len(str(min(len(lines), f.line + context))) if lines else 1
             prefix = "" if full else " " * width + " "
             if full:
-                out.line((f.rule_id, _STYLE[f.severity]), *marker, (f" {f.message}", "bold"))
+                message = escaped(f.message)
+                out.line((f.rule_id, _STYLE[f.severity]), *marker, (f" {message}", "bold"))
                 out.line((f"{' ' * width}--> ", "blue"), (where, ""))
             else:
                 out.line(
@@ -205,13 +208,14 @@ def render_text(
                     (f":{f.line}:{f.col + 1}: ", ""),
                     (f.rule_id, _STYLE[f.severity]),
                     *marker,
-                    (f" {f.message}", ""),
+                    (f" {escaped(f.message)}", ""),
                 )
             if lines:
                 for segments in frame(lines, f, context, label=not full):
                     out.line(*segments)
             if f.help:
-                out.line(*prefix_segments(prefix, "help"), (f": {relative_in(f.help)}", ""))
+                help_text = escaped(relative_in(f.help))
+                out.line(*prefix_segments(prefix, "help"), (f": {help_text}", ""))
             fix = fix_of(result, f) if (show_fixes or full) and lines else None
             if fix is not None and lines:
                 for segments in fix_block(lines, fix, width, prefix):

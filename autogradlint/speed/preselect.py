@@ -18,43 +18,19 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from ..analysis.bindings import Bindings
-from ..analysis.hierarchy import function_like
-from ..outline import module_imports
 from ..settings import (
     DEFAULT_LOADERS,
     DISPATCH_REQUEST_OPS,
     DISPATCH_SIZED_OPS,
     HELPER_DEPTH,
 )
-from .statements import body_start, chunk_of, chunk_starts, class_members, is_bare_string
+from ..text.bindings import Bindings
+from ..text.hierarchy import function_like
+from ..text.marks import direct_call_offsets, holds_graph_call, word_char
+from ..text.outline import module_imports
+from ..text.statements import body_start, chunk_of, chunk_starts, class_members, is_bare_string
 
-CALL_TAILS = (".forward(", "()(", ".apply(")
-
-
-def direct_call_offsets(
-    text: str, function_like: set[str], tails: tuple[str, ...] = CALL_TAILS
-) -> list[int]:
-    """Where `Fn.forward(`, `Fn()(` or `Fn.apply(` is called on a Function class (AGL407 and
-    AGL410 read those).
-
-    Found from the two literal tails, so the search runs at memory speed on large files."""
-    if not function_like:
-        return []
-    out: list[int] = []
-    for tail in tails:
-        at = text.find(tail)
-        while at != -1:
-            head = at
-            while head > 0 and (text[head - 1].isalnum() or text[head - 1] == "_"):
-                head -= 1
-            if text[head:at] in function_like:
-                out.append(head)
-            at = text.find(tail, at + 1)
-    return out
-
-
-_CLASS_DECL = re.compile(r"class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?")
+_CLASS_DECL = re.compile(r"class[ \t]+(\w+)[ \t]*(\()?")
 # A hook defined as a method, or bound as a class attribute (`__torch_function__ = impl`).
 _HOOK_NAME = re.compile(r"__torch_(?:function|dispatch)__(?=[ \t]*(?:\(|=[^=]))")
 # A dispatch handler registered by decorator for an op AGL306 checks (`@implements(aten.to...`).
@@ -66,6 +42,26 @@ _IMPORT = re.compile(r"import[ \t\\(]")
 _TRITON = re.compile(r"@[ \t]*triton\.")
 _DEF_NAME = re.compile(r"\n(?:async[ \t]+)?def[ \t]+(\w+)")
 _NOT_MODULE_SCOPE = re.compile(r"(?:@|def\b|async\b|class\b)")
+
+
+def _class_decls(text: str) -> list[tuple[int, str, str]]:
+    """(offset, name, bases up to the first `)`) of each `class Name(` or `class Name`. The
+    `)` is found once per stretch of text: a pattern reading the bases up to `)` rescanned the
+    rest of the file from every `class X(` that no `)` follows (quadratic)."""
+    out: list[tuple[int, str, str]] = []
+    close = -1  # the `)` that ends the bases last read (-2: there is none further on)
+    for match in _CLASS_DECL.finditer(text):
+        if match.start() < close:
+            continue  # inside the bases before
+        bases = ""
+        if match.group(2) and close != -2:
+            if close < match.end():
+                close = text.find(")", match.end())
+                close = -2 if close == -1 else close
+            if close >= 0:
+                bases = text[match.end() : close]
+        out.append((match.start(), match.group(1), bases))
+    return out
 
 
 def _commented(text: str, offset: int) -> bool:
@@ -105,7 +101,7 @@ def _loader_offsets(text: str, loaders: tuple[str, ...]) -> list[int]:
     for pattern in _loader_calls(loaders):
         for match in pattern.finditer(text):
             at = match.start()
-            if _word_char(text[at - 1 : at]) or _commented(text, at):
+            if word_char(text[at - 1 : at]) or _commented(text, at):
                 continue
             callee = _callee_before(text, at, text.find("(", at))
             if callee is not None:
@@ -124,7 +120,7 @@ def _callee_before(text: str, at: int, end: int) -> str | None:
     start plainly: after `)` or `]`, a `.` before spaces, or at a line start after a line
     that ends with `.` or may hide one in a comment."""
     start = at
-    while start > 0 and (_word_char(text[start - 1]) or text[start - 1] == "."):
+    while start > 0 and (word_char(text[start - 1]) or text[start - 1] == "."):
         start -= 1
     callee = text[start:end].rstrip(" \t")
     before = start
@@ -142,10 +138,6 @@ def _callee_before(text: str, at: int, end: int) -> str | None:
     if any(not part.isidentifier() for part in callee.split(".")):
         return None
     return callee
-
-
-def _word_char(char: str) -> bool:
-    return char.isalnum() or char == "_"
 
 
 # A def or class larger than this (in characters) that merely holds something of interest is
@@ -181,11 +173,7 @@ def kept_ranges(
     text; None when nothing in it can matter. Top-level statements (whose chunks begin at
     `starts`) are kept whole, except large defs and classes that merely contain something of
     interest: those keep their header and, recursively, the statements of their body that do."""
-    decls = [
-        (m.start(), m.group(1), m.group(2) or "")
-        for m in _CLASS_DECL.finditer(text)
-        if _at_line_start(text, m.start())
-    ]
+    decls = [decl for decl in _class_decls(text) if _at_line_start(text, decl[0])]
     # The same rule as slicing's _function_like_names, over the class statements' text (a
     # keyword base such as `metaclass=...` counts by its name: more is kept, never less).
     names = function_like(
@@ -309,20 +297,6 @@ def _helper_chunks(text: str, starts: list[int], bounds: list[int], callers: set
     }
 
 
-def holds_graph_call(text: str) -> bool:
-    """What makes a helper worth following: family A looks for `x.backward(` /
-    `autograd.backward(` and `autograd.grad(` / an imported `grad(` in it (not `compute_grad(`).
-    A helper without them, calling none that has them, is not parsed."""
-    if ".backward(" in text:
-        return True
-    at = text.find("grad(")
-    while at != -1:
-        if not _word_char(text[at - 1 : at]):
-            return True
-        at = text.find("grad(", at + 1)
-    return False
-
-
 # After the dot of an attribute, Python allows only blanks, line breaks inside brackets, line
 # continuations and comments before the name (possessive: no backtracking over long comments).
 _ATTRIBUTE = re.compile(r"(?:[ \t\f\r\n\\]++|\#[^\n]*+)*+(\w+)")
@@ -335,7 +309,7 @@ def _attributes_used(text: str, prefix: str, start: int, end: int) -> set[str]:
     names: set[str] = set()
     at = text.find(prefix, start, end)
     while at != -1:
-        if not _word_char(text[at - 1 : at]):
+        if not word_char(text[at - 1 : at]):
             attribute = _ATTRIBUTE.match(text, at + len(prefix), end)
             if attribute is not None:
                 names.add(attribute.group(1))
@@ -373,7 +347,7 @@ def _calls(text: str, name: str, start: int, end: int) -> bool:
         after = at + len(name)
         while after < end and text[after] in " \t":
             after += 1
-        if after < end and text[after] == "(" and not _word_char(text[at - 1 : at]):
+        if after < end and text[after] == "(" and not word_char(text[at - 1 : at]):
             return True
         at = text.find(name, at + 1, end)
     return False

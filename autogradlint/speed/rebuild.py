@@ -28,6 +28,8 @@ from typing import Any
 import libcst as cst
 from libcst import MaybeSentinel
 
+from ..analysis.parsing import parse_expression
+
 
 class Unsupported(Exception):
     """A construct not rebuilt here: the caller parses the text with libcst instead."""
@@ -547,10 +549,11 @@ class _Builder:
         return _node(kind, value=self._segment(node))
 
     def _parsed_literal(self, node: ast.expr) -> Any:
-        """f-strings and implicitly concatenated strings: libcst parses just the literal."""
+        """f-strings and implicitly concatenated strings: libcst parses just the literal (a
+        long run of literals as one leaf, as parse_module reads it)."""
         text = self._segment(node)
         try:
-            parsed = cst.parse_expression(f"({text})")
+            parsed = parse_expression(f"({text})")
         except Exception as exc:  # noqa: BLE001 - libcst raises bare exceptions on odd input
             raise Unsupported("string literal") from exc
         return _with_fields(parsed, lpar=(), rpar=())

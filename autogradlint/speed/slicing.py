@@ -17,13 +17,15 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from itertools import compress
 
-from ..analysis.bindings import Binding, Bindings
-from ..analysis.hierarchy import function_like
-from ..project import forward_parameters
 from ..settings import DEFAULT_LOADERS, DISPATCH_REQUEST_OPS, DISPATCH_SIZED_OPS, HELPER_DEPTH
-from .ast_walk import walk as walk_ast
-from .preselect import direct_call_offsets, holds_graph_call, kept_ranges, triton_kernels
-from .statements import blank_outside, chunk_starts
+from ..text.ast_walk import ast_dotted
+from ..text.ast_walk import walk as walk_ast
+from ..text.bindings import Binding, Bindings
+from ..text.functions import forward_parameters
+from ..text.hierarchy import function_like
+from ..text.marks import direct_call_offsets, holds_graph_call
+from ..text.statements import blank_outside, chunk_starts
+from .preselect import kept_ranges, triton_kernels
 
 
 @dataclass
@@ -81,18 +83,6 @@ def _decorator_text(node: ast.expr) -> str:
     if isinstance(node, ast.Call):
         node = node.func
     return ast_dotted(node) or ""
-
-
-def ast_dotted(expr: ast.expr) -> str | None:
-    """`a.b.c` for a Name/Attribute chain (the `ast` twin of analysis.names.dotted)."""
-    parts: list[str] = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if isinstance(expr, ast.Name):
-        parts.append(expr.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _statements(node: ast.AST) -> list[ast.stmt]:

@@ -29,9 +29,9 @@ from typing import TypeVar
 
 import libcst as cst
 
+from ..analysis.parsing import parse_module
 from ..analysis.source_text import NeedsParse
 from ..analysis.walk import children
-from .parsing import parse_module
 from .rebuild import first_line, kept_statements
 
 _Node = TypeVar("_Node", bound=cst.CSTNode)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from run import Program, files_of
 
-from autogradlint.fix.loop import fix_text
+from autogradlint.engine.fix_loop import fix_text
 from autogradlint.runner import project_index
 
 

@@ -13,7 +13,7 @@ from hazards import CALLER, FALLBACK, HEADER, INLINE, UNREADABLE, program_text
 from project import fix_project
 from run import Program, differences, files_of, function_scenarios
 
-from autogradlint.fix.loop import single_fixes
+from autogradlint.engine.fix_loop import single_fixes
 
 RECOMPUTE = """\
 class Fn(torch.autograd.Function):
@@ -267,7 +267,7 @@ def test_the_old_fix_changed_a_result_and_the_safe_tier_no_longer_does(case: Cas
     ids=[n for n, c in CASES.items() if c.precondition],
 )
 def test_the_note_names_the_precondition_that_failed(case: Case, tmp_path) -> None:
-    from autogradlint.fix.preconditions import declared
+    from autogradlint.preconditions import declared
     from autogradlint.runner import project_index
 
     files = files_of(case.program)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from run import differences, function_scenarios
 
-from autogradlint.fix.loop import fix_text
-from autogradlint.fix.verify import compile_error
+from autogradlint.engine.fix_loop import fix_text
+from autogradlint.engine.verify import compile_error
 
 HEADER = "import torch\n\nFLAG = False\nMODE = 0\n\n\n"
 FORWARD = """\

@@ -28,7 +28,7 @@ from programs import grad_writes, graphless_grads, kernel_calls, plain_hooks, pl
 from project import fix_project
 from run import differences, function_scenarios, subclass_scenarios
 
-from autogradlint.fix.verify import compile_error
+from autogradlint.engine.verify import compile_error
 
 EXAMPLES = int(os.environ.get("AGL_DIFFERENTIAL_EXAMPLES", "120"))
 SETTINGS = settings(

@@ -4,7 +4,7 @@ resolved through imports (never by a bare class name).
 Every front end (check of a directory, of one file, of stdin, fix, the language server,
 pre-commit) lints a file with the same `FileView`, built from the whole project whatever paths
 were named, so they report the same findings. The view is built from bytes: class statements
-(outline.py) for every file, and, only for the few files whose classes or
+(text/outline.py) for every file, and, only for the few files whose classes or
 imports can involve a Function, their module-scope imports and the signatures of their
 Functions' `forward` (`ast` of just those statements). Per-file records are cached with the
 results; building the index itself is linear in the candidate classes.
@@ -16,32 +16,24 @@ import ast
 import functools
 import os
 import re
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
-from .analysis.bindings import Binding
-from .analysis.hierarchy import descendants
-from .outline import ClassDecl, Outline, module_imports
 from .source_io import decode
-from .speed.statements import body_start, chunk_starts, class_members, keyword_line
+from .text.ast_walk import ast_dotted, parse_quietly
+from .text.bindings import Binding
+from .text.functions import FUNCTION_BASES, TORCH_FUNCTIONS, forward_parameters, parameters
+from .text.hierarchy import descendants
+from .text.outline import ClassDecl, Outline, module_imports
+from .text.statements import body_start, chunk_starts, class_members, keyword_line
 
-FUNCTION_BASES = frozenset(
-    {
-        "torch.autograd.Function",
-        "torch.autograd.function.Function",
-        "torch.autograd.function.InplaceFunction",
-        "torch.autograd.function._SingleLevelFunction",
-        "torch.autograd.function.NestedIOFunction",
-        "torch.autograd.function.FunctionBase",
-    }
-)
-# The names torch's Function classes go by (last component): where the filter starts.
-TORCH_FUNCTIONS = frozenset(name.rsplit(".", 1)[-1] for name in FUNCTION_BASES)
 PROJECT_MARKERS = (".git", ".hg", "pyproject.toml", "setup.py", "setup.cfg", ".autogradlint.yaml")
 _MAX_HOPS = 16  # re-exports followed per name (a cycle of imports ends there)
+# Files parsed at most to look for instances of one class name (AGL402's fix): beyond that the
+# name is a common word, and the search would cost more than every other step of a check.
+MAX_MENTIONING = 64
 
 
 class Signature(NamedTuple):
@@ -147,7 +139,7 @@ def _package_of(directory: str) -> str:
 def signatures_of(text: str) -> tuple[tuple[str, Signature], ...]:
     """The forward signature of each top-level class that defines one, in class order: from
     `ast` of each forward's header alone where the text says exactly which statements are
-    the class's methods (speed/statements.py), else of the whole class statement."""
+    the class's methods (text/statements.py), else of the whole class statement."""
     signatures: list[tuple[str, Signature]] = []
     for start, end in _forward_classes(text):
         read = None if "\r" in text else _from_forward_header(text, start, end)
@@ -231,7 +223,7 @@ def _from_forward_header(text: str, start: int, end: int) -> list[tuple[str, Sig
     defs = [n for n in holder.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     if len(defs) != 1 or defs[0].name != "forward":
         return None
-    found_parameters = _parameters(defs[0], "setup_context" in methods)
+    found_parameters = parameters(defs[0], "setup_context" in methods)
     signature = Signature(
         found_parameters.required,
         len(found_parameters.names),
@@ -239,59 +231,6 @@ def _from_forward_header(text: str, start: int, end: int) -> list[tuple[str, Sig
         found_parameters.setup_context,
     )
     return [(named.group(1), signature)]
-
-
-def parse_quietly(text: str) -> ast.Module | None:
-    """`ast` of a text, or None when it does not parse; never a warning about the code read
-    (old escape sequences in published packages)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
-
-
-class ForwardParameters(NamedTuple):
-    """forward's inputs as `apply` hands them over: after ctx, or all of them in the
-    setup_context style."""
-
-    names: tuple[str, ...]
-    required: int  # how many have no default
-    star: bool  # forward takes *args
-    setup_context: bool
-    keyword_only: bool  # forward also takes keyword-only parameters
-
-
-def forward_parameters(node: ast.ClassDef) -> ForwardParameters | None:
-    """The inputs of a class's own forward (the index's signatures and the slicer's apply
-    check read them from here)."""
-    methods = {
-        s.name: s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
-    }
-    forward = methods.get("forward")
-    if forward is None:
-        return None
-    return _parameters(forward, "setup_context" in methods)
-
-
-def _parameters(
-    forward: ast.FunctionDef | ast.AsyncFunctionDef, setup_context: bool
-) -> ForwardParameters:
-    args = forward.args
-    positional = [*args.posonlyargs, *args.args]
-    if any(isinstance(d, ast.Name) and d.id == "classmethod" for d in forward.decorator_list):
-        positional = positional[1:]  # `cls`: bound by Python, never passed to `apply`
-    if not setup_context:
-        positional = positional[1:]  # ctx
-    required = len(positional) - len(args.defaults)
-    return ForwardParameters(
-        tuple(a.arg for a in positional),
-        max(required, 0),
-        args.vararg is not None,
-        setup_context,
-        bool(args.kwonlyargs),
-    )
 
 
 def _forward_signature(node: ast.ClassDef) -> Signature | None:
@@ -490,7 +429,6 @@ class ProjectIndex:
             return ()
         own = os.path.abspath(record.path)
         out: list[tuple[str, str, str | None]] = []
-        text: str | None = None
         for name, _bases, _flag in record.decls:
             canonical = f"{record.names[0]}.{name}"
             if canonical not in self.functions:
@@ -505,15 +443,36 @@ class ProjectIndex:
                 }
             )
             subclassed = ", ".join(elsewhere)
-            if text is None:
-                data = record.source()
-                decoded = decode(data) if data is not None else ""
-                text = decoded if isinstance(decoded, str) else ""
             instances: str | None = None
-            if may_have_plain_methods(text, name):
+            if canonical in self._plain_classes:
                 instances = self._instances(family, own)
             out.append((name, subclassed, instances))
         return tuple(out)
+
+    @functools.cached_property
+    def _plain_classes(self) -> set[str]:
+        """The project's Function classes whose text may show a contract method that is not
+        static: the ones AGL402's fix needs the instances of (each Function file read once)."""
+        out: set[str] = set()
+        for record in self.records:
+            if not record.names:
+                continue
+            declared = [
+                name
+                for name, _bases, _flag in record.decls
+                if f"{record.names[0]}.{name}" in self.functions
+            ]
+            if not declared:
+                continue
+            data = record.source()
+            text = decode(data) if data is not None else ""
+            text = text if isinstance(text, str) else ""
+            out.update(
+                f"{record.names[0]}.{name}"
+                for name in declared
+                if may_have_plain_methods(text, name)
+            )
+        return out
 
     @functools.cached_property
     def _children(self) -> dict[str, list[str]]:
@@ -537,28 +496,68 @@ class ProjectIndex:
 
     def _instances(self, family: set[str], own: str) -> str:
         """Where a file other than `own` may make an instance of a class of `family` ("":
-        nowhere): read from the `ast` of every file whose text names one of them (by its last
-        component: an import inside a function, or an alias, is seen too). Reads the project's
-        files, so it is asked only for classes whose fix depends on it."""
+        nowhere), by last component (an import inside a function, or an alias, is seen too).
+        The project's files are read once, for the families of every class that asks."""
+        if not self._swept:
+            wanted = {c for plain in self._plain_classes for c in self._subclasses_of(plain)}
+            self._sweep({canonical.rpartition(".")[2] for canonical in wanted | family})
         names = {canonical.rpartition(".")[2] for canonical in family}
-        words = re.compile(
-            rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")\b"
+        if not names <= self._swept:
+            self._sweep(names - self._swept)
+        hits = sorted(
+            hit for name in names for hit in self._instance_hits.get(name, ()) if hit[0] != own
         )
-        for record in sorted(self.records, key=lambda r: r.path):
-            if os.path.abspath(record.path) == own:
-                continue  # the linted file itself: the check reads it (an editor's buffer)
+        return hits[0][1] if hits else ""
+
+    @functools.cached_property
+    def _swept(self) -> set[str]:
+        return set()
+
+    @functools.cached_property
+    def _instance_hits(self) -> dict[str, list[tuple[str, str]]]:
+        """Class name -> (absolute path, where) of each file that may make an instance of it."""
+        return {}
+
+    def _sweep(self, names: set[str]) -> None:
+        """Read every file of the project once and note, for each of `names`, the files that
+        make (or may make) an instance of a class of that name. Substring tests first (memory
+        speed), then `ast` of just the files that mention one. A name mentioned in more than
+        MAX_MENTIONING files (`Type`, a word of every typed module) is not searched: its
+        instances are unproven, which is what the answer says."""
+        self._swept.update(names)
+        needles = [(name, name.encode()) for name in sorted(names)]
+        mentioning: dict[str, list[tuple[Record, bytes]]] = {}
+        for record in self.records:
             data = record.source()
             if data is None:
-                return f"{record.path} cannot be read"
-            if words.search(data) is None:
+                for name, _ in needles:
+                    self._instance_hits.setdefault(name, []).append(
+                        (os.path.abspath(record.path), f"{record.path} cannot be read")
+                    )
                 continue
-            text = decode(data)
-            if not isinstance(text, str):
-                return f"{record.path} cannot be read"
-            found = instance_uses(text, names, record.path)
-            if found:
-                return found
-        return ""
+            for name, needle in needles:
+                if needle in data and _may_name(data, needle):
+                    mentioning.setdefault(name, []).append((record, data))
+        trees: dict[str, ast.Module | None] = {}
+        for name, found_in in mentioning.items():
+            if len(found_in) > MAX_MENTIONING:
+                self._instance_hits.setdefault(name, []).append(
+                    ("", f"`{name}` is named in {len(found_in)} files, too many to search")
+                )
+                continue
+            for record, data in found_in:
+                path = os.path.abspath(record.path)
+                if path not in trees:
+                    text = decode(data)
+                    trees[path] = parse_quietly(text) if isinstance(text, str) else None
+                tree = trees[path]
+                found = (
+                    instance_uses(tree, {name}, record.path)
+                    if tree is not None
+                    else f"{record.path} does not parse or cannot be decoded"
+                )
+                if found:
+                    self._instance_hits.setdefault(name, []).append((path, found))
 
     def _record(self, path: str, text: str | None, outline: Outline | None) -> Record | None:
         record = self.by_path.get(os.path.abspath(path))
@@ -623,43 +622,71 @@ _CONTRACT_DEF = re.compile(r"^([ \t]+)def[ \t]+(?:forward|backward|setup_context
 
 
 def may_have_plain_methods(text: str, name: str) -> bool:
-    """Whether the top-level class `name` of `text` may define a contract method that is not
-    a `@staticmethod` or `@classmethod` (an over-approximation: only says no when each def of
-    one has such a decorator right above it)."""
-    start = re.search(rf"^class[ \t]+{re.escape(name)}\b", text, re.M)
-    if start is None:
+    """Whether the class `name` of `text` (at any depth) may define a contract method that is
+    not a `@staticmethod` or `@classmethod` (an over-approximation: only says no when each def
+    of one has such a decorator above it, comments and blank lines between them allowed)."""
+    starts = list(re.finditer(rf"^([ \t]*)class[ \t]+{re.escape(name)}\b", text, re.M))
+    if not starts:
         return True
-    end = re.compile(r"^\S", re.M).search(text, start.end())
-    body = text[start.end() : end.start() if end is not None else len(text)]
+    return any(_plain_contract_method(text, start) for start in starts)
+
+
+def _plain_contract_method(text: str, start: re.Match[str]) -> bool:
+    """Whether the class opened at `start` may have a contract method without a decorator that
+    makes it static or a classmethod. Its body ends at the first code line indented no deeper
+    than the `class` keyword."""
+    indent = len(start.group(1))
+    end = len(text)
+    for code in re.finditer(r"^([ \t]*)(\S)", text[start.end() :], re.M):
+        if code.group(2) != "#" and len(code.group(1)) <= indent and code.start() > 0:
+            end = start.end() + code.start()
+            break
+    body = text[start.end() : end]
     for match in _CONTRACT_DEF.finditer(body):
-        indent = match.group(1)
+        own = match.group(1)
         above = body[: match.start()].rstrip("\n").split("\n")
         decorators: list[str] = []
         for line in reversed(above):
-            if not line.startswith(indent + "@"):
+            stripped = line.strip()
+            if not stripped or stripped.startswith("#"):
+                continue  # comments and blank lines may stand between a decorator and its def
+            if not line.startswith(own + "@"):
                 break
-            decorators.append(line.strip())
+            decorators.append(stripped)
         if not any(d in ("@staticmethod", "@classmethod") for d in decorators):
             return True
     return False
 
 
+def _may_name(data: bytes, needle: bytes) -> bool:
+    """Whether a mention of the class name in a file's bytes may be something other than an
+    attribute of the class (`Fn.apply`) or an import of it under its own name: only then is
+    the file parsed (instance_uses decides exactly). Comments and strings count: safe side."""
+    for match in re.finditer(rb"\b%s\b" % re.escape(needle), data):
+        after = data[match.end() : match.end() + 64].lstrip(b" \t")
+        if after[:1] == b"." and not after[1:].lstrip().startswith(_INSTANCE_MARKS):
+            continue
+        line = data[data.rfind(b"\n", 0, match.start()) + 1 : match.start()].lstrip()
+        rest = data[match.end() : data.find(b"\n", match.end()) % (len(data) + 1)]
+        if line.startswith((b"from ", b"import ")) and not rest.lstrip().startswith(b"as"):
+            continue
+        return True
+    return False
+
+
+_INSTANCE_MARKS = (b"__new__", b"__call__", b"__init__")
 _HARMLESS_CALLS = frozenset({"isinstance", "issubclass"})
 _INSTANCE_ATTRIBUTES = frozenset({"__new__", "__call__", "__init__"})
 
 
-def instance_uses(text: str, names: set[str], path: str) -> str:
+def instance_uses(tree: ast.Module, names: set[str], path: str) -> str:
     """Where `text` makes, or may make, an instance of a class named one of `names`, however
     it is reached (`Scale`, `ops.Scale`, an `import ... as` alias of it, at any depth): a call
     of it, or the class passed on as a value (an instance may be made from it elsewhere). ""
     when every use is an attribute of the class (`Scale.apply`, `Scale.forward`), a base of a
     class, an annotation or an `isinstance` test. By name only, so a class of the same name
-    elsewhere counts too. Read from `ast`; a text that does not parse proves nothing."""
-    from .speed.slicing import ast_dotted  # it imports this module: at call time
-
-    tree = parse_quietly(text)
-    if tree is None:
-        return f"{path} does not parse"
+    elsewhere counts too. Read from the file's `ast` (a text that does not parse proves
+    nothing: the caller says so)."""
     parents: dict[int, ast.AST] = {}
     aliases = set(names)
     for node in ast.walk(tree):

@@ -39,7 +39,7 @@ class Current:
     def _now(self, kind: str, key: str) -> str:
         if (kind, key) not in self.memo:
             if kind == "native":
-                from .native.index import native_files, stamp
+                from ..native.index import native_files, stamp
 
                 self.memo[kind, key] = stamp(native_files(key, self.extra))
             else:

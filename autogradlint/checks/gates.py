@@ -12,9 +12,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..analysis.hierarchy import function_like
-from ..outline import ClassDecl, class_declarations
 from ..settings import DISPATCH_REQUEST_OPS, DISPATCH_SIZED_OPS
+from ..text.hierarchy import function_like
+from ..text.outline import ClassDecl, class_declarations
 
 
 class Pattern(NamedTuple):
@@ -186,7 +186,7 @@ CONTRACT = (
     DIRECT_CALLS,
     CUSTOM_OP_SETUP,
 )
-# Suppression hygiene (hygiene.py, not a check): a file whose comments can name autogradlint.
+# Suppression hygiene (engine/hygiene.py, not a check): a file whose comments can name autogradlint.
 SUPPRESSIONS = Gate(
     ("AGL901", "AGL902", "AGL903"),
     (

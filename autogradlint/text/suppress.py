@@ -1,7 +1,7 @@
 """Suppression comments: `# noqa: AGL201`, `# autogradlint: ignore[...]`, file-level ignores.
 
 Each comment is read into a `Directive` that knows where it and each of its codes sit in the
-line, so the hygiene rules (hygiene.py) can say which one silenced nothing and remove just it.
+line, so the hygiene rules (engine/hygiene.py) can say which one silenced nothing and remove just it.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .speed.statements import comments, joined_lines
+from .statements import comments, joined_lines
 
 # A bare noqa, or one with a colon and codes (AGL201, E501). Codes without the colon make a
 # blanket noqa for every tool that reads it (flake8, ruff): `loose` catches them, so hygiene can
@@ -200,7 +200,7 @@ def _noqa(match: re.Match[str], line: int, col: int, own_line: bool) -> Directiv
 def _is_code(text: str) -> bool:
     """A word of a `# noqa:` list that is a code: a tool's (`E501`), autogradlint's (`AGL2`,
     `AGL20x`: a misspelt one is still meant as a code) or one of its rule names."""
-    from .meta import rule_names
+    from ..meta import rule_names
 
     return (
         _TOOL_CODE.fullmatch(text) is not None

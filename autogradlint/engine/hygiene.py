@@ -10,9 +10,9 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
-from .meta import RuleMeta, all_rules
-from .model import Finding, LineEdit
-from .suppress import (
+from ..meta import RuleMeta, all_rules
+from ..model import Finding, LineEdit
+from ..text.suppress import (
     ALL,
     Directive,
     Selector,
@@ -254,6 +254,6 @@ def _replace(line: int, text: str) -> LineEdit:
 
 
 def _lines(text: str) -> list[str]:
-    from .fix.splice import split_lines
+    from ..text.splice import split_lines
 
     return split_lines(text)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .fix.splice import split_lines
-from .speed.statements import joined_lines
+from .splice import split_lines
+from .statements import joined_lines
 from .suppress import parse_suppressions
 
 

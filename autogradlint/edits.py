@@ -15,7 +15,7 @@ import libcst as cst
 ExprEdit = Callable[[cst.CSTNode], cst.CSTNode]
 BlockEdit = Callable[[cst.IndentedBlock], cst.IndentedBlock]
 # Where a fix is (its finding's original line) -> (the name that spells `torch` there, whether
-# `import torch [as name]` must be added for it). See fix/torch_name.py.
+# `import torch [as name]` must be added for it). See text/torch_name.py.
 TorchNamer = Callable[[int], tuple[str, bool]]
 
 

@@ -9,11 +9,13 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .analysis.bindings import Binding
+from .bindings import Binding
 
 ClassDecl = tuple[str, tuple[str, ...], bool]  # name, dotted bases as written, file has autograd
 # No `^` anchor (it would defeat the literal-prefix search): the line start is checked by hand.
-_CLASS_RE = re.compile(rb"class[ \t]+(\w+)[ \t]*\(([^)]*)\)")
+# The bases run to the first `)`, found with one `find` per stretch: `[^)]*\)` in the pattern
+# rescanned the rest of the file from every `class X(` that no `)` follows (quadratic).
+_CLASS_RE = re.compile(rb"class[ \t]+(\w+)[ \t]*\(")
 
 
 def class_declarations(data: bytes, autograd: bool | None = None) -> list[ClassDecl]:
@@ -25,8 +27,15 @@ def class_declarations(data: bytes, autograd: bool | None = None) -> list[ClassD
         autograd = b"autograd" in data
     out: list[ClassDecl] = []
     carriage = b"\r" in data  # a lone \r ends a line too (old Mac files)
+    close = -1  # the `)` that ends the bases of the last class statement read
     for match in _CLASS_RE.finditer(data):
         start = match.start()
+        if start < close:
+            continue  # inside the bases before: one match, as the text is read once
+        if close < match.end():
+            close = data.find(b")", match.end())
+            if close == -1:
+                break  # no `)` after it: neither this nor any later one has its bases
         line_start = data.rfind(b"\n", 0, start) + 1
         if carriage:
             line_start = data.rfind(b"\r", line_start, start) + 1 or line_start
@@ -37,7 +46,7 @@ def class_declarations(data: bytes, autograd: bool | None = None) -> list[ClassD
             sorted(
                 {
                     b"".join(b.split()).decode("ascii", "replace")
-                    for b in match.group(2).split(b",")
+                    for b in data[match.end() : close].split(b",")
                     if b.strip() and b"=" not in b
                 }
             )
@@ -100,7 +109,8 @@ def outline(data: bytes, decls: Sequence[ClassDecl] | None = None) -> Outline:
     )
 
 
-_FROM = re.compile(rb"[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import\b")
+# `([\w.]+)`, not `(\.*[\w.]*)`: the dots twice, and an empty name let both blanks take one run.
+_FROM = re.compile(rb"[ \t]*from[ \t]+([\w.]+)[ \t]+import\b")
 _PLAIN = re.compile(rb"[ \t]*import\b")
 _NAME = re.compile(rb"([\w.]+)(?:\s+as\s+(\w+))?")
 _COMMENT = re.compile(rb"#[^\n]*")

@@ -60,7 +60,7 @@ def verdict(failures: Iterable[Unproven | None]) -> tuple[str, str]:
 @functools.cache
 def declared(rule_id: str) -> dict[str, str]:
     """A rule's `fix-preconditions` as its YAML states them (read only to write a note)."""
-    from ..meta import parsed_yaml, rules_dir
+    from .meta import parsed_yaml, rules_dir
 
     path = rules_dir() / f"{rule_id}.yaml"
     with parsed_yaml() as parse:

@@ -9,23 +9,23 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from .analysis.facts import FileFacts, collect_facts
-from .analysis.names import ImportTable
-from .analysis.source_text import NeedsParse, rebuilt_tree
-from .checks import Check, CheckContext, checks_for
+from ..analysis.facts import FileFacts, collect_facts
+from ..analysis.names import ImportTable
+from ..analysis.parsing import parse_module
+from ..analysis.source_text import NeedsParse, rebuilt_tree
+from ..checks import Check, CheckContext, checks_for
+from ..checks.gates import SUPPRESSIONS, Memo, declarations, subclasses_index
+from ..meta import all_rules
+from ..model import FileError, FileResult, Finding, Violation
+from ..settings import Settings
+from ..source_io import decode
+from ..speed.complexity import too_complex
+from ..speed.positions import Layout, Span, node_positions, statement_positions
+from ..speed.rebuild import Unsupported, rebuild_module
+from ..speed.slicing import slice_source
+from ..speed.twins import Twins
+from ..view import EMPTY, FileView
 from .hygiene import HYGIENE, audit
-from .meta import all_rules
-from .model import FileError, FileResult, Finding, Violation
-from .project import EMPTY, FileView
-from .settings import Settings
-from .source_io import decode
-from .speed.complexity import too_complex
-from .speed.gates import SUPPRESSIONS, Memo, declarations, subclasses_index
-from .speed.parsing import parse_module
-from .speed.positions import Layout, Span, node_positions, statement_positions
-from .speed.rebuild import Unsupported, rebuild_module
-from .speed.slicing import slice_source
-from .speed.twins import Twins
 
 
 @dataclass
@@ -40,7 +40,7 @@ class Analysis:
     parsed: bool = False
     layout: Layout = field(default_factory=Layout)  # how the module sits in the text
     facts: FileFacts | None = None  # what the checks read
-    depends: str = ""  # other files the checks read (dependencies.py)
+    depends: str = ""  # other files the checks read (analysis/dependencies.py)
     # Where the violations' nodes are, by id, when placed already (a rebuilt tree's twins).
     spans: dict[int, Span] | None = None
 
@@ -57,7 +57,7 @@ def analyse(
     record_depends: bool = True,
 ) -> Analysis:
     """Parse and run the checks. `full=True` parses the whole file (fixes rewrite it).
-    `project` is what the rest of the project says about this file (project.py).
+    `project` is what the rest of the project says about this file (view.py).
     `rebuild=True` (findings only, no fixes) checks a tree rebuilt from `ast` and parses with
     libcst only the statements holding what a check reports or quotes (speed/rebuild.py,
     speed/twins.py), or the whole slice when that cannot be done exactly.
@@ -311,7 +311,7 @@ def lint_source(
     """Lint one file's contents. Parse errors become FileResult.error, never exceptions.
 
     With `suppress` (always, but for the language server's partial runs), the file's
-    suppression comments are applied and audited (hygiene.py)."""
+    suppression comments are applied and audited (engine/hygiene.py)."""
     enabled = frozenset(all_rules()) if enabled is None else enabled
     result = analyse(
         source,

@@ -8,6 +8,7 @@ corpus those generators were ~5% of the analysis.
 from __future__ import annotations
 
 import ast
+import warnings
 
 _AST = ast.AST
 
@@ -26,3 +27,26 @@ def walk(node: ast.AST) -> list[ast.AST]:
             elif isinstance(value, _AST):
                 append(value)
     return out
+
+
+def ast_dotted(expr: ast.expr) -> str | None:
+    """`a.b.c` for a Name/Attribute chain (the `ast` twin of analysis.names.dotted)."""
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if isinstance(expr, ast.Name):
+        parts.append(expr.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def parse_quietly(text: str) -> ast.Module | None:
+    """`ast` of a text, or None when it does not parse; never a warning about the code read
+    (old escape sequences in published packages)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None

@@ -11,15 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import partial
 
-from ..engine import Analysis, analyse, locate
-from ..hygiene import CommentFix, audit, key
+from ..edits import Fix, apply_fixes
 from ..meta import all_rules
 from ..model import Finding, LineEdit, Violation
-from ..project import EMPTY, FileView
 from ..settings import Settings
-from .edits import Fix, apply_fixes
-from .splice import apply_line_edits, line_edits
-from .torch_name import TorchNames, import_edit
+from ..text.splice import apply_line_edits, line_edits
+from ..text.torch_name import TorchNames, import_edit
+from ..view import EMPTY, FileView
+from .hygiene import CommentFix, audit, key
+from .pipeline import Analysis, analyse, locate
 from .verify import compile_error, python_version
 
 MAX_PASSES = 16

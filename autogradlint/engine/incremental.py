@@ -11,7 +11,7 @@ the units it names as stubs (headers only, bodies `...`), every other line blank
 are kept per unit, moved with the unit when lines above it are added or removed, and computed
 again only when its text, the context, or a unit it names changes. Findings in the context
 come from one more run with every unit stubbed. Suppressions are then applied and audited
-(hygiene.py) on the whole text. tests/test_incremental.py holds the result equal to linting the whole text, edit after
+(engine/hygiene.py) on the whole text. tests/test_incremental.py holds the result equal to linting the whole text, edit after
 edit.
 """
 
@@ -21,13 +21,13 @@ import re
 from dataclasses import dataclass, field, replace
 from functools import partial
 
-from .engine import lint_source
+from ..meta import all_rules
+from ..model import FileResult, Finding
+from ..settings import Settings
+from ..text.statements import body_start, chunk_starts, line_breaks
+from ..view import EMPTY, FileView
 from .hygiene import audit
-from .meta import all_rules
-from .model import FileResult, Finding
-from .project import EMPTY, FileView
-from .settings import Settings
-from .speed.statements import body_start, chunk_starts, line_breaks
+from .pipeline import lint_source
 
 _CLASS = re.compile(r"(?:@[^\n]*\n[ \t\f]*)*class[ \t]+(\w+)")
 _HOOK = re.compile(r"__torch_(?:function|dispatch)__")

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .analysis.compiled import compiled_callee
-from .analysis.facts import CustomOpAutograd
-from .analysis.flow import analyse_method
-from .engine import Analysis
-from .fix.loop import analysed_pass, single_fixes
-from .model import ClassSummary, FileResult, FixSuggestion
-from .project import EMPTY, FileView
-from .settings import Settings
-from .speed.positions import node_positions
+from ..analysis.compiled import compiled_callee
+from ..analysis.facts import CustomOpAutograd
+from ..analysis.flow import analyse_method
+from ..model import ClassSummary, FileResult, FixSuggestion
+from ..settings import Settings
+from ..speed.positions import node_positions
+from ..view import EMPTY, FileView
+from .fix_loop import analysed_pass, single_fixes
+from .pipeline import Analysis
 
 
 def lint_file(
@@ -32,11 +32,11 @@ def lint_file(
     `classes`, the classes the confirmer can execute. Errors become FileResult.error."""
     settings = settings or Settings()
     if isinstance(source, bytes) and (fixes or classes):
-        from .source_io import decode
+        from ..source_io import decode
 
         decoded = decode(source)
         if not isinstance(decoded, str):
-            from .engine import lint_source
+            from .pipeline import lint_source
 
             return lint_source(
                 source,
@@ -48,7 +48,7 @@ def lint_file(
             )
         source = decoded
     if not (fixes or classes):
-        from .engine import lint_source
+        from .pipeline import lint_source
 
         return lint_source(
             source,

@@ -1,0 +1,62 @@
+"""What makes a class an autograd Function, from names and `ast` alone: torch's Function base
+classes, and the shape of a Function's `forward` as `apply` hands it its inputs."""
+
+from __future__ import annotations
+
+import ast
+from typing import NamedTuple
+
+FUNCTION_BASES = frozenset(
+    {
+        "torch.autograd.Function",
+        "torch.autograd.function.Function",
+        "torch.autograd.function.InplaceFunction",
+        "torch.autograd.function._SingleLevelFunction",
+        "torch.autograd.function.NestedIOFunction",
+        "torch.autograd.function.FunctionBase",
+    }
+)
+# The names torch's Function classes go by (last component): where the filter starts.
+TORCH_FUNCTIONS = frozenset(name.rsplit(".", 1)[-1] for name in FUNCTION_BASES)
+
+
+class ForwardParameters(NamedTuple):
+    """forward's inputs as `apply` hands them over: after ctx, or all of them in the
+    setup_context style."""
+
+    names: tuple[str, ...]
+    required: int  # how many have no default
+    star: bool  # forward takes *args
+    setup_context: bool
+    keyword_only: bool  # forward also takes keyword-only parameters
+
+
+def forward_parameters(node: ast.ClassDef) -> ForwardParameters | None:
+    """The inputs of a class's own forward (the index's signatures and the slicer's apply
+    check read them from here)."""
+    methods = {
+        s.name: s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    forward = methods.get("forward")
+    if forward is None:
+        return None
+    return parameters(forward, "setup_context" in methods)
+
+
+def parameters(
+    forward: ast.FunctionDef | ast.AsyncFunctionDef, setup_context: bool
+) -> ForwardParameters:
+    args = forward.args
+    positional = [*args.posonlyargs, *args.args]
+    if any(isinstance(d, ast.Name) and d.id == "classmethod" for d in forward.decorator_list):
+        positional = positional[1:]  # `cls`: bound by Python, never passed to `apply`
+    if not setup_context:
+        positional = positional[1:]  # ctx
+    required = len(positional) - len(args.defaults)
+    return ForwardParameters(
+        tuple(a.arg for a in positional),
+        max(required, 0),
+        args.vararg is not None,
+        setup_context,
+        bool(args.kwonlyargs),
+    )
