@@ -111,23 +111,53 @@ import torch
 
 class Lanczos(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, matrix, root, scale):
-        ctx.root = root  # the flag passed in; `root` names a tensor only from line 10 on
+    def forward(ctx, matrix, root, scale, noise):
+        ctx.root = root  # the flag passed in; `root` names a tensor only from line 11 on
         ctx.scale = scale.contiguous()  # a view of a tensor input: still found
         q = matrix @ matrix.t()
         root = q * 2
-        return root
+        if noise is None:
+            noise = torch.randn_like(q)
+        ctx.noise = noise  # the caller's tensor when given, a fresh one otherwise: found
+        return root.contiguous() + noise
 
     @staticmethod
     def backward(ctx, g):
         if ctx.root:
-            return g * ctx.scale, None, None
-        return None, None, None
+            return g * ctx.scale * ctx.noise, None, None, None
+        return None, None, None, None
 """
 
 
 def test_an_input_rebound_later_is_what_it_was_where_it_is_kept() -> None:
-    assert _found(REBOUND) == [("AGL403", 8)]
+    assert _found(REBOUND) == [("AGL403", 8), ("AGL403", 13)]
+
+
+EXTENSION_OBJECTS = """\
+import torch
+
+import sparse_backend._C as _C
+
+
+class Conv(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, feats, key, noise):
+        if key is None:
+            key = _C.CoordinateMapKey(3)  # the extension's own object, made from a size
+        if noise is None:
+            noise = _C.gaussian(feats.contiguous())  # a kernel given a tensor: a tensor
+        ctx.key = key
+        ctx.noise = noise
+        return _C.conv_forward(feats.contiguous(), key) + noise
+
+    @staticmethod
+    def backward(ctx, g):
+        return _C.conv_backward(g * ctx.noise, ctx.key), None, None
+"""
+
+
+def test_an_extension_object_made_from_a_size_is_not_a_tensor() -> None:
+    assert _found(EXTENSION_OBJECTS, "AGL403") == [("AGL403", 14)]
 
 
 SHAPES = """\

@@ -181,22 +181,28 @@ def tensor_inputs(inputs: list[cst.Param], flow: MethodFlow) -> set[str]:
     nothing else forward reads of it is foreign to a tensor (`cfg.block_size`). An input
     forward calls (`provider(lo, hi)`) is never one; `.size()` without an argument is no
     evidence (a process group's `group.size()` is its world size)."""
+    # Only what is read of the input itself counts: not of a value the name is rebound to.
     reads: dict[str, set[str]] = {}
     for node in flow.attribute_reads:
-        if isinstance(node.value, cst.Name):
+        if isinstance(node.value, cst.Name) and flow.binds_param_at(
+            node.value.value, flow.read_orders.get(id(node), 0)
+        ):
             reads.setdefault(node.value.value, set()).add(node.attr.value)
     strong: set[str] = set()
     for site in flow.calls:
         func = site.node.func
         if (dotted(func) or "").endswith("save_for_backward"):
             for arg in site.node.args:
-                if isinstance(arg.value, cst.Name):
+                if isinstance(arg.value, cst.Name) and flow.binds_param_at(
+                    arg.value.value, site.order
+                ):
                     strong.add(arg.value.value)
         if (
             isinstance(func, cst.Attribute)
             and func.attr.value == "size"
             and isinstance(func.value, cst.Name)
             and site.node.args
+            and flow.binds_param_at(func.value.value, site.order)
         ):
             strong.add(func.value.value)  # `x.size(0)`: a tensor's dimension
     called = plain_inputs(flow)

@@ -85,6 +85,12 @@ class MethodFlow:
     # checks), and `name.attr` reads (tensor evidence): recorded by the same single pass.
     statements: list[tuple[cst.CSTNode, int]] = field(default_factory=list)
     attribute_reads: list[cst.Attribute] = field(default_factory=list)
+    read_orders: dict[int, int] = field(default_factory=dict)  # id(read) -> order there
+
+    def binds_param_at(self, name: str, order: int) -> bool:
+        """Whether `name` is still the parameter at `order` (nothing rebound it before)."""
+        definition = self.definition_before(name, order + 1)
+        return definition is not None and definition.kind == "param"
 
     def definition_before(self, name: str, order: int) -> Definition | None:
         """The last definition of `name` lexically before `order` (None if there is none)."""
@@ -181,6 +187,7 @@ class _FlowVisitor(FastVisitor):
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if isinstance(node.value, (cst.Name, cst.Attribute)):
             self.flow.attribute_reads.append(node)
+            self.flow.read_orders[id(node)] = self.order
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
         if original_node.value is not None:

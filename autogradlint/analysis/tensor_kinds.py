@@ -389,7 +389,10 @@ class TensorKinds:
         if resolved.startswith("torch."):
             return self._torch_kind(resolved)
         if self.extensions is not None and self.extensions(call):
-            return TENSOR  # a compiled extension's result
+            # a compiled kernel's result, when it is given a tensor (a constructor of the
+            # extension's own objects, `CoordinateMapKey(size)`, makes no tensor)
+            kinds = [self.expression_kind(arg.value, where, depth + 1) for arg in call.args]
+            return TENSOR if TENSOR in kinds else UNKNOWN
         return UNKNOWN
 
     @staticmethod

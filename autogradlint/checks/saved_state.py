@@ -445,6 +445,15 @@ def _holds_tensor(
     kind = kinds.name_kind(name, store, order)
     if name in declared and kind != OTHER:
         return True  # an input annotated `Tensor` keeps its declared type when rebound
+    reaching = kinds.reaching(name, store, order)
+    if (
+        kind == TENSOR
+        and any(d.kind == "param" for d in reaching)
+        and not any(isinstance(d.value, (cst.Tuple, cst.List)) for d in reaching)
+    ):
+        # `if x is None: x = torch.randn(...)`: the input when given, a tensor otherwise: the
+        # variable is a tensor on every path
+        return True
     return name in outputs and kind == TENSOR
 
 
