@@ -69,6 +69,11 @@ class FileView:
     # subclass), "" for nowhere, None where instances were not looked for. A class missing
     # here is one nothing is known about (no index, or a class the index cannot resolve).
     uses: tuple[tuple[str, str, str | None], ...] = ()
+    # Where the Functions this file's classes derive from are defined, when that is another
+    # file: base expression as written here -> (path, class name) of that class and of its
+    # ancestors in the project, in the order a method is looked up. The contract checks read
+    # forward and backward from there.
+    inherited: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
 
     @property
     def seeds(self) -> frozenset[str]:
@@ -389,6 +394,13 @@ class ProjectIndex:
             for base in decl_bases
             if _last(base) in self.bare and self.resolve(record, base) in self.functions
         }
+        own = os.path.abspath(record.path)
+        inherited = []
+        for base in sorted(bases):
+            canonical = self.resolve(record, base)
+            lineage = self.lineage(canonical, own) if canonical is not None else ()
+            if lineage:
+                inherited.append((base, lineage))
         names: set[str] = set()
         signatures: list[tuple[str, Signature]] = []
         if direct_calls:
@@ -401,7 +413,38 @@ class ProjectIndex:
                     signature = self.signature(canonical)
                     if signature is not None:
                         signatures.append((local, signature))
-        return FileView(module, frozenset(bases), frozenset(names), tuple(sorted(signatures)), uses)
+        return FileView(
+            module,
+            frozenset(bases),
+            frozenset(names),
+            tuple(sorted(signatures)),
+            uses,
+            tuple(inherited),
+        )
+
+    def lineage(self, canonical: str, own: str) -> tuple[tuple[str, str], ...]:
+        """(path, class name) of a project class and of its project ancestors, depth first in
+        base order (as `signature` looks a forward up), when the class is defined in a file
+        other than `own`; () when it is this file's (its text is read there) or unknown."""
+        found: list[tuple[str, str]] = []
+        seen: set[str] = set()
+
+        def visit(current: str, hops: int) -> None:
+            if current in seen or hops > _MAX_HOPS or current in FUNCTION_BASES:
+                return  # torch's own Function classes: their methods are stubs, not a contract
+            seen.add(current)
+            module, _, name = current.rpartition(".")
+            record = self.module(module)
+            if record is None:
+                return  # torch's, or outside the project
+            found.append((os.path.abspath(record.path), name))
+            for base in sorted(self.bases_of.get(current, ())):
+                visit(base, hops + 1)
+
+        visit(canonical, 0)
+        if not found or found[0][0] == own:
+            return ()
+        return tuple(found)
 
     def signature(self, canonical: str, hops: int = 0) -> Signature | None:
         """The forward a Function class has: its own, else the first of its bases'."""
@@ -613,6 +656,7 @@ def view_key(view: FileView) -> str:
         sorted(view.function_names),
         view.signatures,
         view.uses,
+        view.inherited,
     )
     return hashlib.blake2b(repr(stable).encode(), digest_size=8).hexdigest()
 

@@ -5,15 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from .aliasing import ALIASING_METHODS
 from .facts import ClassInfo, FileFacts
 from .flow import CallSite, MethodFlow
-from .names import dotted
+from .names import ImportTable, dotted
 from .tensor_api import is_tensor_attribute
 from .tensor_kinds import TensorKinds
+
+if TYPE_CHECKING:
+    from .inherited import Inherited
 
 CONTRACT_METHODS = ("forward", "backward", "setup_context", "jvp", "vmap")
 # Views and no-op conversions (`contiguous` included: it returns self when already contiguous).
@@ -325,9 +329,17 @@ class ContractView:
     """One file's Function classes as the contract checks read them; built once per file
     (`CheckContext.shared`) so each check's questions are answered once."""
 
-    def __init__(self, facts: FileFacts, flow: Callable[[cst.FunctionDef], MethodFlow]) -> None:
+    def __init__(
+        self,
+        facts: FileFacts,
+        flow: Callable[[cst.FunctionDef], MethodFlow],
+        inherited: Inherited | None = None,
+    ) -> None:
         self.facts = facts
         self.flow = flow
+        self.inherited = inherited  # Function bases of other files (the project index)
+        # Methods read from another file, by node: the imports their names resolve through.
+        self.foreign_imports: dict[int, ImportTable] = {}
         self.by_name = {info.name: info for info in facts.classes}
         self._method_memo: dict[tuple[int, str], cst.FunctionDef | None] = {}
         self._helper_cache: dict[str, dict[str, StaticHelper]] = {}
@@ -378,9 +390,29 @@ class ContractView:
             chain.append(current)
             parents = [self.by_name.get(b.rsplit(".", 1)[-1]) for b in current.base_names]
             current = next((p for p in parents if p is not None), None)
+            if current is None and self.inherited is not None:
+                # The first base defined in another file: its lineage, from the project.
+                found = self._foreign(chain[-1], name)
+                break
         for visited in chain:
             memo[(id(visited.node), name)] = found
         return found
+
+    def _foreign(self, info: ClassInfo, name: str) -> cst.FunctionDef | None:
+        """`name` as the first base of `info` defined in another file resolves it."""
+        assert self.inherited is not None  # asked only with the project's view
+        for arg in info.node.bases:
+            written = dotted(arg.value) if arg.keyword is None else None
+            found = self.inherited.method(written, name) if written else None
+            if found is not None:
+                method, owner = found
+                self.foreign_imports[id(method)] = owner.imports
+                return method
+        return None
+
+    def is_foreign(self, method: cst.FunctionDef) -> bool:
+        """Whether a method was read from another file (never a place to report)."""
+        return id(method) in self.foreign_imports
 
     def forward_of(self, info: ClassInfo, forward: cst.FunctionDef) -> ForwardInputs:
         """forward's ctx slot and inputs, and which inputs are tensors."""

@@ -20,6 +20,14 @@ class GradientCount(Check):
         for info in contract.classes():
             backward = info.methods.get("backward")
             forward = contract.method(info, "forward")
+            if backward is None and "forward" in info.methods:
+                # its own forward, a backward it inherits (from this file or another): held
+                # to each other, reported at the forward that no longer fits
+                backward = contract.method(info, "backward")
+                if backward is not None and forward is not None:
+                    self.ctx.enter(info.node)
+                    self._class(info, forward, backward, at=forward)
+                continue
             if backward is not None and forward is not None:
                 self.ctx.enter(info.node)
                 self._class(info, forward, backward)
@@ -60,7 +68,15 @@ class GradientCount(Check):
                     slots=slots(inputs, ret.value),
                 )
 
-    def _class(self, info: ClassInfo, forward: cst.FunctionDef, backward: cst.FunctionDef) -> None:
+    def _class(
+        self,
+        info: ClassInfo,
+        forward: cst.FunctionDef,
+        backward: cst.FunctionDef,
+        at: cst.FunctionDef | None = None,
+    ) -> None:
+        """Each return of `backward` against `forward`'s inputs; reported at the return, or,
+        for an inherited backward, once at the class's own forward (`at`)."""
         signature = forward.params
         if isinstance(signature.star_arg, cst.Param) or signature.kwonly_params:
             return  # *args forwards or keyword-only inputs: the count is not knowable
@@ -80,7 +96,8 @@ class GradientCount(Check):
                 shown = expected.split(" ")[-1]
                 self.report(
                     "AGL401",
-                    ret,
+                    ret if at is None else at,
+                    anchor=None if at is None else at.name,
                     cls=info.name,
                     expected=expected,
                     actual=count,
@@ -89,6 +106,8 @@ class GradientCount(Check):
                     counting="",
                     slots=slots([p.name.value for p in inputs], ret.value),
                 )
+                if at is not None:
+                    return  # one finding at the forward, however many returns
 
 
 # Why PyTorch's counts for a custom op are one more on each side than the op's (D11.1):
