@@ -396,7 +396,7 @@ class ProjectIndex:
         }
         own = os.path.abspath(record.path)
         inherited = []
-        for base in sorted(bases):
+        for base in sorted(bases | self.mixins(record)):
             canonical = self.resolve(record, base)
             lineage = self.lineage(canonical, own) if canonical is not None else ()
             if lineage:
@@ -421,6 +421,19 @@ class ProjectIndex:
             uses,
             tuple(inherited),
         )
+
+    def mixins(self, record: Record) -> set[str]:
+        """The other bases of `record`'s Function classes (`GradMixin` in
+        `class Fn(GradMixin, Function)`): plain classes whose methods a Function inherits."""
+        if not record.names:
+            return set()
+        return {
+            base
+            for name, decl_bases, _flag in record.decls
+            if f"{record.names[0]}.{name}" in self.functions
+            for base in decl_bases
+            if _last(base) not in self.bare
+        }
 
     def lineage(self, canonical: str, own: str) -> tuple[tuple[str, str], ...]:
         """(path, class name) of a project class and of its project ancestors, depth first in

@@ -207,3 +207,78 @@ def test_nothing_is_reported_on_the_lines_of_another_module(tmp_path: Path) -> N
     project = discover([str(tmp_path / "pkg")], config, respect_gitignore=False).files
     results = lint_paths(files, config, root=tmp_path, project=project)
     assert [(r.error, r.findings) for r in results] == [(None, [])]
+
+
+KEYWORD_BASE = """\
+import torch
+
+
+class Base(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w, *, scale=2.0):
+        ctx.save_for_backward(x, w)
+        ctx.scale = scale
+        return x * w * scale
+"""
+
+KEYWORD_CHILD = """\
+from .base import Base
+
+
+class Fn(Base):
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g * w * ctx.scale, g * x * ctx.scale
+
+
+def model(x, w):
+    return Fn.apply(x)  # TypeError: missing a required argument: 'w'
+
+
+def fixed(x, w):
+    return Fn.apply(x, w)
+"""
+
+
+def test_apply_is_counted_against_an_inherited_forward_with_keyword_only_defaults(
+    tmp_path: Path,
+) -> None:
+    _project(tmp_path, {"base.py": KEYWORD_BASE, "child.py": KEYWORD_CHILD})
+    assert _found(tmp_path, "child.py") == [("child.py", "AGL410", 12)]
+
+
+MIXIN = """\
+import torch
+
+
+class GradMixin:
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g * w, g * x, g
+"""
+
+MIXED = """\
+import torch
+
+from .mixins import GradMixin
+
+
+class Fn(GradMixin, torch.autograd.Function):
+    @staticmethod
+    def forward(x, w):  # 2 inputs; the mixin's backward returns 3 gradients
+        return x * w
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
+"""
+
+
+def test_a_forward_is_held_to_the_backward_of_a_mixin_in_another_module(tmp_path: Path) -> None:
+    _project(tmp_path, {"mixins.py": MIXIN, "main.py": MIXED})
+    assert _found(tmp_path, "main.py") == [("main.py", "AGL401", 8)]
+    # the mixin returns one gradient per input: nothing to report
+    (tmp_path / "pkg" / "mixins.py").write_text(MIXIN.replace(", g\n", "\n"))
+    assert _found(tmp_path, "main.py") == []

@@ -207,8 +207,10 @@ class DirectCalls(Check):
             ctx_slot = 0 if signature.setup_context else 1
             return [""] * signature.total, signature.required, signature.star, ctx_slot
         forward = contract.method(info, "forward")
-        if forward is None or forward.params.kwonly_params:
-            return None
+        if forward is None or any(p.default is None for p in forward.params.kwonly_params):
+            return None  # a keyword-only input apply must be given: not counted here
+        # keyword-only inputs with defaults: apply's positional arguments still fill exactly
+        # the positional parameters (as the index counts a Function of another file)
         inputs = params(forward)
         ctx_slot = 0
         if contract.method(info, "setup_context") is None:
