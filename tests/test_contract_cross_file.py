@@ -282,3 +282,45 @@ def test_a_forward_is_held_to_the_backward_of_a_mixin_in_another_module(tmp_path
     # the mixin returns one gradient per input: nothing to report
     (tmp_path / "pkg" / "mixins.py").write_text(MIXIN.replace(", g\n", "\n"))
     assert _found(tmp_path, "main.py") == []
+
+
+SETUP_MODULE = """\
+def setup_context(context, inputs, output):  # torch passes ctx=...: TypeError
+    context.s = inputs[1]
+
+
+def fixed_setup(ctx, inputs, output):
+    ctx.s = inputs[1]
+"""
+
+OP = """\
+import torch
+
+from pkg.setup import fixed_setup, setup_context
+
+
+@torch.library.custom_op("pkg::scaled", mutates_args=())
+def scaled(x: torch.Tensor, s: float) -> torch.Tensor:
+    return x * s
+
+
+@torch.library.custom_op("pkg::fixed", mutates_args=())
+def fixed(x: torch.Tensor, s: float) -> torch.Tensor:
+    return x * s
+
+
+def backward(ctx, g):
+    return g * ctx.s, None
+
+
+scaled.register_autograd(backward, setup_context=setup_context)
+fixed.register_autograd(backward, setup_context=fixed_setup)
+"""
+
+
+def test_a_setup_context_imported_from_another_module_is_read_there(tmp_path: Path) -> None:
+    pkg = _project(tmp_path, {"setup.py": SETUP_MODULE, "ops.py": OP})
+    assert _found(tmp_path, "ops.py", cache=True) == [("ops.py", "AGL411", 20)]
+    # fixed in setup.py: the cached result of ops.py depended on it
+    (pkg / "setup.py").write_text(SETUP_MODULE.replace("context, inputs", "ctx, inputs"))
+    assert _found(tmp_path, "ops.py", cache=True) == []
