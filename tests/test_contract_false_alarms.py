@@ -638,3 +638,56 @@ class Wrapped(torch.Tensor):
 
 def test_a_wrapper_with_no_tensor_inside_has_no_dtype_to_honour() -> None:
     assert _found(TOKENS, "AGL306") == [("AGL306", 33)]
+
+
+APPLY_COUNTS = """\
+import torch
+
+
+class Scaled(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w, scale=2.0):
+        ctx.save_for_backward(x, w)
+        return x * w * scale
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g * w, g * x, g  # apply passes 2: a third gradient that is not None raises
+
+
+class Packed(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, *args):
+        x, w = args
+        ctx.save_for_backward(x, w)
+        return x * w
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g * w  # apply passes 2: one gradient is too few
+
+
+class Linear(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w, bias=None):
+        ctx.save_for_backward(x, w)
+        ctx.has_bias = bias is not None
+        return x @ w.t() if bias is None else x @ w.t() + bias
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        grad_bias = g.sum(0) if ctx.has_bias else None  # None when apply passed no bias: fine
+        return g @ w, g.t() @ x, grad_bias
+
+
+def model(x, w):
+    return Scaled.apply(x, w) + Packed.apply(x, w) + Linear.apply(x, w)
+"""
+
+
+def test_the_gradient_count_is_what_apply_passes() -> None:
+    # torch counts the arguments apply receives, not forward's parameters (tests/oracle K13)
+    assert _found(APPLY_COUNTS, "AGL401") == [("AGL401", 13), ("AGL401", 26)]

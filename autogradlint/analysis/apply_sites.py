@@ -39,6 +39,20 @@ class ApplySites:
         ]
         return found or None
 
+    def count(self, cls: str) -> int | None:
+        """How many arguments every `cls.apply(...)` call of the file passes, when they all
+        pass the same number, positionally and without unpacking (None otherwise)."""
+        tree = self._parse()
+        if tree is None:
+            return None
+        counts = {
+            len(call.args)
+            if not call.keywords and not any(isinstance(a, ast.Starred) for a in call.args)
+            else None
+            for call, _owner, _function in _calls(tree, cls)
+        }
+        return counts.pop() if len(counts) == 1 else None
+
     def _parse(self) -> ast.Module | None:
         if not self._parsed:
             self._parsed = True
