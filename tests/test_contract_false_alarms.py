@@ -691,3 +691,37 @@ def model(x, w):
 def test_the_gradient_count_is_what_apply_passes() -> None:
     # torch counts the arguments apply receives, not forward's parameters (tests/oracle K13)
     assert _found(APPLY_COUNTS, "AGL401") == [("AGL401", 13), ("AGL401", 26)]
+
+
+SETUP_DEFAULTS = """\
+import torch
+
+
+class Scaled(torch.autograd.Function):
+    @staticmethod
+    def forward(x, w, scale=2.0):
+        return x * w * scale
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, w, scale = inputs
+        ctx.save_for_backward(x, w)
+        ctx.scale = scale
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g * w * ctx.scale, g * x * ctx.scale  # apply binds scale: 3 gradients
+
+
+class Fixed(Scaled):
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g * w * ctx.scale, g * x * ctx.scale, None
+"""
+
+
+def test_the_setup_context_style_counts_every_parameter() -> None:
+    # apply binds forward's defaults in this style: one gradient each (tests/oracle K13)
+    assert _found(SETUP_DEFAULTS, "AGL401") == [("AGL401", 18)]
