@@ -72,6 +72,11 @@ class FileView:
     # This file's plain classes that a Function of the project derives from (`GradMixin` of
     # `class Fn(GradMixin, Function)`): torch runs the backward such a mixin defines.
     mixins: frozenset[str] = frozenset()
+    # Where the Functions this file's classes derive from are defined, when that is another
+    # file: base expression as written here -> (path, class name) of that class and of its
+    # ancestors in the project, in the order a method is looked up. The contract checks read
+    # forward and backward from there.
+    inherited: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
 
     @property
     def seeds(self) -> frozenset[str]:
@@ -415,6 +420,13 @@ class ProjectIndex:
             for base in decl_bases
             if _last(base) in self.bare and self.resolve(record, base) in self.functions
         }
+        own = os.path.abspath(record.path)
+        inherited = []
+        for base in sorted(bases | self.mixins(record)):
+            canonical = self.resolve(record, base)
+            lineage = self.lineage(canonical, own) if canonical is not None else ()
+            if lineage:
+                inherited.append((base, lineage))
         names: set[str] = set()
         signatures: list[tuple[str, Signature]] = []
         if direct_calls:
@@ -434,6 +446,7 @@ class ProjectIndex:
             tuple(sorted(signatures)),
             uses,
             mixins,
+            tuple(inherited),
         )
 
     def _mixins_in(self, record: Record) -> frozenset[str]:
@@ -445,6 +458,43 @@ class ProjectIndex:
         return frozenset(
             name for name, _bases, _flag in record.decls if f"{module}.{name}" in self.mixed_in
         )
+
+    def mixins(self, record: Record) -> set[str]:
+        """The other bases of `record`'s Function classes (`GradMixin` in
+        `class Fn(GradMixin, Function)`): plain classes whose methods a Function inherits."""
+        if not record.names:
+            return set()
+        return {
+            base
+            for name, decl_bases, _flag in record.decls
+            if f"{record.names[0]}.{name}" in self.functions
+            for base in decl_bases
+            if _last(base) not in self.bare
+        }
+
+    def lineage(self, canonical: str, own: str) -> tuple[tuple[str, str], ...]:
+        """(path, class name) of a project class and of its project ancestors, depth first in
+        base order (as `signature` looks a forward up), when the class is defined in a file
+        other than `own`; () when it is this file's (its text is read there) or unknown."""
+        found: list[tuple[str, str]] = []
+        seen: set[str] = set()
+
+        def visit(current: str, hops: int) -> None:
+            if current in seen or hops > _MAX_HOPS or current in FUNCTION_BASES:
+                return  # torch's own Function classes: their methods are stubs, not a contract
+            seen.add(current)
+            module, _, name = current.rpartition(".")
+            record = self.module(module)
+            if record is None:
+                return  # torch's, or outside the project
+            found.append((os.path.abspath(record.path), name))
+            for base in sorted(self.bases_of.get(current, ())):
+                visit(base, hops + 1)
+
+        visit(canonical, 0)
+        if not found or found[0][0] == own:
+            return ()
+        return tuple(found)
 
     def signature(self, canonical: str, hops: int = 0) -> Signature | None:
         """The forward a Function class has: its own, else the first of its bases'."""
@@ -693,6 +743,7 @@ def view_key(view: FileView) -> str:
         view.signatures,
         view.uses,
         sorted(view.mixins),
+        view.inherited,
     )
     return hashlib.blake2b(repr(stable).encode(), digest_size=8).hexdigest()
 

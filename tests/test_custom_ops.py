@@ -198,8 +198,9 @@ def test_setup_context_parameter_names() -> None:
 
 def test_tensors_kept_on_ctx_in_setup_context() -> None:
     """setup_context is the ctx side of a custom op (and of a setup_context-style Function):
-    a tensor input or the output kept as a ctx attribute escapes autograd's checks (AGL403);
-    a scalar, or a tensor backward reads only for its shape, does not."""
+    a tensor input or the output kept as a ctx attribute and read for its values escapes
+    autograd's checks (AGL403); a scalar, or a tensor backward reads only for its shape, does
+    not."""
     assert _found(
         """
         import torch
@@ -216,7 +217,7 @@ def test_tensors_kept_on_ctx_in_setup_context() -> None:
             ctx.out = output
 
         def _backward(ctx, grad):
-            return grad * ctx.x, torch.zeros(ctx.shape_src.shape), None
+            return grad * ctx.x * ctx.out.sign(), torch.zeros(ctx.shape_src.shape), None
 
         f.register_autograd(_backward, setup_context=_setup)
 

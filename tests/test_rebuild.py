@@ -129,8 +129,8 @@ def test_match_statements_are_left_to_libcst() -> None:
     code = (
         "import torch\n\nclass F(torch.autograd.Function):\n    @staticmethod\n"
         "    def forward(ctx, x):\n        match x:\n            case _:\n"
-        "                ctx.x = x\n        return x\n\n    @staticmethod\n"
-        "    def backward(ctx, g):\n        return g\n"
+        "                ctx.x = x\n        return x.view(-1)\n\n    @staticmethod\n"
+        "    def backward(ctx, g):\n        return g * ctx.x\n"
     )
     with pytest.raises(Unsupported):
         rebuild_module(ast.parse(code), code, None)

@@ -5,13 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from .aliasing import ALIASING_METHODS
 from .facts import ClassInfo, FileFacts
 from .flow import CallSite, MethodFlow
-from .names import dotted
+from .names import ImportTable, dotted
+from .tensor_api import is_tensor_attribute
+from .tensor_kinds import TensorKinds
+
+if TYPE_CHECKING:
+    from .inherited import Inherited
 
 CONTRACT_METHODS = ("forward", "backward", "setup_context", "jvp", "vmap")
 # Views and no-op conversions (`contiguous` included: it returns self when already contiguous).
@@ -109,8 +115,14 @@ def is_static(function: cst.FunctionDef) -> bool:
 
 
 def params(function: cst.FunctionDef) -> list[cst.Param]:
-    """The positional parameters, positional-only ones first."""
-    return [*function.params.posonly_params, *function.params.params]
+    """The positional parameters a caller passes, positional-only ones first: a
+    `@classmethod`'s `cls` is bound by Python, never passed (semantics D1.5)."""
+    found = [*function.params.posonly_params, *function.params.params]
+    return found[1:] if is_classmethod(function) else found
+
+
+def is_classmethod(function: cst.FunctionDef) -> bool:
+    return any(dotted(d.decorator) == "classmethod" for d in function.decorators)
 
 
 def mutation(node: cst.CSTNode) -> tuple[cst.BaseExpression, cst.CSTNode] | None:
@@ -125,8 +137,17 @@ def mutation(node: cst.CSTNode) -> tuple[cst.BaseExpression, cst.CSTNode] | None
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
         name = node.func.attr.value
         if name.endswith("_") and not name.endswith("__") and name not in METADATA_INPLACE:
+            if name == "copy_" and _copies_onto_itself(node):
+                return None  # `t.copy_(t)`: the values never change (semantics D5.5)
             return node.func.value, node
     return None
+
+
+def _copies_onto_itself(call: cst.Call) -> bool:
+    assert isinstance(call.func, cst.Attribute)  # a method call: `t.copy_(...)`
+    target = dotted(call.func.value)
+    source = call.args[0].value if call.args and call.args[0].keyword is None else None
+    return target is not None and source is not None and dotted(source) == target
 
 
 def save_for_backward_calls(flow: MethodFlow, ctx_name: str) -> list[CallSite]:
@@ -150,18 +171,45 @@ def returned_names(flow: MethodFlow) -> set[str]:
     return names
 
 
+# Evidence a tensor shares with common non-tensors: a config or a module has `dtype` and
+# `device`, `to()`, `cuda()`, `float()`; a `torch.Size` has `numel()`; a process group has
+# `size()`. It counts only when nothing else read of the value is foreign to a tensor.
+WEAK_EVIDENCE = frozenset(
+    {"dtype", "device", "shape", "to", "cuda", "cpu", "float", "half", "numel", "is_cuda"}
+)
+
+
 def tensor_inputs(inputs: list[cst.Param], flow: MethodFlow) -> set[str]:
-    """Inputs that are tensors: by annotation, or by how forward uses them."""
-    evidence = {
-        node.value.value
-        for node in flow.attribute_reads
-        if isinstance(node.value, cst.Name) and node.attr.value in TENSOR_EVIDENCE
-    }
+    """Inputs that are tensors: by annotation, or by how forward uses them: a tensor method
+    (`x.view(...)`, `x.size(0)`), `save_for_backward(x)`, or metadata (`x.dtype`) when
+    nothing else forward reads of it is foreign to a tensor (`cfg.block_size`). An input
+    forward calls (`provider(lo, hi)`) is never one; `.size()` without an argument is no
+    evidence (a process group's `group.size()` is its world size)."""
+    # Only what is read of the input itself counts: not of a value the name is rebound to.
+    reads: dict[str, set[str]] = {}
+    for node in flow.attribute_reads:
+        if isinstance(node.value, cst.Name) and flow.binds_param_at(
+            node.value.value, flow.read_orders.get(id(node), 0)
+        ):
+            reads.setdefault(node.value.value, set()).add(node.attr.value)
+    strong: set[str] = set()
     for site in flow.calls:
-        if (dotted(site.node.func) or "").endswith("save_for_backward"):
+        func = site.node.func
+        if (dotted(func) or "").endswith("save_for_backward"):
             for arg in site.node.args:
-                if isinstance(arg.value, cst.Name):
-                    evidence.add(arg.value.value)
+                if isinstance(arg.value, cst.Name) and flow.binds_param_at(
+                    arg.value.value, site.order
+                ):
+                    strong.add(arg.value.value)
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "size"
+            and isinstance(func.value, cst.Name)
+            and site.node.args
+            and flow.binds_param_at(func.value.value, site.order)
+        ):
+            strong.add(func.value.value)  # `x.size(0)`: a tensor's dimension
+    called = plain_inputs(flow)
     out: set[str] = set()
     for param in inputs:
         name = param.name.value
@@ -170,9 +218,64 @@ def tensor_inputs(inputs: list[cst.Param], flow: MethodFlow) -> set[str]:
             if is_tensor_annotation(annotation.annotation):
                 out.add(name)
             continue
-        if name in evidence:
+        if name in called:
+            continue
+        attrs = reads.get(name, set())
+        if name in strong or attrs & (TENSOR_EVIDENCE - WEAK_EVIDENCE - {"size"}):
+            out.add(name)
+        elif attrs & WEAK_EVIDENCE and all(is_tensor_attribute(a) for a in attrs):
             out.add(name)
     return out
+
+
+def shape_varargs(flow: MethodFlow) -> bool:
+    """Whether forward's `*args` holds sizes: unpacked into a method or factory that takes
+    a shape (`x.view(*sizes)`, `torch.zeros(*shape)`)."""
+    if flow.vararg is None:
+        return False
+    for site in flow.calls:
+        func = site.node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else dotted(func) or ""
+        if name.rsplit(".", 1)[-1] not in _SHAPE_TAKERS:
+            continue
+        if any(
+            arg.star == "*" and isinstance(arg.value, cst.Name) and arg.value.value == flow.vararg
+            for arg in site.node.args
+        ):
+            return True
+    return False
+
+
+_SHAPE_TAKERS = frozenset(
+    {
+        "view",
+        "reshape",
+        "expand",
+        "repeat",
+        "permute",
+        "new_zeros",
+        "new_empty",
+        "new_ones",
+        "new_full",
+        "zeros",
+        "ones",
+        "empty",
+        "full",
+        "rand",
+        "randn",
+        "randint",
+        "Size",
+    }
+)
+
+
+def plain_inputs(flow: MethodFlow) -> set[str]:
+    """Parameters the method calls (`provider(lo, hi)`): a tensor is not callable."""
+    return {
+        site.node.func.value
+        for site in flow.calls
+        if isinstance(site.node.func, cst.Name) and site.node.func.value in flow.params
+    }
 
 
 _UNIONS = frozenset({"Optional", "Union"})
@@ -226,12 +329,30 @@ class ContractView:
     """One file's Function classes as the contract checks read them; built once per file
     (`CheckContext.shared`) so each check's questions are answered once."""
 
-    def __init__(self, facts: FileFacts, flow: Callable[[cst.FunctionDef], MethodFlow]) -> None:
+    def __init__(
+        self,
+        facts: FileFacts,
+        flow: Callable[[cst.FunctionDef], MethodFlow],
+        inherited: Inherited | None = None,
+    ) -> None:
         self.facts = facts
         self.flow = flow
+        self.inherited = inherited  # Function bases of other files (the project index)
+        # Methods read from another file, by node: the imports their names resolve through.
+        self.foreign_imports: dict[int, ImportTable] = {}
         self.by_name = {info.name: info for info in facts.classes}
         self._method_memo: dict[tuple[int, str], cst.FunctionDef | None] = {}
         self._helper_cache: dict[str, dict[str, StaticHelper]] = {}
+        self._kinds: dict[int, TensorKinds] = {}
+
+    def kinds(self, flow: MethodFlow, tensors: set[str] | None = None) -> TensorKinds:
+        """What the values of a method can be (one per method; `tensors`: its parameters
+        known to be tensors, given by the first to ask)."""
+        found = self._kinds.get(id(flow))
+        if found is None:
+            found = TensorKinds(flow, self.facts.imports, set(tensors or ()))
+            self._kinds[id(flow)] = found
+        return found
 
     def forwards(self) -> Iterator[tuple[ClassInfo, ForwardInputs]]:
         """The Function classes that define forward themselves, with forward as read."""
@@ -269,9 +390,29 @@ class ContractView:
             chain.append(current)
             parents = [self.by_name.get(b.rsplit(".", 1)[-1]) for b in current.base_names]
             current = next((p for p in parents if p is not None), None)
+            if current is None and self.inherited is not None:
+                # The first base defined in another file: its lineage, from the project.
+                found = self._foreign(chain[-1], name)
+                break
         for visited in chain:
             memo[(id(visited.node), name)] = found
         return found
+
+    def _foreign(self, info: ClassInfo, name: str) -> cst.FunctionDef | None:
+        """`name` as the first base of `info` defined in another file resolves it."""
+        assert self.inherited is not None  # asked only with the project's view
+        for arg in info.node.bases:
+            written = dotted(arg.value) if arg.keyword is None else None
+            found = self.inherited.method(written, name) if written else None
+            if found is not None:
+                method, owner = found
+                self.foreign_imports[id(method)] = owner.imports
+                return method
+        return None
+
+    def is_foreign(self, method: cst.FunctionDef) -> bool:
+        """Whether a method was read from another file (never a place to report)."""
+        return id(method) in self.foreign_imports
 
     def forward_of(self, info: ClassInfo, forward: cst.FunctionDef) -> ForwardInputs:
         """forward's ctx slot and inputs, and which inputs are tensors."""
@@ -284,8 +425,9 @@ class ContractView:
         star = forward.params.star_arg
         vararg = star.name.value if isinstance(star, cst.Param) else None
         tensors = tensor_inputs(inputs, flow)
-        if vararg:
+        if vararg and not shape_varargs(flow):
             tensors.add(vararg)
+        self.kinds(flow, tensors)
         return ForwardInputs(flow, ctx_name, inputs, vararg, tensors)
 
     def helpers(self, class_name: str) -> dict[str, StaticHelper]:
@@ -311,7 +453,14 @@ class ContractView:
                 found = mutation(statement)
                 if found is None:
                     continue
-                origin = self.alias_of(found[0], flow, order, set(flow.params), {})
+                origin = self.alias_of(
+                    found[0],
+                    flow,
+                    order,
+                    set(flow.params),
+                    {},
+                    setitem=isinstance(statement, cst.AugAssign),
+                )
                 if origin is not None and origin in flow.params:
                     helper.mutates.setdefault(flow.params.index(origin), found[1])
             for ret, order in flow.returns:
@@ -340,8 +489,11 @@ class ContractView:
         helpers: dict[str, StaticHelper],
         cls: str | None = None,
         depth: int = 0,
+        setitem: bool = False,
     ) -> str | None:
-        """The root parameter whose storage `expr` may share, if any."""
+        """The root parameter whose storage `expr` may share, if any. `setitem`: `expr` is the
+        target of an item assignment (`x[i] += v`), which writes into `x` whatever the index;
+        read, an index tensor, a list or a mask copies (semantics D5.4)."""
         if depth > 20:
             return None
         if isinstance(expr, cst.Name):
@@ -378,6 +530,8 @@ class ContractView:
                 return None
             return self.alias_of(value, flow, definition.order, roots, helpers, cls, depth + 1)
         if isinstance(expr, cst.Subscript):
+            if not setitem and self.kinds(flow).index_copies(expr, order):
+                return None
             return self.alias_of(expr.value, flow, order, roots, helpers, cls, depth + 1)
         if isinstance(expr, cst.Attribute) and expr.attr.value in ALIASING:
             return self.alias_of(expr.value, flow, order, roots, helpers, cls, depth + 1)

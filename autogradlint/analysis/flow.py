@@ -85,6 +85,12 @@ class MethodFlow:
     # checks), and `name.attr` reads (tensor evidence): recorded by the same single pass.
     statements: list[tuple[cst.CSTNode, int]] = field(default_factory=list)
     attribute_reads: list[cst.Attribute] = field(default_factory=list)
+    read_orders: dict[int, int] = field(default_factory=dict)  # id(read) -> order there
+
+    def binds_param_at(self, name: str, order: int) -> bool:
+        """Whether `name` is still the parameter at `order` (nothing rebound it before)."""
+        definition = self.definition_before(name, order + 1)
+        return definition is not None and definition.kind == "param"
 
     def definition_before(self, name: str, order: int) -> Definition | None:
         """The last definition of `name` lexically before `order` (None if there is none)."""
@@ -181,6 +187,7 @@ class _FlowVisitor(FastVisitor):
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if isinstance(node.value, (cst.Name, cst.Attribute)):
             self.flow.attribute_reads.append(node)
+            self.flow.read_orders[id(node)] = self.order
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
         if original_node.value is not None:
@@ -230,6 +237,9 @@ def analyse_method(
     """Run the single ordered pass over `function` and return what it found. `inherited` is
     the grad mode it is entered in (a helper called from backward runs in its caller's)."""
     params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    bound: str | None = None
+    if params and any(dotted(d.decorator) == "classmethod" for d in function.decorators):
+        bound = params.pop(0)  # `cls`: bound by Python, never passed (semantics D1.5)
     vararg = None
     star = function.params.star_arg
     if isinstance(star, cst.Param):
@@ -247,6 +257,10 @@ def analyse_method(
     for position, name in enumerate(params):
         flow.defs.setdefault(name, []).append(
             Definition(name, None, 0, base, position, "param", function)
+        )
+    if bound is not None:
+        flow.defs.setdefault(bound, []).append(
+            Definition(bound, None, 0, base, None, "param", function)
         )
     if vararg:
         flow.defs.setdefault(vararg, []).append(

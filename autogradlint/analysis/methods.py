@@ -50,6 +50,13 @@ class FileMethods:
             self._found[name] = self._find(name, holds_graph_call)
         return self._found[name]
 
+    def named(self, name: str) -> list[Method]:
+        """Every method called `name` of the file's top-level classes (memoised)."""
+        key = f"\0{name}"  # apart from graph_helpers' answers, which are filtered
+        if key not in self._found:
+            self._found[key] = self._find(name, None)
+        return self._found[key]
+
     def function(self, name: str) -> cst.FunctionDef | None:
         """The module-level `def name(...)`, when the file defines exactly one (parsed alone)."""
         if name not in self._functions:

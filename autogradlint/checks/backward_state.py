@@ -13,7 +13,7 @@ from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor
 from ..preconditions import Unproven
 from .base import Check
-from .common import source_of
+from .common import source_of, string_value
 from .gradient_collectives import GradientCollectives
 from .gradient_copy import copy_gradient_first
 from .gradient_layout import reads_layout
@@ -56,12 +56,15 @@ class BackwardState(Check):
         flow = self.ctx.flow(backward)
         contract = self.ctx.contract()
         grads = set(flow.params[1:]) | ({flow.vararg} if flow.vararg else set())
+        contract.kinds(flow, grads)  # the incoming gradients are tensors
         reported: set[str] = set()
         for node, order in flow.statements:
             found = mutation(node)
             if found is None:
                 continue
-            origin = contract.alias_of(found[0], flow, order, grads, {})
+            origin = contract.alias_of(
+                found[0], flow, order, grads, {}, setitem=isinstance(node, cst.AugAssign)
+            )
             if origin and origin not in reported:
                 reported.add(origin)
                 partial = self._partial_write(flow, origin)
@@ -353,11 +356,50 @@ class BackwardState(Check):
                 # checkpointing); popping a key or clearing destroys state for good.
                 method = node.func.attr.value
                 consumes = (method == "pop" and node.args) or method in ("popitem", "clear")
-                if consumes and on_ctx(node.func.value):
+                if (
+                    consumes
+                    and on_ctx(node.func.value)
+                    and not self._refilled(info, node, ctx_name)
+                ):
                     self.report(
                         "AGL408", node, cls=info.name, code=source_of(self.ctx.facts.module, node)
                     )
                     return
+
+    def _refilled(self, info: ClassInfo, call: cst.Call, ctx_name: str) -> bool:
+        """`ctx.side.pop("bw")` where the backward of another Function of the file sets
+        `ctx.side["bw"] = ...`: a hand-off the paired backward refills before each pass
+        (thunder's ThunderOutputFunction and ThunderFunction, semantics D8.4)."""
+        assert isinstance(call.func, cst.Attribute)  # `<holder>.pop(...)`
+        holder = call.func.value
+        key = string_value(call.args[0].value) if call.args else None
+        if key is None or not (
+            isinstance(holder, cst.Attribute) and dotted(holder.value) == ctx_name
+        ):
+            return False
+        attr = holder.attr.value
+        for other in self.ctx.contract().classes():
+            backward = other.methods.get("backward")
+            if other is info or backward is None:
+                continue
+            flow = self.ctx.flow(backward)
+            other_ctx = flow.params[0] if flow.params else None
+            for node, _order in flow.statements:
+                if not isinstance(node, cst.Assign):
+                    continue
+                for target in node.targets:
+                    written = target.target
+                    if (
+                        isinstance(written, cst.Subscript)
+                        and isinstance(written.value, cst.Attribute)
+                        and written.value.attr.value == attr
+                        and dotted(written.value.value) == other_ctx
+                        and len(written.slice) == 1
+                        and isinstance(written.slice[0].slice, cst.Index)
+                        and string_value(written.slice[0].slice.value) == key
+                    ):
+                        return True
+        return False
 
 
 # The help line, by who meets the changed tensor (rules/AGL409.yaml's `{consequence}`).

@@ -10,8 +10,9 @@ from ..analysis.contract import ContractView
 from ..analysis.dependencies import encode
 from ..analysis.facts import FileFacts
 from ..analysis.flow import DEFAULT, MethodFlow, analyse_method
+from ..analysis.inherited import Inherited
 from ..analysis.methods import FileMethods
-from ..analysis.summaries import Summaries
+from ..analysis.summaries import PythonFiles, Summaries
 from ..edits import Fix
 from ..meta import all_rules
 from ..model import Violation
@@ -36,6 +37,7 @@ class CheckContext:
     _summaries: Summaries | None = None
     _methods: FileMethods | None = None
     _torch_names: TorchNames | None = None
+    _inherited: Inherited | None = None
 
     @property
     def native(self) -> ProjectNative:
@@ -73,6 +75,8 @@ class CheckContext:
         if self._summaries is not None:
             natives += list(self._summaries.natives())
             files |= self._summaries.consulted
+        if self._inherited is not None:
+            files |= self._inherited.consulted
         for native in natives:
             files |= native.python_files
         stamps = {n.root: n.stamp for n in natives if n.consulted}
@@ -87,16 +91,25 @@ class CheckContext:
 
     def flow(self, function: cst.FunctionDef, inherited: str = DEFAULT) -> MethodFlow:
         """The ordered pass over one method (entered in grad mode `inherited`), computed
-        once however many checks ask."""
+        once however many checks ask. A method of another file's class resolves its names
+        through that file's imports."""
         key = (id(function), inherited)
         if key not in self._flows:
-            self._flows[key] = analyse_method(function, self.facts.imports, inherited)
+            imports = self.facts.imports
+            if self._contract is not None:
+                imports = self._contract.foreign_imports.get(id(function), imports)
+            self._flows[key] = analyse_method(function, imports, inherited)
         return self._flows[key]
 
     def contract(self) -> ContractView:
-        """The file's Function classes as the contract checks read them (built once)."""
+        """The file's Function classes as the contract checks read them (built once): with
+        the Function bases of other files the project index names."""
         if self._contract is None:
-            self._contract = ContractView(self.facts, self.flow)
+            inherited = None
+            if self.facts.project.inherited:
+                files = PythonFiles(self.path, self.facts.source)
+                inherited = self._inherited = Inherited(self.facts.project, files)
+            self._contract = ContractView(self.facts, self.flow, inherited)
         return self._contract
 
 
@@ -119,6 +132,9 @@ class Check:
     ) -> None:
         if rule_id not in self.ctx.enabled:
             return
+        inherited = self.ctx._inherited
+        if inherited is not None and id(anchor or node) in inherited.nodes:
+            return  # a method of another file's class, read for its contract: not a place here
         meta = all_rules()[rule_id]
         help_text = meta.format_help(**fields)
         if fix is not None and fix.safety == "unsafe" and fix.note and meta.fix == "safe":

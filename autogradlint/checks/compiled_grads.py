@@ -1108,7 +1108,8 @@ class CompiledGradients(Check):
         if found is None:
             return "its class is not read here"
         forward = contract.method(found, "forward")
-        if forward is None:
+        if forward is None or contract.is_foreign(forward):
+            # the other file's text is not searched for `set_materialize_grads` here
             return "its forward is not in this file"
         for method in (forward, contract.method(found, "setup_context")):
             if method is None:

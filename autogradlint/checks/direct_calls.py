@@ -7,6 +7,8 @@ import libcst as cst
 
 from ..analysis.contract import params
 from ..analysis.facts import ClassInfo
+from ..analysis.flow import DISABLE, UNKNOWN, grad_mode_of
+from ..analysis.names import ImportTable
 from ..analysis.walk import FastVisitor
 from ..edits import Edits, Fix
 from ..text.marks import direct_call_offsets
@@ -28,24 +30,57 @@ class DirectCalls(Check):
         if not direct_call_offsets(facts.parsed or facts.source, functions):
             return
         scope_of: dict[int, int | None] = {}  # Function class -> the def it is defined in
-        calls: list[tuple[cst.Call, str, str, tuple[int, ...]]] = []
+        calls: list[tuple[cst.Call, str, str, tuple[int, ...], str]] = []
         function_bodies = {id(info.node) for info in facts.function_classes}
+        # Other classes that bear one of those names (a test's plain `Storage` beside another
+        # test's Function `Storage`): name -> the defs they are defined in
+        namesakes: dict[str, list[int | None]] = {}
+        imports = facts.imports
 
         class _Calls(FastVisitor):
             def __init__(self) -> None:
                 self.inside = 0  # depth of Function classes around the call
                 self.defs: list[int] = []
+                self.modes: list[str] = [UNKNOWN]  # grad mode set around the call
 
             def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
                 self.defs.append(id(node))
+                # A def runs when it is called, in its caller's mode, unless it sets its own
+                mode = next(
+                    (
+                        found
+                        for d in node.decorators
+                        if (found := grad_mode_of(d.decorator, imports)) is not None
+                    ),
+                    UNKNOWN,
+                )
+                self.modes.append(mode)
 
             def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
                 self.defs.pop()
+                self.modes.pop()
 
             def visit_ClassDef(self, node: cst.ClassDef) -> None:
                 if id(node) in function_bodies:
                     self.inside += 1
                     scope_of[id(node)] = self.defs[-1] if self.defs else None
+                elif node.name.value in functions:
+                    namesakes.setdefault(node.name.value, []).append(
+                        self.defs[-1] if self.defs else None
+                    )
+
+            def visit_With(self, node: cst.With) -> None:
+                self.modes.append(self.mode(node))
+
+            def leave_With(self, original_node: cst.With) -> None:
+                self.modes.pop()
+
+            def mode(self, node: cst.With) -> str:
+                for item in node.items:
+                    found = grad_mode_of(item.item, imports)
+                    if found is not None:
+                        return found
+                return self.modes[-1]
 
             def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
                 self.inside -= id(original_node) in function_bodies
@@ -71,34 +106,48 @@ class DirectCalls(Check):
                 ):
                     cls, how = func.func.value, "instance"
                 if how is not None:
-                    calls.append((node, cls, how, tuple(self.defs)))
+                    calls.append((node, cls, how, tuple(self.defs), self.modes[-1]))
 
         _Calls().walk(facts.module)
-        for node, cls, how, scopes in calls:
-            found = self._class_at(cls, scopes, scope_of)
-            if found is _AMBIGUOUS:
-                continue  # several local classes of that name, none in scope here
+        grad_off = _grad_off_calls(facts.module, imports) if calls else set()
+        for node, cls, how, scopes, mode in calls:
+            found = self._class_at(cls, scopes, scope_of, namesakes)
+            if found is _AMBIGUOUS or found is _NOT_A_FUNCTION:
+                continue  # several local classes of that name, or not a Function here
             info = found if isinstance(found, ClassInfo) else None
             if how == "apply":
                 self._apply_arity(node, cls, info)
             elif how == "forward" and self._passes_a_ctx(cls, node, info):
                 continue  # forward called as a plain function with a ctx (or stand-in)
+            elif how == "none" and (mode == DISABLE or id(node) in grad_off):
+                # The no-grad fast path: with grad mode off nothing is recorded either way,
+                # and forward runs as a plain function on purpose (semantics D7.4).
+                continue
             elif how != "apply":
                 self._report_direct(node, cls, how)
 
     def _class_at(
-        self, cls: str, scopes: tuple[int, ...], scope_of: dict[int, int | None]
+        self,
+        cls: str,
+        scopes: tuple[int, ...],
+        scope_of: dict[int, int | None],
+        namesakes: dict[str, list[int | None]],
     ) -> ClassInfo | object | None:
         """The Function class a name means at a call: test modules define many local classes
-        of one name, one per test function; the one in the innermost enclosing def wins."""
+        of one name, one per test function; the one in the innermost enclosing def wins, and
+        when that one is a plain class (or a plain class of the file shadows an imported
+        Function), the call is not a Function's."""
         candidates = [info for info in self.ctx.facts.function_classes if info.name == cls]
-        if len(candidates) <= 1:
+        others = namesakes.get(cls, [])
+        if len(candidates) <= 1 and not others:
             return candidates[0] if candidates else None
         for scope in (*reversed(scopes), None):
             here = [c for c in candidates if scope_of.get(id(c.node)) == scope]
+            if scope in others:
+                return _NOT_A_FUNCTION
             if here:
                 return here[-1]
-        return _AMBIGUOUS
+        return _AMBIGUOUS if candidates else _NOT_A_FUNCTION
 
     def _apply_arity(self, call: cst.Call, cls: str, info: ClassInfo | None) -> None:
         """`Fn.apply(...)` against forward's parameters (after ctx): TypeError at the first call
@@ -158,8 +207,10 @@ class DirectCalls(Check):
             ctx_slot = 0 if signature.setup_context else 1
             return [""] * signature.total, signature.required, signature.star, ctx_slot
         forward = contract.method(info, "forward")
-        if forward is None or forward.params.kwonly_params:
-            return None
+        if forward is None or any(p.default is None for p in forward.params.kwonly_params):
+            return None  # a keyword-only input apply must be given: not counted here
+        # keyword-only inputs with defaults: apply's positional arguments still fill exactly
+        # the positional parameters (as the index counts a Function of another file)
         inputs = params(forward)
         ctx_slot = 0
         if contract.method(info, "setup_context") is None:
@@ -221,3 +272,64 @@ def _none_ctx(call: cst.Call) -> bool:
 
 
 _AMBIGUOUS = object()
+_NOT_A_FUNCTION = object()
+
+
+def _grad_off_calls(module: cst.Module, imports: ImportTable) -> set[int]:
+    """The calls on paths where a test has just found grad mode off: the else branch of `if
+    torch.is_grad_enabled():`, the body of `if not torch.is_grad_enabled():`, and what follows
+    an `if torch.is_grad_enabled():` whose body always returns."""
+    found: set[int] = set()
+
+    def is_grad_test(expr: cst.BaseExpression) -> bool:
+        return (
+            isinstance(expr, cst.Call)
+            and not expr.args
+            and (imports.resolve(expr.func) or "")
+            in ("torch.is_grad_enabled", "torch.autograd.grad_mode.is_grad_enabled")
+        )
+
+    def calls_in(node: cst.CSTNode) -> None:
+        class _Calls(FastVisitor):
+            def visit_Call(self, call: cst.Call) -> None:
+                found.add(id(call))
+
+        _Calls().walk(node)
+
+    class _Tests(FastVisitor):
+        def visit_If(self, node: cst.If) -> None:
+            test = node.test
+            if is_grad_test(test) and node.orelse is not None:
+                calls_in(node.orelse)
+            elif (
+                isinstance(test, cst.UnaryOperation)
+                and isinstance(test.operator, cst.Not)
+                and is_grad_test(test.expression)
+            ):
+                calls_in(node.body)
+
+        def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+            for index, statement in enumerate(node.body):
+                if (
+                    isinstance(statement, cst.If)
+                    and is_grad_test(statement.test)
+                    and statement.orelse is None
+                    and _always_returns(statement.body)
+                ):
+                    for after in node.body[index + 1 :]:
+                        calls_in(after)
+
+    _Tests().walk(module)
+    return found
+
+
+def _always_returns(suite: cst.BaseSuite) -> bool:
+    """Whether a suite ends in `return` or `raise` (its last statement, at its own level)."""
+    if isinstance(suite, cst.IndentedBlock):
+        last = suite.body[-1] if suite.body else None
+        if isinstance(last, cst.SimpleStatementLine):
+            return isinstance(last.body[-1], (cst.Return, cst.Raise))
+        return False
+    if isinstance(suite, cst.SimpleStatementSuite):
+        return isinstance(suite.body[-1], (cst.Return, cst.Raise))
+    return False

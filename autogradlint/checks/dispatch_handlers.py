@@ -10,6 +10,7 @@ import libcst as cst
 
 from ..analysis.facts import ClassInfo
 from ..analysis.handled_ops import handled_ops, op_name
+from ..analysis.methods import FileMethods
 from ..analysis.names import ImportTable, dotted, iter_statements
 from ..analysis.walk import FastVisitor, names_in
 from ..settings import DISPATCH_REQUEST_OPS, DISPATCH_SIZED_OPS
@@ -72,6 +73,8 @@ class DispatchHandlers(Check):
         self._answers(handler.name.value, handler, handler.body, handler, ops, "args", "kwargs")
 
     def _hook(self, info: ClassInfo, hook: cst.FunctionDef) -> None:
+        if _data_less(info, self.ctx.methods):
+            return  # a token with no tensor inside: there is no data to give a dtype or size
         params = [p.name.value for p in (*hook.params.posonly_params, *hook.params.params)]
         if not any(dotted(d.decorator) == "staticmethod" for d in hook.decorators):
             params = params[1:]  # cls or self
@@ -120,6 +123,11 @@ class DispatchHandlers(Check):
         imports = self.ctx.facts.imports
         aliases = _aliases(hook, kwargs, node)
         honoured = _honoured_keys(body, aliases, imports, self.ctx.methods.function)
+        if honoured is not ALL_KEYS:
+            # `dtype = kwargs.pop("dtype", None)` before the branch, `dtype` read in it
+            read = set(names_in(body))
+            before = _keys_read_before(hook, node, aliases)
+            honoured = honoured | {key for local, key in before.items() if local in read}
         missing = [] if honoured is ALL_KEYS else [k for k in _REQUEST if k not in honoured]
         reads_size = _reads_past_self(body, args)
         if (missing or not reads_size) and _reads_a_redispatch(hook, node, body, aliases, imports):
@@ -320,6 +328,88 @@ def _reads_a_redispatch(
                     t.target.value for t in small.targets if isinstance(t.target, cst.Name)
                 )
     return bool(computed & set(names_in(body)))
+
+
+def _keys_read_before(
+    hook: cst.FunctionDef, branch: cst.CSTNode, aliases: set[str]
+) -> dict[str, str]:
+    """Locals the hook binds to one key of the request before the branch: `dtype =
+    kwargs.pop("dtype", None)`, `device = kwargs.get("device")`, `kw["dtype"]`."""
+    if hook is branch:
+        return {}
+    found: dict[str, str] = {}
+    statements = hook.body.body if isinstance(hook.body, cst.IndentedBlock) else ()
+    for stmt in statements:
+        if _descendants_once(stmt, branch):
+            break
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+                continue
+            target, value = small.targets[0].target, small.value
+            pairs: list[tuple[cst.BaseExpression, cst.BaseExpression]] = (
+                [(t.value, v.value) for t, v in zip(target.elements, value.elements, strict=False)]
+                if isinstance(target, cst.Tuple) and isinstance(value, cst.Tuple)
+                else [(target, value)]
+            )
+            for name, read in pairs:
+                key = _key_of(read, aliases)
+                if isinstance(name, cst.Name) and key is not None:
+                    found[name.value] = key
+    return found
+
+
+def _key_of(expr: cst.BaseExpression, aliases: set[str]) -> str | None:
+    """The key `expr` reads from the request: `kwargs["dtype"]`, `kwargs.get("dtype", d)`."""
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name):
+        if expr.value.value in aliases and len(expr.slice) == 1:
+            index = expr.slice[0].slice
+            return string_value(index.value) if isinstance(index, cst.Index) else None
+    if (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and isinstance(expr.func.value, cst.Name)
+        and expr.func.value.value in aliases
+        and expr.func.attr.value in _KEY_READERS
+        and expr.args
+    ):
+        return string_value(expr.args[0].value)
+    return None
+
+
+def _data_less(info: ClassInfo, methods: FileMethods) -> bool:
+    """A wrapper subclass with no tensor inside (an effect token, a placeholder): its
+    `__tensor_flatten__` names no inner tensor (`return [], ctx`), or it has none and its
+    constructor takes nothing to wrap (`def __new__(cls)`). Read from the file's text: the
+    slice holds the hooks, not these."""
+    if "tensor" not in info.kinds:
+        return False
+
+    def own(name: str) -> cst.FunctionDef | None:
+        found = [m.node for m in methods.named(name) if m.owner == info.name]
+        return found[0] if len(found) == 1 else info.methods.get(name)
+
+    flatten = own("__tensor_flatten__")
+    if flatten is not None:
+        returns = _returns_in(flatten.body)
+        return bool(returns) and all(_names_no_tensor(r.value) for r in returns)
+    makers = [m for m in (own("__new__"), own("__init__")) if m is not None]
+    return bool(makers) and all(
+        len([*m.params.posonly_params, *m.params.params]) <= 1
+        and not isinstance(m.params.star_arg, cst.Param)
+        and m.params.star_kwarg is None
+        and not m.params.kwonly_params
+        for m in makers
+    )
+
+
+def _names_no_tensor(value: cst.BaseExpression | None) -> bool:
+    """`[], ctx` / `([], None)`: the first element, the inner tensors' names, is empty."""
+    if not isinstance(value, cst.Tuple) or not value.elements:
+        return False
+    first = value.elements[0].value
+    return isinstance(first, (cst.List, cst.Tuple)) and not first.elements
 
 
 def _descendants_once(stmt: cst.CSTNode, wanted: cst.CSTNode) -> list[cst.CSTNode]:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.apply_sites import ApplySites
 from ..analysis.contract import params
 from ..analysis.facts import ClassInfo
+from ..analysis.flow import MethodFlow
 from ..analysis.names import dotted
 from ..analysis.source_text import code_of
 from .base import Check
@@ -14,11 +16,21 @@ from .base import Check
 class GradientCount(Check):
     """AGL401 on every return of every Function's backward."""
 
+    _sites: ApplySites | None = None
+
     def run(self) -> None:
         contract = self.ctx.contract()
         for info in contract.classes():
             backward = info.methods.get("backward")
             forward = contract.method(info, "forward")
+            if backward is None and "forward" in info.methods:
+                # its own forward, a backward it inherits (from this file or another): held
+                # to each other, reported at the forward that no longer fits
+                backward = contract.method(info, "backward")
+                if backward is not None and forward is not None:
+                    self.ctx.enter(info.node)
+                    self._class(info, forward, backward, at=forward)
+                continue
             if backward is not None and forward is not None:
                 self.ctx.enter(info.node)
                 self._class(info, forward, backward)
@@ -35,6 +47,11 @@ class GradientCount(Check):
             if inputs is not None:
                 self.ctx.enter(op.subject)
                 self._custom_op(op.op, op.qualified, inputs, op.backward)
+
+    def _passed(self, cls: str) -> int | None:
+        if self._sites is None:
+            self._sites = ApplySites(self.ctx.facts.source)
+        return self._sites.count(cls)
 
     def _custom_op(
         self, name: str, qualified: str, inputs: list[str], backward: cst.FunctionDef
@@ -59,25 +76,64 @@ class GradientCount(Check):
                     slots=slots(inputs, ret.value),
                 )
 
-    def _class(self, info: ClassInfo, forward: cst.FunctionDef, backward: cst.FunctionDef) -> None:
+    def _class(
+        self,
+        info: ClassInfo,
+        forward: cst.FunctionDef,
+        backward: cst.FunctionDef,
+        at: cst.FunctionDef | None = None,
+    ) -> None:
+        """Each return of `backward` against `forward`'s inputs; reported at the return, or,
+        for an inherited backward, once at the class's own forward (`at`)."""
         signature = forward.params
-        if isinstance(signature.star_arg, cst.Param) or signature.kwonly_params:
-            return  # *args forwards or keyword-only inputs: the count is not knowable
+        star = isinstance(signature.star_arg, cst.Param)
+        if signature.kwonly_params:
+            return  # keyword-only inputs: the count is not knowable
+        if _never_differentiable(self.ctx.flow(forward)):
+            return  # no output requires grad: backward never runs (semantics D1.4)
         inputs = params(forward)
-        if self.ctx.contract().method(info, "setup_context") is None:
+        old_style = self.ctx.contract().method(info, "setup_context") is None
+        if old_style:
             inputs = inputs[1:]  # forward's first parameter is the ctx
         total = len(inputs)
         required = sum(1 for p in inputs if p.default is None)
+        if not old_style and not star:
+            # the setup_context style: apply binds forward's defaults, so torch expects a
+            # gradient for every parameter, passed or not (shown by tests/oracle, K13)
+            required = total
+        # torch expects one gradient per argument apply receives (shown by tests/oracle, K13):
+        # when every apply call of the file passes the same number, that is the count (a
+        # default passed or omitted, a *args forward); a gradient past it must be None
+        passed = self._passed(info.name) if old_style else None
+        if passed is not None and (passed < required or (passed > total and not star)):
+            passed = None  # AGL410's call: not this rule's count
+        if passed is None and star:
+            return  # *args forwards: the count is not knowable
+        grad_params = set(self.ctx.flow(backward).params[1:])
         for ret, _order in self.ctx.flow(backward).returns:
             count, extras_none = gradient_count(ret.value, total)
             if count is None:
                 continue
-            if count < required or (count > total and not extras_none):
+            if passed is not None:
+                value = ret.value
+                assert value is not None  # counted: a value was returned
+                elements = tuple_elements(value)
+                past = (elements if elements is not None else [value])[passed:]
+                wrong = (
+                    count < passed
+                    or any(_surely_gradient(e, grad_params) for e in past)
+                    or (not star and count > total and not extras_none)
+                )
+                expected = str(passed)
+            else:
+                wrong = count < required or (count > total and not extras_none)
                 expected = str(total) if required == total else f"{required} to {total}"
+            if wrong:
                 shown = expected.split(" ")[-1]
                 self.report(
                     "AGL401",
-                    ret,
+                    ret if at is None else at,
+                    anchor=None if at is None else at.name,
                     cls=info.name,
                     expected=expected,
                     actual=count,
@@ -86,6 +142,8 @@ class GradientCount(Check):
                     counting="",
                     slots=slots([p.name.value for p in inputs], ret.value),
                 )
+                if at is not None:
+                    return  # one finding at the forward, however many returns
 
 
 # Why PyTorch's counts for a custom op are one more on each side than the op's (D11.1):
@@ -97,6 +155,36 @@ HIDDEN_INPUT = (
     " with the op's inputs and one hidden metadata argument, and appends a `None` for it to what"
     " this backward returns."
 )
+
+
+def _never_differentiable(forward: MethodFlow) -> bool:
+    """Whether every output forward returns is marked with `ctx.mark_non_differentiable` (or
+    is plainly no tensor: a literal, None): then no output requires grad and backward never
+    runs, whatever it returns (semantics D1.4)."""
+    if not forward.params or not forward.returns:
+        return False
+    marker = f"{forward.params[0]}.mark_non_differentiable"
+    marked = {
+        arg.value.value
+        for site in forward.calls
+        if not site.in_nested_def and dotted(site.node.func) == marker
+        for arg in site.node.args
+        if not arg.star and isinstance(arg.value, cst.Name)
+    }
+    if not marked:
+        return False
+    for ret, _order in forward.returns:
+        value = ret.value
+        elements = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+        for element in elements:
+            if element is None or isinstance(element, (cst.Integer, cst.Float)):
+                continue
+            if isinstance(element, cst.Name) and (
+                element.value in marked or element.value in ("None", "True", "False")
+            ):
+                continue
+            return False
+    return True
 
 
 def slots(inputs: list[str], value: cst.BaseExpression | None) -> str:
@@ -120,6 +208,14 @@ def slots(inputs: list[str], value: cst.BaseExpression | None) -> str:
     if misplaced:
         out += " " + "; ".join(misplaced) + "."
     return out
+
+
+def _surely_gradient(value: cst.BaseExpression, grad_params: set[str]) -> bool:
+    """A returned value that cannot be None: arithmetic, or an incoming gradient itself (a
+    name assigned None on some path, `grad_b`, may be None: not counted)."""
+    if isinstance(value, cst.BinaryOperation):
+        return True
+    return isinstance(value, cst.Name) and value.value in grad_params
 
 
 def _gradient_of(text: str, inputs: list[str]) -> str | None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.contract import StaticHelper, mutation
+from ..analysis.apply_sites import FROZEN, PARAMETER, ApplySites
+from ..analysis.contract import StaticHelper, mutation, returned_names
 from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
 from ..analysis.names import dotted
@@ -13,6 +14,34 @@ from .base import Check
 
 class InputMutation(Check):
     """AGL405 in forward and in the static helpers forward hands its inputs to."""
+
+    _sites: ApplySites | None = None
+
+    def _no_stale_history(
+        self, info: ClassInfo, flow: MethodFlow, origin: str, node: cst.CSTNode
+    ) -> bool:
+        """Whether every `apply` call of the file hands this input a tensor whose change
+        misleads no gradient: one that never requires grad (a `requires_grad=False`
+        parameter, a buffer: semantics D5.3), or, for `x.set_(t)` returned as the output, a
+        leaf parameter (the sacrificial placeholder: D5.6)."""
+        setup_style = self.ctx.contract().method(info, "setup_context") is not None
+        inputs = list(flow.params) if setup_style else flow.params[1:]  # after ctx
+        if origin not in inputs:
+            return False
+        if self._sites is None:
+            self._sites = ApplySites(self.ctx.facts.source)
+        passed = self._sites.passed(info.name, inputs.index(origin))
+        if not passed:
+            return False
+        if all(kind == FROZEN for kind in passed):
+            return True
+        swapped = (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "set_"
+            and _returned(flow, origin, node)
+        )
+        return swapped and all(kind in (FROZEN, PARAMETER) for kind in passed)
 
     def run(self) -> None:
         contract = self.ctx.contract()
@@ -52,12 +81,22 @@ class InputMutation(Check):
         for node, order in flow.statements:
             found = mutation(node)
             if found is not None:
-                origin = contract.alias_of(found[0], flow, order, inputs, helpers, info.name)
+                origin = contract.alias_of(
+                    found[0],
+                    flow,
+                    order,
+                    inputs,
+                    helpers,
+                    info.name,
+                    setitem=isinstance(node, cst.AugAssign),
+                )
                 # `x += 1` on an int and `d[k] = v` on a dict are not tensor mutations: those
                 # forms need evidence that the input is a tensor; `x.add_()` is evidence itself.
                 if origin and not isinstance(node, cst.Call) and origin not in tensors:
                     continue
                 if origin and origin not in dirty and origin not in reported:
+                    if self._no_stale_history(info, flow, origin, node):
+                        continue
                     reported.add(origin)
                     self.report("AGL405", found[1], cls=info.name, name=origin)
         for site in flow.calls:  # helpers that mutate what forward hands them
@@ -73,3 +112,16 @@ class InputMutation(Check):
                 if origin and origin not in dirty and origin not in reported:
                     reported.add(origin)
                     self.report("AGL405", statement, cls=info.name, name=origin)
+
+
+def _returned(flow: MethodFlow, name: str, call: cst.Call) -> bool:
+    """Whether forward returns the input it changed: by name, or as the call itself
+    (`return placeholder.set_(t)`)."""
+    if name in returned_names(flow):
+        return True
+    for ret, _order in flow.returns:
+        value = ret.value
+        elements = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+        if any(element is call for element in elements):
+            return True
+    return False

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
+from ..analysis.compiled import compiled_callee
 from ..analysis.contract import (
     METADATA_FUNCTIONS,
     METADATA_USES,
     ForwardInputs,
     is_tensor_annotation,
+    plain_inputs,
     returned_names,
     save_for_backward_calls,
 )
 from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
 from ..analysis.names import dotted
+from ..analysis.tensor_kinds import OTHER, TENSOR, TensorKinds, receiver_root
 from ..analysis.walk import FastVisitor
 from .base import Check
 from .common import source_of, statement_in_block
@@ -27,7 +32,7 @@ class SavedState(Check):
         contract = self.ctx.contract()
         for info, seen in contract.forwards():
             self.ctx.enter(info.node)
-            readers = [m for name, m in info.methods.items() if name != "forward"]
+            readers = self._readers(info)
             if seen.ctx_name is None:
                 # the setup_context style: forward has no ctx, setup_context keeps what
                 # backward needs (semantics D3: the same checks apply there)
@@ -38,8 +43,16 @@ class SavedState(Check):
                     }
                     self._setup_context(info.name, setup, positions, readers, len(seen.inputs))
                 continue
-            outputs = returned_names(seen.flow)
-            self._ctx_stash(info.name, seen.flow, seen.ctx_name, seen.tensors | outputs, readers)
+            kinds = TensorKinds(
+                seen.flow,
+                self.ctx.facts.imports,
+                seen.tensors,
+                plain_inputs(seen.flow),
+                lambda call: compiled_callee(call, self.ctx.facts, self.ctx.settings) is not None,
+            )
+            self._ctx_stash(
+                info.name, seen.flow, seen.ctx_name, seen.tensors, readers, forward=kinds
+            )
             self._save_for_backward(info, seen, seen.ctx_name)
         for op in self.ctx.facts.custom_ops:
             if op.setup_context is None or op.schema is None:
@@ -50,7 +63,7 @@ class SavedState(Check):
                 for i, p in enumerate(op.schema.params.params)
                 if p.annotation is not None and is_tensor_annotation(p.annotation.annotation)
             }
-            readers = [op.backward] if op.backward is not None else []
+            readers = [op.backward] if op.backward is not None else None
             total = len(op.schema.params.params)
             self._setup_context(op.op, op.setup_context, positions, readers, total)
 
@@ -59,7 +72,7 @@ class SavedState(Check):
         name: str,
         setup: cst.FunctionDef,
         positions: set[int],
-        readers: list[cst.FunctionDef],
+        readers: list[cst.FunctionDef] | None,
         total: int,
     ) -> None:
         """Tensors setup_context keeps as ctx attributes: forward's tensor inputs, unpacked from
@@ -98,19 +111,41 @@ class SavedState(Check):
                     tensors.add(target.value)
         self._ctx_stash(name, flow, ctx_name, tensors, readers, inputs_name, positions, stashed)
 
+    def _readers(self, info: ClassInfo) -> list[cst.FunctionDef] | None:
+        """The methods that read what forward keeps: the class's own others, and backward
+        wherever it is defined; None when backward cannot be read (then every attribute
+        counts as read for its values)."""
+        readers = [m for name, m in info.methods.items() if name != "forward"]
+        if "backward" not in info.methods:
+            inherited = self.ctx.contract().method(info, "backward")
+            if inherited is None:
+                return None
+            readers.append(inherited)
+        return readers
+
     def _ctx_stash(
         self,
         name: str,
         flow: MethodFlow,
         ctx_name: str,
         tensors: set[str],
-        readers: list[cst.FunctionDef],
+        readers: list[cst.FunctionDef] | None,
         inputs_name: str | None = None,
         positions: frozenset[int] | set[int] = frozenset(),
         stashed: list[tuple[cst.CSTNode, str, str]] | None = None,
+        forward: TensorKinds | None = None,
     ) -> None:
+        """`ctx.attr = value` for a value that holds a tensor: one of `tensors` (names of
+        setup_context), or, in forward (`forward` given), an input known to be a tensor or a
+        view of one, or an output forward made as a tensor."""
+        outputs = returned_names(flow) if forward is not None else set()
+        declared = {
+            p.name.value
+            for p in (*flow.function.params.posonly_params, *flow.function.params.params)
+            if p.annotation is not None and is_tensor_annotation(p.annotation.annotation)
+        }
         found: list[tuple[cst.CSTNode, str, str]] = list(stashed or [])
-        for node, _order in flow.statements:
+        for node, order in flow.statements:
             if not isinstance(node, cst.Assign):
                 continue
             for target in node.targets:
@@ -134,14 +169,23 @@ class SavedState(Check):
                         if index is not None and index in positions:  # `ctx.x = inputs[0]`
                             found.append((node, t.attr.value, f"{inputs_name}[{index}]"))
                             continue
-                        base = v
-                        while isinstance(base, cst.Subscript):
-                            base = base.value
-                        if isinstance(base, cst.Name) and base.value in tensors:
-                            found.append((node, t.attr.value, base.value))
+                        if forward is None:
+                            base = v
+                            while isinstance(base, cst.Subscript):
+                                base = base.value
+                            if isinstance(base, cst.Name) and base.value in tensors:
+                                found.append((node, t.attr.value, base.value))
+                            continue
+                        # `ctx.w = w`, `ctx.w = w[0]`, `ctx.w = w.contiguous()`: the value,
+                        # or a view of it (the same storage, the same hazard)
+                        root = receiver_root(v)
+                        if root is not None and _holds_tensor(
+                            forward, root, node, order, outputs, declared
+                        ):
+                            found.append((node, t.attr.value, root))
         if not found:
             return
-        metadata_only = self._metadata_only_attrs(readers, ctx_name)
+        harmless = self._harmless(readers, ctx_name)
         saved = {
             arg.value.value
             for site in save_for_backward_calls(flow, ctx_name)
@@ -149,7 +193,9 @@ class SavedState(Check):
             if isinstance(arg.value, cst.Name)
         }
         for node, attr, shown in found:
-            if attr in metadata_only:
+            if harmless(attr):
+                continue
+            if forward is not None and _saved_on_other_branch(forward, flow, ctx_name, node, shown):
                 continue
             if shown in saved:  # saved already: only the way back is wrong
                 advice = (
@@ -163,13 +209,26 @@ class SavedState(Check):
                 )
             self.report("AGL403", node, cls=name, attr=attr, name=shown, advice=advice)
 
-    def _metadata_only_attrs(self, readers: list[cst.FunctionDef], ctx_name: str) -> set[str]:
-        """ctx attributes every other method reads only for shape/dtype/device, directly
-        (`ctx.w.shape`, `zeros_like(ctx.w)`) or through a local alias (`w = ctx.w`)."""
+    def _harmless(
+        self, readers: list[cst.FunctionDef] | None, ctx_name: str
+    ) -> Callable[[str], bool]:
+        """Whether no other method reads a ctx attribute for its values (semantics D3.1 needs
+        such a read): it reads it only for shape/dtype/device or length, directly
+        (`ctx.w.shape`, `zeros_like(ctx.w)`, `len(ctx.params)`) or through a local alias (`w =
+        ctx.w`), or only as the `inputs=` of `torch.autograd.grad` (D3.3: its identity), or
+        not at all. When the readers are unknown (None), or one hands ctx itself on
+        (`_backward(ctx, g)`), only the first two count."""
         uses: dict[str, list[bool]] = {}
-        for method in readers:
-            _MetadataUses(("ctx", ctx_name), uses).walk(method.body)
-        return {attr for attr, flags in uses.items() if flags and all(flags)}
+        whole = readers is None
+        for method in readers or ():
+            own = [p.name.value for p in (*method.params.posonly_params, *method.params.params)]
+            visitor = _MetadataUses(("ctx", ctx_name, *own[:1]), uses)
+            visitor.walk(method.body)
+            whole = whole or visitor.whole
+        metadata_only = {attr for attr, flags in uses.items() if flags and all(flags)}
+        if whole:
+            return metadata_only.__contains__
+        return lambda attr: attr in metadata_only or attr not in uses
 
     def _save_for_backward(self, info: ClassInfo, seen: ForwardInputs, ctx_name: str) -> None:
         flow = seen.flow
@@ -271,6 +330,7 @@ class _MetadataUses(FastVisitor):
         self.uses = uses
         self.aliases: dict[str, str] = {}  # local name -> ctx attribute
         self.handled: set[int] = set()  # nodes already counted by their parent
+        self.whole = False  # ctx itself handed on: any attribute may be read
 
     def _attr(self, expr: cst.BaseExpression) -> str | None:
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
@@ -286,16 +346,24 @@ class _MetadataUses(FastVisitor):
             self.handled.add(id(expr))
             self.uses.setdefault(attr, []).append(metadata)
 
-    def visit_Assign(self, node: cst.Assign) -> None:
+    def visit_Assign(self, node: cst.Assign) -> bool:
         attr = self._attr(node.value)
+        if attr is not None and isinstance(node.value, cst.Attribute):
+            self.handled.add(id(node.value))  # counted at the alias's uses
+        else:
+            # The value is read before the targets are bound: `w = w.detach()` reads the old
+            # alias, then rebinds the name.
+            self.walk(node.value)
         for target in node.targets:
             if isinstance(target.target, cst.Name):
                 self.handled.add(id(target.target))
                 if attr is not None and isinstance(node.value, cst.Attribute):
                     self.aliases[target.target.value] = attr
-                    self.handled.add(id(node.value))  # counted at the alias's uses
                 else:
                     self.aliases.pop(target.target.value, None)
+            else:
+                self.walk(target.target)
+        return False
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self.handled.add(id(node.attr))  # `.w` in `x.w` is an attribute name, not a variable
@@ -306,9 +374,16 @@ class _MetadataUses(FastVisitor):
             self.handled.add(id(inner))  # `ctx` itself in `ctx.w`
 
     def visit_Call(self, node: cst.Call) -> None:
-        callee = (dotted(node.func) or "").rsplit(".", 1)[-1]
+        written = dotted(node.func) or ""
+        callee = written.rsplit(".", 1)[-1]
+        targets = _grad_inputs(node, written)
+        if targets is not None:
+            # `torch.autograd.grad(y, inputs=(x, *ctx.params))`: the tensors to differentiate
+            # with respect to, named; their values are not read there (semantics D3.3).
+            for element in _elements(targets):
+                self._use(element, True)
         for arg in node.args:
-            self._use(arg.value, callee in METADATA_FUNCTIONS and arg.keyword is None)
+            self._use(arg.value, callee in _METADATA_CALLS and arg.keyword is None)
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         # `ctx.bias is None` asks whether there is a tensor, not what it holds.
@@ -317,10 +392,85 @@ class _MetadataUses(FastVisitor):
                 self._use(operand, True)
 
     def visit_Name(self, node: cst.Name) -> None:
+        if node.value in self.ctx_names and id(node) not in self.handled:
+            self.whole = True  # `helper(ctx, g)`, `return ctx`: what is read is not here
         self._use(node, False)
 
     def leave_Attribute(self, original_node: cst.Attribute) -> None:
         self._use(original_node, False)
+
+
+_METADATA_CALLS = METADATA_FUNCTIONS | {"len"}
+_GRAD_CALLS = ("autograd.grad", "autograd.backward")
+
+
+def _grad_inputs(call: cst.Call, written: str) -> cst.BaseExpression | None:
+    """The `inputs` of `torch.autograd.grad(outputs, inputs, ...)`, `torch.autograd.backward(
+    ..., inputs=...)` or `y.backward(g, inputs=...)`."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "inputs":
+            return arg.value
+    if written.endswith("autograd.grad") or written == "grad":
+        plain = [arg for arg in call.args if arg.keyword is None and not arg.star]
+        return plain[1].value if len(plain) > 1 else None
+    return None
+
+
+def _elements(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The tensors a sequence expression names: `(x, *ctx.params)`, `xs + ctx.weights`."""
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        return [e for element in expr.elements for e in _elements(element.value)]
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+        return _elements(expr.left) + _elements(expr.right)
+    return [expr]
+
+
+def _holds_tensor(
+    kinds: TensorKinds,
+    name: str,
+    store: cst.CSTNode,
+    order: int,
+    outputs: set[str],
+    declared: set[str],
+) -> bool:
+    """Whether forward's `name`, at the statement `store` keeping it on ctx, holds a tensor the
+    caller can reach: a forward input known to be a tensor (or a view of one; an input
+    `declared` a tensor by its annotation, whatever it is rebound to that may be one), or an
+    output forward made as one. Not what an `if` around the store proves to be an int or
+    None."""
+    if kinds.narrowed_plain(name, store):
+        return False
+    if kinds.roots(name, store, order) & kinds.tensor_params:
+        return True
+    kind = kinds.name_kind(name, store, order)
+    if name in declared and kind != OTHER:
+        return True  # an input annotated `Tensor` keeps its declared type when rebound
+    reaching = kinds.reaching(name, store, order)
+    if (
+        kind == TENSOR
+        and any(d.kind == "param" for d in reaching)
+        and not any(isinstance(d.value, (cst.Tuple, cst.List)) for d in reaching)
+    ):
+        # `if x is None: x = torch.randn(...)`: the input when given, a tensor otherwise: the
+        # variable is a tensor on every path
+        return True
+    return name in outputs and kind == TENSOR
+
+
+def _saved_on_other_branch(
+    kinds: TensorKinds, flow: MethodFlow, ctx_name: str, store: cst.CSTNode, name: str
+) -> bool:
+    """Whether the other branch of an `if` around the store hands the same value to
+    `save_for_backward`: the branch chooses between the two on purpose (an int cannot be
+    saved; `if old_torch:` keeps the attribute only where saving did not work)."""
+    around = dict(kinds.branches.path(store) or ())
+    for site in save_for_backward_calls(flow, ctx_name):
+        if not any(isinstance(a.value, cst.Name) and a.value.value == name for a in site.node.args):
+            continue
+        for key, suite in kinds.branches.path(site.node) or ():
+            if key in around and around[key] != suite:
+                return True
+    return False
 
 
 _SCALARS = frozenset({"int", "float", "bool", "str"})

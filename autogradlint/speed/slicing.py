@@ -354,6 +354,12 @@ def _direct_call_lines(text: str, function_like: set[str], statements: list[ast.
     here, from `ast`, and never reach libcst. Only the statements on those lines are walked."""
     offsets = direct_call_offsets(text, function_like, (".forward(", "()("))
     lines = {text.count("\n", 0, offset) + 1 for offset in offsets}
+    if lines and "is_grad_enabled" in text:
+        # `if torch.is_grad_enabled(): return Fn.apply(x)` before `Fn.forward(None, x)`: the
+        # test says grad mode is off after it (AGL407 reads it)
+        for stmt in statements:
+            if isinstance(stmt, ast.If) and "is_grad_enabled" in ast.dump(stmt.test):
+                lines.update(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
     applies = {
         text.count("\n", 0, offset) + 1
         for offset in direct_call_offsets(text, function_like, (".apply(",))

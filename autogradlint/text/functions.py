@@ -48,6 +48,8 @@ def parameters(
 ) -> ForwardParameters:
     args = forward.args
     positional = [*args.posonlyargs, *args.args]
+    if any(isinstance(d, ast.Name) and d.id == "classmethod" for d in forward.decorator_list):
+        positional = positional[1:]  # `cls`: bound by Python, never passed to `apply`
     if not setup_context:
         positional = positional[1:]  # ctx
     required = len(positional) - len(args.defaults)

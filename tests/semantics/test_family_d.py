@@ -64,6 +64,49 @@ def test_backward_must_return_one_gradient_per_input() -> None:
     assert x.grad.tolist() == [2.0] * 3
 
 
+@rows("D1.4")
+def test_a_backward_of_outputs_all_marked_non_differentiable_never_runs() -> None:
+    ran: list[bool] = []
+
+    class ArgMax(Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            index = (a * b).argmax()
+            ctx.mark_non_differentiable(index)
+            return index
+
+        @staticmethod
+        def backward(ctx, g):
+            ran.append(True)
+            return g  # one gradient for two inputs: never checked, never run
+
+    a = three()
+    index = ArgMax.apply(a, three())
+    assert not index.requires_grad
+    (a[index] * 2 + a.sum()).backward()
+    assert ran == [] and a.grad.tolist() == [1.0, 1.0, 3.0]
+
+
+class ClassForward(Function):
+    @classmethod
+    def forward(cls, ctx, a, b):
+        return a * b
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, g, g  # cls is bound by Python: apply passes two inputs
+
+
+@rows("D1.5")
+def test_the_bound_cls_of_a_classmethod_forward_is_no_input() -> None:
+    with pytest.raises(RuntimeError) as raised:
+        ClassForward.apply(three(), three()).sum().backward()
+    assert first_line(raised.value) == (
+        "function ClassForwardBackward returned an incorrect number of gradients "
+        "(expected 2, got 3)"
+    )
+
+
 class NonStatic(Function):
     def forward(ctx, a):
         return a * 2
@@ -166,6 +209,57 @@ def test_saved_tensor_hooks_never_see_a_tensor_kept_on_ctx() -> None:
         assert len(packed) == 1
 
 
+def tiled(keep: bool) -> type[Function]:
+    """The tiled-MLP pattern: backward recomputes `fn` and differentiates it with respect to
+    the module's parameters, passed in (`keep`: also kept on ctx, read for their length and as
+    `inputs=`) or looked up on the module in backward."""
+
+    class Tiled(Function):
+        @staticmethod
+        def forward(ctx, fn, x, *params):
+            ctx.fn = fn
+            ctx.save_for_backward(x)
+            if keep:
+                ctx.params = params
+            with torch.no_grad():
+                return fn(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            params = ctx.params if keep else tuple(ctx.fn.parameters())
+            assert len(params) == 2
+            xd = x.detach().requires_grad_()
+            with torch.enable_grad():
+                y = ctx.fn(xd)
+            return (None, *torch.autograd.grad(y, (xd, *params), g))
+
+    return Tiled
+
+
+@rows("D3.3")
+def test_a_tensor_on_ctx_read_only_for_its_identity_adds_no_hazard() -> None:
+    grads = {}
+    for keep in (True, False):
+        torch.manual_seed(0)
+        fn = torch.nn.Linear(3, 2).double()
+        x = torch.rand(4, 3, dtype=torch.float64, requires_grad=True)
+        out = tiled(keep).apply(fn, x, *fn.parameters())
+        with torch.no_grad():
+            fn.weight.mul_(10)  # changed in place between forward and backward
+        out.sum().backward()
+        grads[keep] = (x.grad.clone(), fn.weight.grad.clone())
+    # Kept on ctx or not, backward computes the same: the recomputation reads the module's
+    # parameter, and the attribute contributes only which tensors to differentiate.
+    assert all(torch.equal(a, b) for a, b in zip(grads[True], grads[False], strict=True))
+
+
+def test_tensor_api_txt_lists_what_a_tensor_has() -> None:
+    from .tensor_api import listed_names, live_names
+
+    assert listed_names() == live_names()  # regenerate: python -m tests.semantics.tensor_api
+
+
 @rows("D4.1", "D4.2", "D4.3")
 def test_save_for_backward_takes_tensors_once() -> None:
     class SaveInt(Function):
@@ -247,6 +341,87 @@ def test_a_leaf_changed_in_place() -> None:
     )
 
 
+@rows("D5.3")
+def test_an_input_that_needs_no_gradient_may_change_in_place() -> None:
+    class KMeansStep(Function):
+        @staticmethod
+        def forward(ctx, x, codebook):
+            codebook.copy_(codebook * 0.5 + x.mean())  # the centroid update, on purpose
+            return x * codebook.sum()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2, None
+
+    x = three()
+    codebook = torch.nn.Parameter(torch.ones(3), requires_grad=False)
+    y = x * 2
+    (KMeansStep.apply(y, codebook).sum() + y.sum()).backward()
+    assert x.grad.tolist() == [6.0] * 3  # 2 * (2 + 1): every gradient as declared
+    assert codebook.tolist() == [4.5] * 3  # 0.5 + mean(2x): updated, as meant
+
+
+@rows("D5.4")
+def test_advanced_indexing_copies_and_basic_indexing_views() -> None:
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    for index in (torch.tensor([0, 1]), [0, 1], x > 2):
+        x[index].neg_()  # changes a copy
+        assert x.tolist() == [[1.0, 2.0], [3.0, 4.0]], index
+    rows_, cols = torch.tensor([0, 1]), torch.tensor([1, 0])
+    x[rows_, cols].add_(10)
+    assert x.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    x[0].neg_()  # a view: the change reaches x
+    assert x.tolist() == [[-1.0, -2.0], [3.0, 4.0]]
+
+
+@rows("D5.5")
+def test_copying_a_tensor_onto_itself_changes_no_gradient() -> None:
+    class Requantize(Function):
+        @staticmethod
+        def forward(ctx, t):
+            t.copy_(t)
+            return t.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    w = three()
+    h = w * 2
+    (Requantize.apply(h).sum() + (h * h).sum()).backward()
+    assert w.grad.tolist() == [10.0, 18.0, 26.0]  # 2 + 2 * 2h: right
+    w = three()
+    h = w * 2
+    square = h * h  # saves h before the copy
+    out = Requantize.apply(h)
+    with pytest.raises(RuntimeError) as raised:
+        (out.sum() + square.sum()).backward()
+    assert first_line(raised.value).startswith(
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        "operation"
+    )
+
+
+@rows("D5.6")
+def test_a_placeholder_parameter_given_storage_with_set_() -> None:
+    class CreateParameter(Function):
+        @staticmethod
+        def forward(ctx, tensor, placeholder):
+            return placeholder.set_(tensor.detach())
+
+        @staticmethod
+        def backward(ctx, g):
+            return None, g
+
+    weights = torch.tensor([1.0, 2.0, 3.0])
+    placeholder = torch.nn.Parameter(torch.empty(3))
+    placeholder.untyped_storage().resize_(0)  # storage-less, as torch._dynamo makes them
+    out = CreateParameter.apply(torch.tensor([4.0, 5.0, 6.0]), placeholder)
+    ((out * weights).sum() + (placeholder * 3).sum()).backward()
+    assert placeholder.tolist() == [4.0, 5.0, 6.0]
+    assert placeholder.grad.tolist() == [4.0, 5.0, 6.0]  # weights + 3: right
+
+
 @rows("D7.1", "D7.2", "D7.3")
 def test_calling_forward_directly_bypasses_backward() -> None:
     class Cube(Function):
@@ -280,6 +455,33 @@ def test_calling_forward_directly_bypasses_backward() -> None:
         with pytest.raises(RuntimeError) as raised:
             Cube()(three())
     assert first_line(raised.value).startswith(LEGACY)
+
+
+@rows("D7.4")
+def test_forward_called_directly_with_grad_mode_off_is_what_apply_gives() -> None:
+    class Cube(Function):
+        @staticmethod
+        def forward(ctx, a):
+            if ctx is not None:
+                ctx.save_for_backward(a)
+            return a**3
+
+        @staticmethod
+        def backward(ctx, g):
+            (a,) = ctx.saved_tensors
+            return 3 * a * a * g
+
+    def cube(a: torch.Tensor) -> torch.Tensor:  # the deliberate no-grad fast path
+        if torch.is_grad_enabled():
+            return Cube.apply(a)
+        return Cube.forward(None, a)
+
+    x = three()
+    with torch.no_grad():
+        fast, applied = cube(x), Cube.apply(x)
+    assert torch.equal(fast, applied) and fast.grad_fn is None and applied.grad_fn is None
+    cube(x).sum().backward()  # grad mode on: through apply
+    assert x.grad.tolist() == [3.0, 12.0, 27.0]
 
 
 @rows("D8.1")
@@ -371,6 +573,37 @@ def test_setting_ctx_state_to_none_breaks_a_second_backward() -> None:
     gc.collect()
     on_ctx, saved = Keep.refs
     assert on_ctx() is not None and saved() is None
+
+
+@rows("D8.4")
+def test_a_hand_off_refilled_by_the_paired_backward_survives_a_second_backward() -> None:
+    class Inner(Function):  # thunder's ThunderFunction: its backward takes what Outer left
+        @staticmethod
+        def forward(ctx, side, x):
+            ctx.side = side
+            return x.new_zeros(())
+
+        @staticmethod
+        def backward(ctx, g):
+            return None, ctx.side.pop("bw")
+
+    class Outer(Function):  # ThunderOutputFunction: its backward runs first, every pass
+        @staticmethod
+        def forward(ctx, dummy, side, x):
+            ctx.side = side
+            return x * 3
+
+        @staticmethod
+        def backward(ctx, g):
+            ctx.side["bw"] = g * 3
+            return torch.zeros(()), None, None
+
+    x = three()
+    side: dict[str, torch.Tensor] = {}
+    loss = Outer.apply(Inner.apply(side, x), side, x).sum()
+    loss.backward(retain_graph=True)
+    loss.backward()  # the pop took what this pass put there
+    assert x.grad.tolist() == [6.0] * 3 and side == {}
 
 
 @rows("D9.1", "D9.2")

@@ -1,0 +1,326 @@
+"""The contract rules read forward and backward through the project index, whichever file
+defines them (issue 32): a Function that inherits forward from a base class in another module
+is held to it exactly as when both classes sit in one file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from autogradlint.cache import Cache
+from autogradlint.config import Config
+from autogradlint.runner import discover, lint_paths
+
+BASE = """\
+import torch
+
+
+class BaseFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b, c):
+        ctx.save_for_backward(a, b)
+        ctx.shape = a.shape
+        ctx.w = c
+        return a * b + c
+"""
+
+CHILD = """\
+from .base import BaseFn
+
+
+class ChildFn(BaseFn):
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return g * b, g * a
+
+
+class Fixed(BaseFn):
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return g * b, g * a, g
+
+
+def run(a, b):
+    return ChildFn.apply(a, b)
+"""
+
+
+def _project(tmp_path: Path, files: dict[str, str]) -> Path:
+    (tmp_path / "pyproject.toml").write_text("")
+    pkg = tmp_path / "pkg"
+    pkg.mkdir(exist_ok=True)
+    (pkg / "__init__.py").write_text("")
+    for name, text in files.items():
+        (pkg / name).write_text(text)
+    return pkg
+
+
+def _found(tmp_path: Path, *names: str, cache: bool = False) -> list[tuple[str, str, int]]:
+    config = Config(root=tmp_path)
+    pkg = tmp_path / "pkg"
+    files = discover([str(pkg / n) for n in names], config, respect_gitignore=False).files
+    project = discover([str(pkg)], config, respect_gitignore=False).files  # what the index reads
+    stored = Cache(tmp_path / ".autogradlint_cache", config.fingerprint()) if cache else None
+    results = lint_paths(files, config, root=tmp_path, cache=stored, project=project)
+    return sorted(
+        (Path(r.path).name, f.rule_id, f.line)
+        for r in results
+        for f in r.findings
+        if f.rule_id.startswith("AGL4")
+    )
+
+
+def test_a_backward_is_held_to_the_forward_it_inherits_from_another_module(
+    tmp_path: Path,
+) -> None:
+    _project(tmp_path, {"base.py": BASE, "child.py": CHILD})
+    # checked alone, the child file is read with its project: 2 gradients for 3 inputs, and
+    # `apply` given 2 arguments for 3 inputs
+    assert _found(tmp_path, "child.py") == [("child.py", "AGL401", 8), ("child.py", "AGL410", 19)]
+
+
+def test_the_finding_follows_the_base_when_it_changes(tmp_path: Path) -> None:
+    pkg = _project(tmp_path, {"base.py": BASE, "child.py": CHILD})
+    assert ("child.py", "AGL401", 8) in _found(tmp_path, "child.py", cache=True)
+    # the third input becomes optional: every backward and the apply call fit
+    (pkg / "base.py").write_text(BASE.replace("a, b, c):", "a, b, c=None):"))
+    assert _found(tmp_path, "child.py", cache=True) == []
+    # one input: both backwards return too many, and apply passes too many
+    (pkg / "base.py").write_text(BASE.replace("def forward(ctx, a, b, c):", "def forward(ctx, a):"))
+    assert _found(tmp_path, "child.py", cache=True) == [
+        ("child.py", "AGL401", 8),
+        ("child.py", "AGL401", 15),
+        ("child.py", "AGL410", 19),
+    ]
+
+
+SAVES = """\
+import torch
+
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x)
+        return x * w
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 2, None
+"""
+
+OVERRIDES = """\
+import torch
+
+from .ops import Scale
+
+
+class InPlace(Scale):
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        x.mul_(g)  # forward, in ops.py, saved the caller's input x
+        return x, None
+
+
+class KeepsWeight(Scale):
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.w = w  # the backward inherited from ops.py never reads it
+        ctx.x = x.contiguous()
+        ctx.save_for_backward(x)
+        return x * w
+
+    @staticmethod
+    def jvp(ctx, gx, gw):
+        return gx * ctx.x
+"""
+
+
+def test_saved_and_kept_tensors_are_read_through_the_other_module(tmp_path: Path) -> None:
+    _project(tmp_path, {"ops.py": SAVES, "layers.py": OVERRIDES})
+    assert _found(tmp_path, "layers.py") == [
+        ("layers.py", "AGL403", 18),
+        ("layers.py", "AGL409", 10),
+    ]
+
+
+FORWARD_ONLY = """\
+from .ops import Scale
+
+
+class Wider(Scale):
+    @staticmethod
+    def forward(ctx, x, w, bias):
+        ctx.save_for_backward(x)
+        return x * w + bias
+"""
+
+
+def test_a_forward_that_no_longer_fits_the_backward_it_inherits(tmp_path: Path) -> None:
+    _project(tmp_path, {"ops.py": SAVES, "wide.py": FORWARD_ONLY})
+    # Scale.backward (ops.py) returns 2 gradients; Wider.forward takes 3 inputs
+    assert _found(tmp_path, "wide.py") == [("wide.py", "AGL401", 6)]
+
+
+SETUP_BASE = """\
+import torch
+
+
+class Base(torch.autograd.Function):
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, w = inputs
+        ctx.x = x  # kept as an attribute: in this file Base has no forward to say it is a tensor
+        ctx.w = w
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.w, g * ctx.x
+"""
+
+SETUP_CHILD = """\
+import torch
+
+from .base import Base
+
+
+class Fn(Base):
+    @staticmethod
+    def forward(x: torch.Tensor, w: torch.Tensor):
+        return x * w
+
+
+def model(x, w):
+    return Fn.apply(x, w)
+"""
+
+
+def test_nothing_is_reported_on_the_lines_of_another_module(tmp_path: Path) -> None:
+    # Fn's tensors reach ctx in base.py's setup_context: those lines have no place in main.py
+    # (and once had no position: the file was not checked at all)
+    _project(tmp_path, {"base.py": SETUP_BASE, "main.py": SETUP_CHILD})
+    config = Config(root=tmp_path)
+    files = discover([str(tmp_path / "pkg" / "main.py")], config, respect_gitignore=False).files
+    project = discover([str(tmp_path / "pkg")], config, respect_gitignore=False).files
+    results = lint_paths(files, config, root=tmp_path, project=project)
+    assert [(r.error, r.findings) for r in results] == [(None, [])]
+
+
+KEYWORD_BASE = """\
+import torch
+
+
+class Base(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w, *, scale=2.0):
+        ctx.save_for_backward(x, w)
+        ctx.scale = scale
+        return x * w * scale
+"""
+
+KEYWORD_CHILD = """\
+from .base import Base
+
+
+class Fn(Base):
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g * w * ctx.scale, g * x * ctx.scale
+
+
+def model(x, w):
+    return Fn.apply(x)  # TypeError: missing a required argument: 'w'
+
+
+def fixed(x, w):
+    return Fn.apply(x, w)
+"""
+
+
+def test_apply_is_counted_against_an_inherited_forward_with_keyword_only_defaults(
+    tmp_path: Path,
+) -> None:
+    _project(tmp_path, {"base.py": KEYWORD_BASE, "child.py": KEYWORD_CHILD})
+    assert _found(tmp_path, "child.py") == [("child.py", "AGL410", 12)]
+
+
+MIXIN = """\
+import torch
+
+
+class GradMixin:
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g * w, g * x, g
+"""
+
+MIXED = """\
+import torch
+
+from .mixins import GradMixin
+
+
+class Fn(GradMixin, torch.autograd.Function):
+    @staticmethod
+    def forward(x, w):  # 2 inputs; the mixin's backward returns 3 gradients
+        return x * w
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
+"""
+
+
+def test_a_forward_is_held_to_the_backward_of_a_mixin_in_another_module(tmp_path: Path) -> None:
+    _project(tmp_path, {"mixins.py": MIXIN, "main.py": MIXED})
+    assert _found(tmp_path, "main.py") == [("main.py", "AGL401", 8)]
+    # the mixin returns one gradient per input: nothing to report
+    (tmp_path / "pkg" / "mixins.py").write_text(MIXIN.replace(", g\n", "\n"))
+    assert _found(tmp_path, "main.py") == []
+
+
+SETUP_MODULE = """\
+def setup_context(context, inputs, output):  # torch passes ctx=...: TypeError
+    context.s = inputs[1]
+
+
+def fixed_setup(ctx, inputs, output):
+    ctx.s = inputs[1]
+"""
+
+OP = """\
+import torch
+
+from pkg.setup import fixed_setup, setup_context
+
+
+@torch.library.custom_op("pkg::scaled", mutates_args=())
+def scaled(x: torch.Tensor, s: float) -> torch.Tensor:
+    return x * s
+
+
+@torch.library.custom_op("pkg::fixed", mutates_args=())
+def fixed(x: torch.Tensor, s: float) -> torch.Tensor:
+    return x * s
+
+
+def backward(ctx, g):
+    return g * ctx.s, None
+
+
+scaled.register_autograd(backward, setup_context=setup_context)
+fixed.register_autograd(backward, setup_context=fixed_setup)
+"""
+
+
+def test_a_setup_context_imported_from_another_module_is_read_there(tmp_path: Path) -> None:
+    pkg = _project(tmp_path, {"setup.py": SETUP_MODULE, "ops.py": OP})
+    assert _found(tmp_path, "ops.py", cache=True) == [("ops.py", "AGL411", 20)]
+    # fixed in setup.py: the cached result of ops.py depended on it
+    (pkg / "setup.py").write_text(SETUP_MODULE.replace("context, inputs", "ctx, inputs"))
+    assert _found(tmp_path, "ops.py", cache=True) == []
