@@ -1,0 +1,285 @@
+"""The contract rules follow what a Function's methods hand to helpers (module-level functions
+and static methods, one and two calls deep) and aliases (`.detach()`, slices): each test is
+the bad code, the finding (rule, line), and the fixed code, clean (issue 32, known.md)."""
+
+from __future__ import annotations
+
+from autogradlint.engine.pipeline import lint_source
+
+
+def _found(code: str) -> list[tuple[str, int]]:
+    result = lint_source(code, "example.py")
+    assert result.error is None
+    return [(f.rule_id, f.line) for f in result.findings]
+
+
+# --- AGL405: forward writes an input through a helper ---------------------------------------
+
+FORWARD_HELPER = """\
+import torch
+
+
+def _scale_inner(t):
+    t.mul_(2.0)
+    return t
+
+
+def _scale(t):
+    return _scale_inner(t)
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        out = x * 2.0
+        _scale(x)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2.0
+"""
+
+
+def test_agl405_a_module_helper_two_calls_deep_that_writes_the_input() -> None:
+    assert _found(FORWARD_HELPER) == [("AGL405", 17)]
+    fixed = FORWARD_HELPER.replace("_scale(x)\n", "_scale(x.clone())\n")
+    assert _found(fixed) == []
+
+
+DECORATED = """\
+import functools
+
+import torch
+
+
+def _traced(f):
+    @functools.wraps(f)
+    def inner(*a, **k):
+        return f(*a, **k)
+
+    return inner
+
+
+@_traced
+def _zero_first(t):
+    t[0] = 0.5
+    return t
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        out = x * 2.0
+        _zero_first(x)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2.0
+"""
+
+
+def test_agl405_a_decorated_helper_writing_an_item_the_gradient_shows_a_tensor() -> None:
+    # `t[0] = v` could be a list; backward's gradient `g * 2.0` for x says x is a tensor
+    assert _found(DECORATED) == [("AGL405", 24)]
+    fixed = DECORATED.replace("return g * 2.0", "return None")
+    assert _found(fixed) == []
+
+
+LOOP = """\
+import torch
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        out = x * 2.0
+        for _ in range(1):
+            x *= 2.0
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2.0
+"""
+
+
+def test_agl405_an_augmented_write_in_a_loop_on_an_input_backward_differentiates() -> None:
+    assert _found(LOOP) == [("AGL405", 9)]
+    assert _found(LOOP.replace("x *= 2.0", "out *= 2.0")) == []
+
+
+STATIC_OF_ANOTHER_CLASS = """\
+import torch
+
+
+class _Ops:
+    @staticmethod
+    def apply_to(t):
+        t[0] = 0.5
+        return t
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        out = x * 2.0
+        _Ops.apply_to(x)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2.0
+"""
+
+
+def test_agl405_a_static_method_of_a_plain_class_that_writes_the_input() -> None:
+    assert [rule for rule, _ in _found(STATIC_OF_ANOTHER_CLASS)] == ["AGL405"]
+    fixed = STATIC_OF_ANOTHER_CLASS.replace("_Ops.apply_to(x)", "_Ops.apply_to(x.clone())")
+    assert _found(fixed) == []
+
+
+# --- AGL406: backward writes its gradient through a helper or an alias -----------------------
+
+BACKWARD_HELPER = """\
+import torch
+
+
+def _clip_inner(t):
+    t.clamp_(min=0.6)
+    return t
+
+
+def _clip(t):
+    return _clip_inner(t)
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2.0
+
+    @staticmethod
+    def backward(ctx, g):
+        grad_x = g * 2.0
+        _clip(g)
+        return grad_x
+"""
+
+
+def test_agl406_a_helper_two_calls_deep_that_writes_the_gradient() -> None:
+    assert _found(BACKWARD_HELPER) == [("AGL406", 21)]
+    assert _found(BACKWARD_HELPER.replace("_clip(g)", "_clip(grad_x)")) == []
+
+
+DETACHED_ALIAS = """\
+import torch
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2.0
+
+    @staticmethod
+    def backward(ctx, g):
+        grad_x = g * 2.0
+        h = g.detach()
+        h[0] = 0.0
+        return grad_x
+"""
+
+
+def test_agl406_an_item_written_through_a_detached_alias() -> None:
+    # `h[0] = v` right after `h = g.detach()`: the write's order came before the alias's
+    assert _found(DETACHED_ALIAS) == [("AGL406", 13)]
+    assert _found(DETACHED_ALIAS.replace("g.detach()", "g.clone()")) == []
+
+
+# --- AGL408: backward consumes ctx state in a helper -----------------------------------------
+
+CONSUMES = """\
+import torch
+
+
+def _take_inner(ctx, x):
+    s = ctx.scale
+    ctx.scale = None
+    return s
+
+
+def _take(ctx, x):
+    return _take_inner(ctx, x)
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        ctx.scale = 2.0
+        return x * w * 2.0
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        s = _take(ctx, x)
+        return g * w * s, g * x * s
+"""
+
+
+def test_agl408_a_helper_two_calls_deep_that_clears_what_it_read() -> None:
+    assert _found(CONSUMES) == [("AGL408", 24)]
+    assert _found(CONSUMES.replace("    ctx.scale = None\n", "")) == []
+
+
+def test_agl408_a_helper_deleting_an_attribute_or_popping_a_key() -> None:
+    deleting = CONSUMES.replace("    ctx.scale = None\n", "    del ctx.scale\n")
+    assert _found(deleting) == [("AGL408", 24)]
+    popping = CONSUMES.replace("ctx.scale = 2.0", "ctx.cache = {'k': 2.0}").replace(
+        "    s = ctx.scale\n    ctx.scale = None\n", "    s = ctx.cache.pop('k')\n"
+    )
+    assert _found(popping) == [("AGL408", 23)]
+    assert _found(popping.replace("ctx.cache.pop('k')", "ctx.cache['k']")) == []
+
+
+# --- AGL409: backward writes a saved tensor through a helper ---------------------------------
+
+SAVED = """\
+import torch
+
+
+class _Ops:
+    @staticmethod
+    def apply_to(t):
+        t.mul_(2.0)
+        return t
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return x * w
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        grad_x, grad_w = g * w, g * x
+        _Ops.apply_to(x)
+        return grad_x, grad_w
+"""
+
+
+def test_agl409_a_static_method_that_writes_a_saved_input() -> None:
+    assert _found(SAVED) == [("AGL409", 21)]
+    assert _found(SAVED.replace("_Ops.apply_to(x)", "_Ops.apply_to(x.clone())")) == []
+
+
+def test_agl409_a_helper_that_writes_a_tensor_kept_on_ctx() -> None:
+    kept = SAVED.replace(
+        "ctx.save_for_backward(x, w)",
+        "ctx.save_for_backward(x, w)\n        ctx.buf = w.detach().clone()",
+    ).replace("_Ops.apply_to(x)", "_Ops.apply_to(ctx.buf)")
+    assert _found(kept) == [("AGL409", 22)]
+    assert _found(kept.replace("t.mul_(2.0)", "t = t * 2.0")) == []
