@@ -283,3 +283,78 @@ def test_agl409_a_helper_that_writes_a_tensor_kept_on_ctx() -> None:
     ).replace("_Ops.apply_to(x)", "_Ops.apply_to(ctx.buf)")
     assert _found(kept) == [("AGL409", 22)]
     assert _found(kept.replace("t.mul_(2.0)", "t = t * 2.0")) == []
+
+
+# --- AGL401: gradients packed by a helper ---------------------------------------------------
+
+PACKED = """\
+import torch
+
+
+def _pack(*grads):
+    return tuple(grads)
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return x * w
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return _pack(g * w, g * x, g)
+"""
+
+
+def test_agl401_a_helper_packing_its_args_returns_as_many_as_it_is_given() -> None:
+    assert _found(PACKED) == [("AGL401", 17)]
+    assert _found(PACKED.replace("_pack(g * w, g * x, g)", "_pack(g * w, g * x)")) == []
+
+
+# --- AGL404: save_for_backward called again in a helper --------------------------------------
+
+SAVES = """\
+import torch
+
+
+def _save_all(ctx, *tensors):
+    for t in tensors:
+        ctx.save_for_backward(t)
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w):
+        _save_all(ctx, x, w)
+        return x * w
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g * w, g * x
+"""
+
+
+def test_agl404_a_helper_saving_one_tensor_at_a_time_in_a_loop() -> None:
+    assert _found(SAVES) == [("AGL404", 12)]
+    fixed = SAVES.replace(
+        "    for t in tensors:\n        ctx.save_for_backward(t)",
+        "    ctx.save_for_backward(*tensors)",
+    )
+    assert _found(fixed) == []
+
+
+def test_agl404_a_helper_saving_in_one_branch_or_the_other_saves_once() -> None:
+    either = SAVES.replace(
+        "    for t in tensors:\n        ctx.save_for_backward(t)",
+        "    if len(tensors) > 1:\n        ctx.save_for_backward(*tensors)\n"
+        "    else:\n        ctx.save_for_backward(tensors[0], None)",
+    )
+    assert _found(either) == []
+    assert _found(
+        either.replace(
+            "_save_all(ctx, x, w)", "ctx.save_for_backward(x)\n        _save_all(ctx, x, w)"
+        )
+    ) == [("AGL404", 15)]

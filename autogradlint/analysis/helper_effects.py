@@ -178,8 +178,15 @@ class _Reader:
             self._block(stmt.orelse, loop)
         elif isinstance(stmt, ast.If):
             self.branches += 1
+            saves = self.effects.saves
+            before = dict(saves)
             self._block(stmt.body, loop)
+            taken = dict(saves)
+            saves.clear()
+            saves.update(before)
             self._block(stmt.orelse, loop)
+            for ctx, count in taken.items():  # one branch or the other runs, not both
+                saves[ctx] = max(saves.get(ctx, 0), count)
             self.branches -= 1
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
             self._block(stmt.body, loop)

@@ -14,6 +14,7 @@ from ..analysis.contract import (
 )
 from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
+from ..analysis.helper_effects import helper_calls
 from ..analysis.names import dotted
 from ..analysis.walk import FastVisitor
 from .base import Check
@@ -41,6 +42,7 @@ class SavedState(Check):
             outputs = returned_names(seen.flow)
             self._ctx_stash(info.name, seen.flow, seen.ctx_name, seen.tensors | outputs, readers)
             self._save_for_backward(info, seen, seen.ctx_name)
+            self._helper_saves(info, seen.flow, seen.ctx_name)
         for op in self.ctx.facts.custom_ops:
             if op.setup_context is None or op.schema is None:
                 continue
@@ -218,6 +220,34 @@ class SavedState(Check):
                     consequence="The second call replaces the tensors of the first, so backward "
                     "unpacks the wrong values. Save every tensor in one call.",
                 )
+
+    def _helper_saves(self, info: ClassInfo, flow: MethodFlow, ctx_name: str) -> None:
+        """`save_for_backward` called again by a helper forward hands ctx to (in a loop over
+        the tensors, or after forward's own call): each call replaces the last (D4.3)."""
+        calls: list[tuple[int, int, cst.Call | None]] = [
+            (site.order, 1, None) for site in save_for_backward_calls(flow, ctx_name)
+        ]
+        for site, effects, bound in helper_calls(self.ctx.summaries, flow.calls):
+            count = sum(
+                effects.saves.get(slot, 0)
+                for slot, value in bound
+                if isinstance(value, cst.Name) and value.value == ctx_name
+            )
+            if count:
+                calls.append((site.order, count, site.node))
+        total = 0
+        for _order, count, node in sorted(calls, key=lambda c: c[0]):
+            total += count
+            if total > 1 and node is not None:
+                self.report(
+                    "AGL404",
+                    node,
+                    cls=info.name,
+                    problem="is called a second time (in a helper)",
+                    consequence="The second call replaces the tensors of the first, so backward "
+                    "unpacks the wrong values. Save every tensor in one call.",
+                )
+                return
 
     @staticmethod
     def _non_tensor(value: cst.BaseExpression, scalars: set[str]) -> bool:
