@@ -358,3 +358,62 @@ def test_agl404_a_helper_saving_in_one_branch_or_the_other_saves_once() -> None:
             "_save_all(ctx, x, w)", "ctx.save_for_backward(x)\n        _save_all(ctx, x, w)"
         )
     ) == [("AGL404", 15)]
+
+
+# --- AGL403: a tensor kept on ctx by a helper ------------------------------------------------
+
+KEEPS = """\
+import torch
+
+
+def _keep(ctx, name, value):
+    setattr(ctx, name, value)
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x)
+        _keep(ctx, "w", w)
+        return x * w
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * ctx.w, g * x
+"""
+
+
+def test_agl403_a_helper_keeping_an_input_on_ctx_named_by_the_call() -> None:
+    # w is a tensor: backward returns `g * x` for it
+    [(rule, line, message)] = [
+        (f.rule_id, f.line, f.message) for f in lint_source(KEEPS, "example.py").findings
+    ]
+    assert (rule, line) == ("AGL403", 12)
+    assert "`ctx.w`" in message
+    fixed = (
+        KEEPS.replace("ctx.save_for_backward(x)\n", "ctx.save_for_backward(x, w)\n")
+        .replace('        _keep(ctx, "w", w)\n', "")
+        .replace("(x,) = ctx.saved_tensors", "x, w = ctx.saved_tensors")
+        .replace("ctx.w", "w")
+    )
+    assert _found(fixed) == []
+
+
+def test_agl403_a_helper_keeping_an_input_from_setup_context() -> None:
+    code = KEEPS.replace(
+        "    def forward(ctx, x, w):\n        ctx.save_for_backward(x)\n"
+        '        _keep(ctx, "w", w)\n        return x * w\n',
+        "    def forward(x, w):\n        return x * w\n\n    @staticmethod\n"
+        "    def setup_context(ctx, inputs, output):\n        x, w = inputs\n"
+        '        ctx.save_for_backward(x)\n        _keep(ctx, "w", w)\n',
+    )
+    assert _found(code) == [("AGL403", 17)]
+
+
+def test_agl403_the_backward_of_a_subclass_here_says_the_input_is_a_tensor() -> None:
+    code = KEEPS.replace("class Fn(", "class _Base(").replace(
+        "    @staticmethod\n    def backward",
+        "\nclass Fn(_Base):\n    @staticmethod\n    def backward",
+    )
+    assert _found(code) == [("AGL403", 12)]

@@ -43,8 +43,9 @@ class Effects:
     method_writes: set[int] = field(default_factory=set)
     # the slot's object (ctx) loses state a second backward reads -> how (`del c.k`)
     consumes: dict[int, str] = field(default_factory=dict)
-    # the slot's object (ctx) gets attributes holding these slots (`setattr(c, n, v)`)
-    keeps: dict[int, set[int]] = field(default_factory=dict)
+    # the slot's object (ctx) gets attributes holding these slots (`c.k = v`, `setattr(c, n,
+    # v)`): value slot -> the attribute's name, or the slot of the parameter naming it
+    keeps: dict[int, dict[int, str | int]] = field(default_factory=dict)
     # the slot's object (ctx): its `save_for_backward` calls (one in a loop counts as two)
     saves: dict[int, int] = field(default_factory=dict)
     # returns `tuple(args)` / `args` of its `*args`: as many values as it is given
@@ -217,7 +218,7 @@ class _Reader:
             if direct is not None and direct != VARARG:
                 kept = self.root(value)
                 if kept is not None:
-                    self.effects.keeps.setdefault(direct, set()).add(kept)
+                    self.effects.keeps.setdefault(direct, {})[kept] = target.attr
                 if _is_none(value) and (direct, target.attr) in self.seen and not self.branches:
                     # `s = ctx.k; ctx.k = None`: a second backward reads None (D8.3)
                     self.effects.consumes.setdefault(direct, ast.unparse(stmt))
@@ -278,8 +279,16 @@ class _Reader:
             owner = self.root(call.args[0])
             kept = self.root(call.args[2])
             if owner is not None and owner != VARARG and kept is not None:
-                self.effects.keeps.setdefault(owner, set()).add(kept)
+                self.effects.keeps.setdefault(owner, {})[kept] = self._name(call.args[1])
         self._deeper(call, loop)
+
+    def _name(self, expr: ast.expr) -> str | int:
+        """An attribute name `setattr` is given: a string, or the parameter slot holding it."""
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+            return expr.value
+        if isinstance(expr, ast.Name) and expr.id in self.alias:
+            return self.alias[expr.id]
+        return "?"
 
     def _deeper(self, call: ast.Call, loop: bool) -> None:
         """A call into another project function: its effects on what this one hands it."""
@@ -300,6 +309,11 @@ class _Reader:
             for (i, k), outer in mine.items()
             if outer is not None and slot_of(function, i, k) is not None
         }
+        names: dict[int, str | int] = {}  # their slot -> the attribute name it is given
+        for i, k, arg in given:
+            slot = slot_of(function, i, k)
+            if slot is not None:
+                names[slot] = self._name(arg)
         own = self.effects
         for theirs, outer in at.items():
             assert theirs is not None
@@ -312,9 +326,11 @@ class _Reader:
             if theirs in inner.saves:
                 count = inner.saves[theirs] * (2 if loop else 1)
                 own.saves[outer] = own.saves.get(outer, 0) + count
-            for kept in inner.keeps.get(theirs, ()):
+            for kept, attr in inner.keeps.get(theirs, {}).items():
                 if kept in at:
-                    own.keeps.setdefault(outer, set()).add(at[kept])
+                    if isinstance(attr, int):  # named by what this one hands that slot
+                        attr = names.get(attr, "?")
+                    own.keeps.setdefault(outer, {})[at[kept]] = attr
 
 
 def _own_nodes(stmt: ast.stmt) -> list[ast.AST]:

@@ -16,9 +16,11 @@ from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
 from ..analysis.helper_effects import helper_calls
 from ..analysis.names import dotted
+from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor
 from .base import Check
 from .common import source_of, statement_in_block
+from .tensor_evidence import gradient_evidence
 
 
 class SavedState(Check):
@@ -38,11 +40,13 @@ class SavedState(Check):
                         i for i, p in enumerate(seen.inputs) if p.name.value in seen.tensors
                     }
                     self._setup_context(info.name, setup, positions, readers, len(seen.inputs))
+                    self._helper_keeps_setup(info, seen, setup, readers)
                 continue
             outputs = returned_names(seen.flow)
             self._ctx_stash(info.name, seen.flow, seen.ctx_name, seen.tensors | outputs, readers)
             self._save_for_backward(info, seen, seen.ctx_name)
             self._helper_saves(info, seen.flow, seen.ctx_name)
+            self._helper_keeps_forward(info, seen, readers)
         for op in self.ctx.facts.custom_ops:
             if op.setup_context is None or op.schema is None:
                 continue
@@ -248,6 +252,82 @@ class SavedState(Check):
                     "unpacks the wrong values. Save every tensor in one call.",
                 )
                 return
+
+    def _helper_keeps_forward(
+        self, info: ClassInfo, seen: ForwardInputs, readers: list[cst.FunctionDef]
+    ) -> None:
+        if seen.ctx_name is not None:
+            tensors = seen.tensors | returned_names(seen.flow)
+            tensors |= gradient_evidence(self.ctx.contract(), info, seen.flow)
+            self._helper_keeps(info, seen.flow, seen.ctx_name, tensors, readers)
+
+    def _helper_keeps_setup(
+        self,
+        info: ClassInfo,
+        seen: ForwardInputs,
+        setup: cst.FunctionDef,
+        readers: list[cst.FunctionDef],
+    ) -> None:
+        """setup_context's version: the tensors are what it unpacks from `inputs` at a tensor
+        input's position (`x, w, *_ = inputs`), and the output."""
+        flow = self.ctx.flow(setup)
+        if len(flow.params) < 3:
+            return
+        ctx_name, inputs_name, output_name = flow.params[:3]
+        evidence = seen.tensors | gradient_evidence(self.ctx.contract(), info, seen.flow)
+        positions = {i for i, p in enumerate(seen.inputs) if p.name.value in evidence}
+        tensors = {output_name}
+        for name, definitions in flow.defs.items():
+            for d in definitions:
+                value = d.expression
+                if (
+                    d.kind == "unpack"
+                    and isinstance(value, cst.Name)
+                    and value.value == inputs_name
+                    and d.index in positions
+                ):
+                    tensors.add(name)
+        self._helper_keeps(info, flow, ctx_name, tensors, readers)
+
+    def _helper_keeps(
+        self,
+        info: ClassInfo,
+        flow: MethodFlow,
+        ctx_name: str,
+        tensors: set[str],
+        readers: list[cst.FunctionDef],
+    ) -> None:
+        """A tensor handed, with ctx, to a helper that keeps it as a ctx attribute (`ctx.w =
+        w`, `setattr(ctx, name, w)`), one or two calls deep: reported at the call."""
+        metadata_only: set[str] | None = None
+        for site, effects, bound in helper_calls(self.ctx.summaries, flow.calls):
+            given = dict(bound)  # slot -> argument (VARARG: the last one; names are not there)
+            for slot, value in bound:
+                if not (isinstance(value, cst.Name) and value.value == ctx_name):
+                    continue
+                for kept, attr in effects.keeps.get(slot, {}).items():
+                    held = given.get(kept)
+                    if not (isinstance(held, cst.Name) and held.value in tensors):
+                        continue
+                    if isinstance(attr, int):  # the name is an argument of this call
+                        named = given.get(attr)
+                        text = (
+                            named.evaluated_value if isinstance(named, cst.SimpleString) else None
+                        )
+                        attr = text if isinstance(text, str) else "?"
+                    if metadata_only is None:
+                        metadata_only = self._metadata_only_attrs(readers, ctx_name)
+                    if attr in metadata_only:
+                        continue
+                    shown = held.value
+                    advice = (
+                        f"`{code_of(site.node)}` keeps it: save `{shown}` with "
+                        "`ctx.save_for_backward` and read it back from `ctx.saved_tensors`"
+                    )
+                    self.report(
+                        "AGL403", site.node, cls=info.name, attr=attr, name=shown, advice=advice
+                    )
+                    return
 
     @staticmethod
     def _non_tensor(value: cst.BaseExpression, scalars: set[str]) -> bool:

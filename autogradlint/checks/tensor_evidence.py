@@ -17,15 +17,27 @@ from ..analysis.flow import MethodFlow
 
 
 def gradient_evidence(contract: ContractView, info: ClassInfo, forward: MethodFlow) -> set[str]:
-    """forward's inputs that backward (found as the class resolves it) returns a certain
-    gradient for."""
-    backward = contract.method(info, "backward")
-    if backward is None:
-        return set()
+    """forward's inputs that a backward paired with it returns a certain gradient for: the
+    class's own (or inherited) backward, or that of a subclass here inheriting this forward."""
     seen = contract.forward_of(info, forward.function)
     if seen.vararg is not None:
         return set()  # positions past the named inputs are unknowable
     inputs = [p.name.value for p in seen.inputs]
+    backwards = [contract.method(info, "backward")]
+    if backwards[0] is None:
+        backwards = [
+            contract.method(other, "backward")
+            for other in contract.classes()
+            if other is not info and contract.method(other, "forward") is forward.function
+        ]
+    found: set[str] = set()
+    for backward in backwards:
+        if backward is not None:
+            found |= _returned_for(contract, backward, inputs)
+    return found
+
+
+def _returned_for(contract: ContractView, backward: cst.FunctionDef, inputs: list[str]) -> set[str]:
     flow = contract.flow(backward)
     incoming = set(flow.params[1:])
     found: set[str] = set()
