@@ -417,3 +417,29 @@ def test_agl403_the_backward_of_a_subclass_here_says_the_input_is_a_tensor() -> 
         "\nclass Fn(_Base):\n    @staticmethod\n    def backward",
     )
     assert _found(code) == [("AGL403", 12)]
+
+
+# --- AGL404: a second call that saves everything the first did -------------------------------
+
+TWICE = """\
+import torch
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x)
+        ctx.save_for_backward(w)
+        return x * w
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g * w, g * x
+"""
+
+
+def test_agl404_a_second_call_is_reported_unless_it_saves_all_the_first_did() -> None:
+    assert _found(TWICE) == [("AGL404", 8)]
+    # the second call replaces the first (D4.3), but backward unpacks all it saved
+    assert _found(TWICE.replace("ctx.save_for_backward(w)", "ctx.save_for_backward(x, w)")) == []

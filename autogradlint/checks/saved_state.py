@@ -215,7 +215,12 @@ class SavedState(Check):
         for earlier, later in zip(calls, calls[1:], strict=False):
             a = statement_in_block(method, earlier.node)
             b = statement_in_block(method, later.node)
-            if a is not None and b is not None and a[0] is b[0]:
+            if (
+                a is not None
+                and b is not None
+                and a[0] is b[0]
+                and not _saves_all_of(later.node, earlier.node)
+            ):
                 self.report(
                     "AGL404",
                     later.node,
@@ -350,6 +355,15 @@ class SavedState(Check):
             if isinstance(func, cst.Name) and func.value in ("len", "int", "float", "bool"):
                 return True
         return False
+
+
+def _saves_all_of(later: cst.Call, earlier: cst.Call) -> bool:
+    """Whether the later call saves every tensor the earlier one did (`save(x)` then
+    `save(x, w)`): it replaces the first (D4.3), but nothing backward can unpack is lost."""
+    if any(arg.star for arg in (*later.args, *earlier.args)):
+        return False
+    kept = {code_of(arg.value) for arg in later.args}
+    return all(code_of(arg.value) in kept for arg in earlier.args)
 
 
 def _is_ctx_attribute(expr: cst.BaseExpression, ctx_name: str) -> bool:
