@@ -443,3 +443,40 @@ def test_agl404_a_second_call_is_reported_unless_it_saves_all_the_first_did() ->
     assert _found(TWICE) == [("AGL404", 8)]
     # the second call replaces the first (D4.3), but backward unpacks all it saved
     assert _found(TWICE.replace("ctx.save_for_backward(w)", "ctx.save_for_backward(x, w)")) == []
+
+
+# --- AGL410: apply given a keyword forward does not take positionally ------------------------
+
+KEYWORD = """\
+import torch
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, *, scale=1.0):
+        return x * scale
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def model(x):
+    return Fn.apply(x, scale=3.0)
+"""
+
+
+def test_agl410_a_keyword_apply_cannot_bind_raises() -> None:
+    # torch 2.13: `forward() got an unexpected keyword argument 'scale'`, keyword-only or absent
+    result = lint_source(KEYWORD, "example.py")
+    [finding] = result.findings
+    assert (finding.rule_id, finding.line) == ("AGL410", 15)
+    assert "unexpected keyword argument 'scale'" in finding.help
+    absent = KEYWORD.replace("x, *, scale=1.0", "x").replace("x * scale", "x * 2")
+    assert [(f.rule_id, f.line) for f in lint_source(absent, "example.py").findings] == [
+        ("AGL410", 15)
+    ]
+    positional = KEYWORD.replace("x, *, scale=1.0", "x, scale=1.0").replace(
+        "return g\n", "return g, None\n"
+    )
+    assert _found(positional) == []
