@@ -480,3 +480,65 @@ def test_agl410_a_keyword_apply_cannot_bind_raises() -> None:
         "return g\n", "return g, None\n"
     )
     assert _found(positional) == []
+
+
+# --- AGL404: non-tensors saved by setup_context, and a number default saved -------------------
+
+SETUP_SAVES = """\
+import torch
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(x, w):
+        return x * w
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, w = inputs
+        ctx.save_for_backward(x, w, x.shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w, _ = ctx.saved_tensors
+        return g * w, g * x
+"""
+
+
+def test_agl404_setup_context_saving_a_non_tensor() -> None:
+    assert _found(SETUP_SAVES) == [("AGL404", 12)]
+    fixed = SETUP_SAVES.replace("x, w, x.shape)", "x, w)\n        ctx.shape = x.shape").replace(
+        "x, w, _ = ctx", "x, w = ctx"
+    )
+    assert _found(fixed) == []
+
+
+def test_agl404_setup_context_saving_twice() -> None:
+    twice = SETUP_SAVES.replace(
+        "ctx.save_for_backward(x, w, x.shape)",
+        "ctx.save_for_backward(x)\n        ctx.save_for_backward(w)",
+    )
+    assert _found(twice) == [("AGL404", 13)]
+
+
+NUMBER_DEFAULT = """\
+import torch
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w, scale=2.0):
+        ctx.save_for_backward(x, w, scale)
+        return x * w * scale
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w, _ = ctx.saved_tensors
+        return g * w * 2.0, g * x * 2.0, None
+"""
+
+
+def test_agl404_an_unannotated_parameter_with_a_number_default_saved() -> None:
+    assert _found(NUMBER_DEFAULT) == [("AGL404", 7)]
+    fixed = NUMBER_DEFAULT.replace("(x, w, scale)", "(x, w)").replace("x, w, _ = ctx", "x, w = ctx")
+    assert _found(fixed) == []

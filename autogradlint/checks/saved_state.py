@@ -41,6 +41,7 @@ class SavedState(Check):
                     }
                     self._setup_context(info.name, setup, positions, readers, len(seen.inputs))
                     self._helper_keeps_setup(info, seen, setup, readers)
+                    self._setup_saves(info, seen, setup)
                 continue
             outputs = returned_names(seen.flow)
             self._ctx_stash(info.name, seen.flow, seen.ctx_name, seen.tensors | outputs, readers)
@@ -184,7 +185,7 @@ class SavedState(Check):
             p.name.value
             for p in inputs
             if p.annotation is not None and _scalar_annotation(p.annotation.annotation)
-        }
+        } | _number_defaults(inputs)
         calls = save_for_backward_calls(flow, ctx_name)
         module = self.ctx.facts.module
         for site in calls:
@@ -229,6 +230,18 @@ class SavedState(Check):
                     consequence="The second call replaces the tensors of the first, so backward "
                     "unpacks the wrong values. Save every tensor in one call.",
                 )
+
+    def _setup_saves(self, info: ClassInfo, seen: ForwardInputs, setup: cst.FunctionDef) -> None:
+        """The save_for_backward checks on setup_context, which saves for the setup_context
+        style: a non-tensor (`x.shape`, `1.5`) and a second call raise the same (D4.1, D4.3).
+        Its inputs arrive packed in `inputs`, so only what a call's own text shows counts."""
+        flow = self.ctx.flow(setup)
+        if not flow.params:
+            return
+        ctx_name = flow.params[0]
+        packed = ForwardInputs(flow, ctx_name, [], None, set())
+        self._save_for_backward(info, packed, ctx_name)
+        self._helper_saves(info, flow, ctx_name)
 
     def _helper_saves(self, info: ClassInfo, flow: MethodFlow, ctx_name: str) -> None:
         """`save_for_backward` called again by a helper forward hands ctx to (in a loop over
@@ -355,6 +368,24 @@ class SavedState(Check):
             if isinstance(func, cst.Name) and func.value in ("len", "int", "float", "bool"):
                 return True
         return False
+
+
+def _number_defaults(inputs: list[cst.Param]) -> set[str]:
+    """Unannotated inputs whose default is a number literal (`scale=2.0`): numbers, as far as
+    forward's own text says."""
+    return {
+        p.name.value
+        for p in inputs
+        if p.annotation is None
+        and p.default is not None
+        and isinstance(_unsigned(p.default), (cst.Integer, cst.Float))
+    }
+
+
+def _unsigned(expr: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        return expr.expression
+    return expr
 
 
 def _saves_all_of(later: cst.Call, earlier: cst.Call) -> bool:
