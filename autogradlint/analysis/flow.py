@@ -175,10 +175,14 @@ class _FlowVisitor(FastVisitor):
 
     # definitions ---------------------------------------------------------------------------
     def leave_Assign(self, original_node: cst.Assign) -> None:
+        before = self.order
         for target in original_node.targets:
             self._define(target.target, original_node.value, "assign", original_node)
         if not self.nested:
-            self.flow.statements.append((original_node, self.order))
+            # `h[0] = v` defines nothing: it still needs an order of its own, after the
+            # definition just before it (`h = g.detach()`), or that one is not "before" it.
+            order = self.order if self.order != before else self._tick()
+            self.flow.statements.append((original_node, order))
 
     def visit_Del(self, node: cst.Del) -> None:
         if not self.nested:
@@ -194,9 +198,11 @@ class _FlowVisitor(FastVisitor):
             self._define(original_node.target, original_node.value, "assign", original_node)
 
     def leave_AugAssign(self, original_node: cst.AugAssign) -> None:
+        before = self.order
         self._define(original_node.target, original_node, "augassign", original_node)
         if not self.nested:
-            self.flow.statements.append((original_node, self.order))
+            order = self.order if self.order != before else self._tick()  # `h[0] += v`
+            self.flow.statements.append((original_node, order))
 
     def visit_For(self, node: cst.For) -> None:
         self._define(node.target, node.iter, "loop", node)

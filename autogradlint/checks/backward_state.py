@@ -3,11 +3,14 @@ or writes into a tensor it saved."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
 from ..analysis.contract import ALIASING, mutation, returned_names, save_for_backward_calls
 from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
+from ..analysis.helper_effects import helper_calls
 from ..analysis.names import dotted
 from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor
@@ -21,6 +24,16 @@ from .gradient_layout import reads_layout
 # What forward saved in a slot: its description, or the intermediate's expression (its text is
 # read only when a finding shows it), and whether the caller holds the tensor.
 _Saved = tuple[str | cst.BaseExpression, bool]
+
+
+@dataclass(frozen=True)
+class _Write:
+    """Where backward changes a tensor in place: the node reported, its order in the body, and
+    whether an in-place method does it (a tensor for sure; `t += 1` may be an int)."""
+
+    node: cst.CSTNode
+    order: int
+    method: bool
 
 
 def _described(saved: _Saved) -> tuple[str, bool]:
@@ -81,6 +94,15 @@ class BackwardState(Check):
                     ],
                 )
                 self.report("AGL406", found[1], fix=fix, cls=name, name=origin, detail="")
+        for site, effects, bound in helper_calls(self.ctx.summaries, flow.calls):
+            for slot, value in bound:
+                if slot not in effects.writes:
+                    continue
+                origin = contract.alias_of(value, flow, site.order, grads, {})
+                if origin and origin not in reported:
+                    # written in a helper (one or two calls deep): no fix offered there
+                    reported.add(origin)
+                    self.report("AGL406", site.node, cls=name, name=origin, detail="")
         self._backward_collectives(name, backward, flow, grads, reported)
 
     def _backward_collectives(
@@ -152,42 +174,78 @@ class BackwardState(Check):
         reported: set[object] = set()
         for node, order in flow.statements:
             found = mutation(node)
-            if found is None:
-                continue
-            slot = _saved_slot(found[0], flow, order, ctx_name)
-            if slot is not None and slot[1] in saved and slot[1] not in reported:
-                name, index = slot
-                reported.add(index)
-                detail, caller_holds = _described(saved[index])
-                self.report(
-                    "AGL409",
-                    found[1],
-                    cls=info.name,
-                    name=name,
-                    detail=detail,
-                    consequence=_CALLER_HOLDS if caller_holds else _SECOND_BACKWARD_RAISES,
-                    severity=None if caller_holds else "warning",
-                )
-                continue
-            attribute = _kept_attribute(found[0], flow, order, ctx_name)
-            if (
-                attribute is not None
-                and attribute in kept
-                and isinstance(node, cst.Call)  # `ctx.count += 1` may be an int
-                and attribute not in reported
-                and not _assigned_in(flow, ctx_name, attribute, order)
-            ):
-                reported.add(attribute)
-                self.report(
-                    "AGL409",
-                    found[1],
-                    cls=info.name,
-                    name=f"{ctx_name}.{attribute}",
-                    detail="tensor kept on ctx",
-                    consequence=_SECOND_BACKWARD_CHANGED,
-                    severity="warning",
-                )
+            if found is not None:
+                # `ctx.count += 1` may be an int: a kept attribute needs an in-place method
+                where = _Write(found[1], order, isinstance(node, cst.Call))
+                self._saved_write(info, flow, ctx_name, saved, kept, reported, found[0], where)
+        self._helper_writes_saved(info, flow, ctx_name, saved, kept, reported)
         self._kernel_writes_saved(info, flow, ctx_name, saved, reported)
+
+    def _helper_writes_saved(
+        self,
+        info: ClassInfo,
+        flow: MethodFlow,
+        ctx_name: str | None,
+        saved: dict[int, _Saved],
+        kept: set[str],
+        reported: set[object],
+    ) -> None:
+        """A saved tensor (or one kept on ctx) handed to a module-level function or a static
+        method that writes it in place, one or two calls deep: reported at the call."""
+        for site, effects, bound in helper_calls(self.ctx.summaries, flow.calls):
+            for slot, value in bound:
+                if slot in effects.writes:
+                    where = _Write(site.node, site.order, slot in effects.method_writes)
+                    self._saved_write(info, flow, ctx_name, saved, kept, reported, value, where)
+
+    def _saved_write(
+        self,
+        info: ClassInfo,
+        flow: MethodFlow,
+        ctx_name: str | None,
+        saved: dict[int, _Saved],
+        kept: set[str],
+        reported: set[object],
+        written: cst.BaseExpression,
+        where: _Write,
+    ) -> None:
+        """AGL409 when `written` (changed in place at `where`) is a saved tensor or a tensor
+        kept on ctx, once per slot or attribute."""
+        slot = _saved_slot(written, flow, where.order, ctx_name)
+        if slot is not None and slot[1] in saved:
+            name, index = slot
+            if index in reported:
+                return
+            reported.add(index)
+            detail, caller_holds = _described(saved[index])
+            self.report(
+                "AGL409",
+                where.node,
+                cls=info.name,
+                name=name,
+                detail=detail,
+                consequence=_CALLER_HOLDS if caller_holds else _SECOND_BACKWARD_RAISES,
+                severity=None if caller_holds else "warning",
+            )
+            return
+        attribute = _kept_attribute(written, flow, where.order, ctx_name)
+        if (
+            attribute is not None
+            and attribute in kept
+            and where.method
+            and attribute not in reported
+            and not _assigned_in(flow, ctx_name, attribute, where.order)
+        ):
+            reported.add(attribute)
+            self.report(
+                "AGL409",
+                where.node,
+                cls=info.name,
+                name=f"{ctx_name}.{attribute}",
+                detail="tensor kept on ctx",
+                consequence=_SECOND_BACKWARD_CHANGED,
+                severity="warning",
+            )
 
     def _kernel_writes_saved(
         self,
@@ -365,6 +423,17 @@ class BackwardState(Check):
                         "AGL408", node, cls=info.name, code=source_of(self.ctx.facts.module, node)
                     )
                     return
+        self._helper_consumes(info, flow, ctx_aliases | attr_aliases)
+
+    def _helper_consumes(self, info: ClassInfo, flow: MethodFlow, holders: set[str]) -> None:
+        """ctx (or an object it holds) handed to a module-level function or a static method
+        that consumes its state, one or two calls deep: reported at the call."""
+        for site, effects, bound in helper_calls(self.ctx.summaries, flow.calls):
+            for slot, value in bound:
+                if slot in effects.consumes and _held_by(value, holders):
+                    code = f"{code_of(site.node).strip()}: {effects.consumes[slot]}"
+                    self.report("AGL408", site.node, cls=info.name, code=code)
+                    return
 
     def _refilled(self, info: ClassInfo, call: cst.Call, ctx_name: str) -> bool:
         """`ctx.side.pop("bw")` where the backward of another Function of the file sets
@@ -431,6 +500,13 @@ _KERNEL_SECOND_BACKWARD = (
     "backward through the graph (retain_graph=True) raises nothing and silently returns another "
     "gradient (scaled twice, for a scaling kernel)."
 )
+
+
+def _held_by(expr: cst.BaseExpression, holders: set[str]) -> bool:
+    """`ctx`, `ctx.k`, `ctx.k.v` or a local bound to `ctx.k`: ctx or state it holds."""
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        expr = expr.value
+    return isinstance(expr, cst.Name) and expr.value in holders
 
 
 def _view_base(expr: cst.BaseExpression) -> cst.BaseExpression:

@@ -116,7 +116,8 @@ class DirectCalls(Check):
                 continue  # several local classes of that name, or not a Function here
             info = found if isinstance(found, ClassInfo) else None
             if how == "apply":
-                self._apply_arity(node, cls, info)
+                if not self._unknown_keyword(node, cls, info):
+                    self._apply_arity(node, cls, info)
             elif how == "forward" and self._passes_a_ctx(cls, node, info):
                 continue  # forward called as a plain function with a ctx (or stand-in)
             elif how == "none" and (mode == DISABLE or id(node) in grad_off):
@@ -192,6 +193,40 @@ class DirectCalls(Check):
             expected=expected,
             detail=detail,
         )
+
+    def _unknown_keyword(self, call: cst.Call, cls: str, info: ClassInfo | None) -> bool:
+        """`Fn.apply(x, scale=3.0)` where `scale` is not a positional parameter of forward (of
+        a Function of this file): apply binds keywords only to those, so a keyword-only
+        parameter, or one forward lacks, raises at the first call. Whether it reported."""
+        if info is None or any(arg.star for arg in call.args):
+            return False
+        contract = self.ctx.contract()
+        forward = contract.method(info, "forward")
+        if forward is None or isinstance(forward.params.star_kwarg, cst.Param):
+            return False  # `**kwargs` raises as well, but the rule need not go that far
+        inputs = params(forward)
+        if contract.method(info, "setup_context") is None:
+            inputs = inputs[1:]
+        names = {p.name.value for p in inputs}
+        unknown = [
+            a.keyword.value
+            for a in call.args
+            if a.keyword is not None and a.keyword.value not in names
+        ]
+        if not unknown:
+            return False
+        total = len(inputs)
+        required = sum(1 for p in inputs if p.default is None)
+        self.report(
+            "AGL410",
+            call,
+            anchor=call.func,
+            cls=cls,
+            actual=len(call.args),
+            expected=str(total) if required == total else f"{required} to {total}",
+            detail=f"forward() got an unexpected keyword argument '{unknown[0]}'",
+        )
+        return True
 
     def _forward_shape(
         self, cls: str, info: ClassInfo | None

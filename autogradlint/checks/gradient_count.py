@@ -8,6 +8,7 @@ from ..analysis.apply_sites import ApplySites
 from ..analysis.contract import params
 from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
+from ..analysis.helper_effects import effects_of_call
 from ..analysis.names import dotted
 from ..analysis.source_text import code_of
 from .base import Check
@@ -113,6 +114,8 @@ class GradientCount(Check):
         for ret, _order in self.ctx.flow(backward).returns:
             count, extras_none = gradient_count(ret.value, total)
             if count is None:
+                count, extras_none = self._packed(ret.value, total)
+            if count is None:
                 continue
             if passed is not None:
                 value = ret.value
@@ -144,6 +147,24 @@ class GradientCount(Check):
                 )
                 if at is not None:
                     return  # one finding at the forward, however many returns
+
+    def _packed(self, value: cst.BaseExpression | None, total: int) -> tuple[int | None, bool]:
+        """`return _pack(gx, gw, g)` where the helper returns `tuple(args)` of its `*args`:
+        as many gradients as the call passes (and whether the extras are all None)."""
+        if not isinstance(value, cst.Call) or any(arg.star or arg.keyword for arg in value.args):
+            return None, False
+        found = effects_of_call(self.ctx.summaries, dotted(value.func))
+        if found is None or not found[0].packs:
+            return None, False
+        function = found[1]
+        named = len(function.args.posonlyargs) + len(function.args.args)
+        if named:
+            return None, False  # `_pack(ctx, *grads)`: only the starred ones are returned
+        extras = all(
+            isinstance(arg.value, cst.Name) and arg.value.value == "None"
+            for arg in value.args[total:]
+        )
+        return len(value.args), extras
 
 
 # Why PyTorch's counts for a custom op are one more on each side than the op's (D11.1):

@@ -8,8 +8,10 @@ from ..analysis.apply_sites import FROZEN, PARAMETER, ApplySites
 from ..analysis.contract import StaticHelper, mutation, returned_names
 from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
+from ..analysis.helper_effects import helper_calls
 from ..analysis.names import dotted
 from .base import Check
+from .tensor_evidence import gradient_evidence
 
 
 class InputMutation(Check):
@@ -78,6 +80,7 @@ class InputMutation(Check):
                     if origin:
                         dirty.add(origin)
         reported: set[str] = set()
+        tensors = tensors | gradient_evidence(contract, info, flow)
         for node, order in flow.statements:
             found = mutation(node)
             if found is not None:
@@ -112,6 +115,33 @@ class InputMutation(Check):
                 if origin and origin not in dirty and origin not in reported:
                     reported.add(origin)
                     self.report("AGL405", statement, cls=info.name, name=origin)
+        self._project_helper_writes(info, flow, inputs, tensors, helpers, dirty | reported)
+
+    def _project_helper_writes(
+        self,
+        info: ClassInfo,
+        flow: MethodFlow,
+        inputs: set[str],
+        tensors: set[str],
+        helpers: dict[str, StaticHelper],
+        done: set[str],
+    ) -> None:
+        """An input handed to a module-level function or a static method (here or in another
+        project file) that writes it in place, one or two calls deep: reported at the call."""
+        contract = self.ctx.contract()
+        tensors = tensors | gradient_evidence(contract, info, flow)
+        for site, effects, bound in helper_calls(self.ctx.summaries, flow.calls):
+            for slot, value in bound:
+                if slot not in effects.writes:
+                    continue
+                origin = contract.alias_of(value, flow, site.order, inputs, helpers, info.name)
+                # as inline: `t[0] = v` / `t *= 2` need evidence that the input is a tensor
+                if not origin or origin in done:
+                    continue
+                if slot not in effects.method_writes and origin not in tensors:
+                    continue
+                done.add(origin)
+                self.report("AGL405", site.node, cls=info.name, name=origin)
 
 
 def _returned(flow: MethodFlow, name: str, call: cst.Call) -> bool:

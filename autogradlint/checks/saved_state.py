@@ -18,11 +18,14 @@ from ..analysis.contract import (
 )
 from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
+from ..analysis.helper_effects import helper_calls
 from ..analysis.names import dotted
+from ..analysis.source_text import code_of
 from ..analysis.tensor_kinds import OTHER, TENSOR, TensorKinds, receiver_root
 from ..analysis.walk import FastVisitor
 from .base import Check
 from .common import source_of, statement_in_block
+from .tensor_evidence import gradient_evidence
 
 
 class SavedState(Check):
@@ -42,6 +45,8 @@ class SavedState(Check):
                         i for i, p in enumerate(seen.inputs) if p.name.value in seen.tensors
                     }
                     self._setup_context(info.name, setup, positions, readers, len(seen.inputs))
+                    self._helper_keeps_setup(info, seen, setup, readers)
+                    self._setup_saves(info, seen, setup)
                 continue
             kinds = TensorKinds(
                 seen.flow,
@@ -54,6 +59,8 @@ class SavedState(Check):
                 info.name, seen.flow, seen.ctx_name, seen.tensors, readers, forward=kinds
             )
             self._save_for_backward(info, seen, seen.ctx_name)
+            self._helper_saves(info, seen.flow, seen.ctx_name)
+            self._helper_keeps_forward(info, seen, readers)
         for op in self.ctx.facts.custom_ops:
             if op.setup_context is None or op.schema is None:
                 continue
@@ -237,7 +244,7 @@ class SavedState(Check):
             p.name.value
             for p in inputs
             if p.annotation is not None and _scalar_annotation(p.annotation.annotation)
-        }
+        } | _number_defaults(inputs)
         calls = save_for_backward_calls(flow, ctx_name)
         module = self.ctx.facts.module
         for site in calls:
@@ -268,7 +275,12 @@ class SavedState(Check):
         for earlier, later in zip(calls, calls[1:], strict=False):
             a = statement_in_block(method, earlier.node)
             b = statement_in_block(method, later.node)
-            if a is not None and b is not None and a[0] is b[0]:
+            if (
+                a is not None
+                and b is not None
+                and a[0] is b[0]
+                and not _saves_all_of(later.node, earlier.node)
+            ):
                 self.report(
                     "AGL404",
                     later.node,
@@ -277,6 +289,120 @@ class SavedState(Check):
                     consequence="The second call replaces the tensors of the first, so backward "
                     "unpacks the wrong values. Save every tensor in one call.",
                 )
+
+    def _setup_saves(self, info: ClassInfo, seen: ForwardInputs, setup: cst.FunctionDef) -> None:
+        """The save_for_backward checks on setup_context, which saves for the setup_context
+        style: a non-tensor (`x.shape`, `1.5`) and a second call raise the same (D4.1, D4.3).
+        Its inputs arrive packed in `inputs`, so only what a call's own text shows counts."""
+        flow = self.ctx.flow(setup)
+        if not flow.params:
+            return
+        ctx_name = flow.params[0]
+        packed = ForwardInputs(flow, ctx_name, [], None, set())
+        self._save_for_backward(info, packed, ctx_name)
+        self._helper_saves(info, flow, ctx_name)
+
+    def _helper_saves(self, info: ClassInfo, flow: MethodFlow, ctx_name: str) -> None:
+        """`save_for_backward` called again by a helper forward hands ctx to (in a loop over
+        the tensors, or after forward's own call): each call replaces the last (D4.3)."""
+        calls: list[tuple[int, int, cst.Call | None]] = [
+            (site.order, 1, None) for site in save_for_backward_calls(flow, ctx_name)
+        ]
+        for site, effects, bound in helper_calls(self.ctx.summaries, flow.calls):
+            count = sum(
+                effects.saves.get(slot, 0)
+                for slot, value in bound
+                if isinstance(value, cst.Name) and value.value == ctx_name
+            )
+            if count:
+                calls.append((site.order, count, site.node))
+        total = 0
+        for _order, count, node in sorted(calls, key=lambda c: c[0]):
+            total += count
+            if total > 1 and node is not None:
+                self.report(
+                    "AGL404",
+                    node,
+                    cls=info.name,
+                    problem="is called a second time (in a helper)",
+                    consequence="The second call replaces the tensors of the first, so backward "
+                    "unpacks the wrong values. Save every tensor in one call.",
+                )
+                return
+
+    def _helper_keeps_forward(
+        self, info: ClassInfo, seen: ForwardInputs, readers: list[cst.FunctionDef] | None
+    ) -> None:
+        if seen.ctx_name is not None:
+            tensors = seen.tensors | returned_names(seen.flow)
+            tensors |= gradient_evidence(self.ctx.contract(), info, seen.flow)
+            self._helper_keeps(info, seen.flow, seen.ctx_name, tensors, readers)
+
+    def _helper_keeps_setup(
+        self,
+        info: ClassInfo,
+        seen: ForwardInputs,
+        setup: cst.FunctionDef,
+        readers: list[cst.FunctionDef] | None,
+    ) -> None:
+        """setup_context's version: the tensors are what it unpacks from `inputs` at a tensor
+        input's position (`x, w, *_ = inputs`), and the output."""
+        flow = self.ctx.flow(setup)
+        if len(flow.params) < 3:
+            return
+        ctx_name, inputs_name, output_name = flow.params[:3]
+        evidence = seen.tensors | gradient_evidence(self.ctx.contract(), info, seen.flow)
+        positions = {i for i, p in enumerate(seen.inputs) if p.name.value in evidence}
+        tensors = {output_name}
+        for name, definitions in flow.defs.items():
+            for d in definitions:
+                value = d.expression
+                if (
+                    d.kind == "unpack"
+                    and isinstance(value, cst.Name)
+                    and value.value == inputs_name
+                    and d.index in positions
+                ):
+                    tensors.add(name)
+        self._helper_keeps(info, flow, ctx_name, tensors, readers)
+
+    def _helper_keeps(
+        self,
+        info: ClassInfo,
+        flow: MethodFlow,
+        ctx_name: str,
+        tensors: set[str],
+        readers: list[cst.FunctionDef] | None,
+    ) -> None:
+        """A tensor handed, with ctx, to a helper that keeps it as a ctx attribute (`ctx.w =
+        w`, `setattr(ctx, name, w)`), one or two calls deep: reported at the call."""
+        harmless = self._harmless(readers, ctx_name)
+        for site, effects, bound in helper_calls(self.ctx.summaries, flow.calls):
+            given = dict(bound)  # slot -> argument (VARARG: the last one; names are not there)
+            for slot, value in bound:
+                if not (isinstance(value, cst.Name) and value.value == ctx_name):
+                    continue
+                for kept, attr in effects.keeps.get(slot, {}).items():
+                    held = given.get(kept)
+                    if not (isinstance(held, cst.Name) and held.value in tensors):
+                        continue
+                    if isinstance(attr, int):  # the name is an argument of this call
+                        named = given.get(attr)
+                        text = (
+                            named.evaluated_value if isinstance(named, cst.SimpleString) else None
+                        )
+                        attr = text if isinstance(text, str) else "?"
+                    if harmless(attr):
+                        continue
+                    shown = held.value
+                    advice = (
+                        f"`{code_of(site.node)}` keeps it: save `{shown}` with "
+                        "`ctx.save_for_backward` and read it back from `ctx.saved_tensors`"
+                    )
+                    self.report(
+                        "AGL403", site.node, cls=info.name, attr=attr, name=shown, advice=advice
+                    )
+                    return
 
     @staticmethod
     def _non_tensor(value: cst.BaseExpression, scalars: set[str]) -> bool:
@@ -299,6 +425,33 @@ class SavedState(Check):
             if isinstance(func, cst.Name) and func.value in ("len", "int", "float", "bool"):
                 return True
         return False
+
+
+def _number_defaults(inputs: list[cst.Param]) -> set[str]:
+    """Unannotated inputs whose default is a number literal (`scale=2.0`): numbers, as far as
+    forward's own text says."""
+    return {
+        p.name.value
+        for p in inputs
+        if p.annotation is None
+        and p.default is not None
+        and isinstance(_unsigned(p.default), (cst.Integer, cst.Float))
+    }
+
+
+def _unsigned(expr: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        return expr.expression
+    return expr
+
+
+def _saves_all_of(later: cst.Call, earlier: cst.Call) -> bool:
+    """Whether the later call saves every tensor the earlier one did (`save(x)` then
+    `save(x, w)`): it replaces the first (D4.3), but nothing backward can unpack is lost."""
+    if any(arg.star for arg in (*later.args, *earlier.args)):
+        return False
+    kept = {code_of(arg.value) for arg in later.args}
+    return all(code_of(arg.value) in kept for arg in earlier.args)
 
 
 def _is_ctx_attribute(expr: cst.BaseExpression, ctx_name: str) -> bool:

@@ -436,7 +436,9 @@ def _apply_may_fail(call: ast.Call, shape: Shape) -> bool:
     given = len(call.args)
     keywords = {k.arg for k in call.keywords}
     missing = [n for n in names[given:required] if n not in keywords]
-    return bool(missing) or (given > len(names) and not star)
+    # a keyword forward has no positional parameter for raises too (apply binds only those)
+    unknown = keywords - set(names)
+    return bool(missing) or bool(unknown) or (given > len(names) and not star)
 
 
 def _parse(text: str) -> ast.Module:
