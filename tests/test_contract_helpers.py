@@ -4,7 +4,7 @@ the bad code, the finding (rule, line), and the fixed code, clean (issue 32, kno
 
 from __future__ import annotations
 
-from autogradlint.engine.pipeline import lint_source
+from autogradlint import lint_source
 
 
 def _found(code: str) -> list[tuple[str, int]]:

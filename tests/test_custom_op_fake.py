@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from autogradlint import lint_source
 from autogradlint.config import Config
-from autogradlint.engine.pipeline import lint_source
 from autogradlint.model import Finding
 from autogradlint.runner import discover, lint_paths
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+from autogradlint import lint_source
 from autogradlint.config import Config
 from autogradlint.engine.fix_loop import fix_text
-from autogradlint.engine.pipeline import lint_source
+from autogradlint.engine.request import LintRequest
 from autogradlint.model import Finding
 from autogradlint.runner import discover, lint_paths
 
@@ -204,8 +205,8 @@ def test_a_custom_op_backward_is_checked_the_same_way() -> None:
 
 def test_the_copy_first_fix_is_unsafe_for_a_collective() -> None:
     source = backward("dist.all_reduce(grad_output)\nreturn grad_output\n")
-    assert not fix_text(source, enabled=AGL406).changed
-    fixed = fix_text(source, enabled=AGL406, unsafe=True)
+    assert not fix_text(LintRequest(source, enabled=AGL406)).changed
+    fixed = fix_text(LintRequest(source, enabled=AGL406, plan="unsafe"))
     assert fixed.applied == ["AGL406"]
     assert fixed.source.endswith(
         "    def backward(ctx, grad_output):\n"
@@ -228,7 +229,7 @@ def test_an_in_place_write_after_a_layout_read_gets_an_unsafe_copy() -> None:
     )
     (finding,) = _findings(layout)
     assert finding.fixable == "unsafe"
-    fixed = fix_text(layout, enabled=AGL406, unsafe=True)
+    fixed = fix_text(LintRequest(layout, enabled=AGL406, plan="unsafe"))
     assert fixed.applied == ["AGL406"]
     plain = backward("grad_output.mul_(2)\nreturn grad_output\n", "")
     (finding,) = _findings(plain)

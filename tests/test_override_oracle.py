@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import textwrap
 
-from autogradlint.engine.door import lint_file
+from autogradlint import lint_source as lint_file
 
 FAMILY_C = frozenset({"AGL301", "AGL302", "AGL303", "AGL304", "AGL305", "AGL306"})
 

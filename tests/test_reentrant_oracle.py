@@ -9,8 +9,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from autogradlint import lint_source as lint_file
 from autogradlint.cli import main
-from autogradlint.engine.door import lint_file
 
 FAMILY_A = frozenset({"AGL101", "AGL102", "AGL103", "AGL104", "AGL105"})
 

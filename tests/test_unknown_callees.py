@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from autogradlint import lint_source
 from autogradlint.config import Config
-from autogradlint.engine.pipeline import lint_source
 from autogradlint.model import Finding
 from autogradlint.runner import discover, lint_paths
 
@@ -22,6 +22,8 @@ def _flagged(code: str) -> dict[str, str]:
     """{callee named in the finding's help: severity} for every AGL201 finding."""
     found = {}
     for finding in lint_source(code).findings:
+        if finding.rule_id == "AGL413":
+            continue  # the custom ops here have no fake on purpose: tests/test_custom_op_fake.py
         assert finding.rule_id == "AGL201", finding
         callee = finding.help.split("`", 2)[1]
         found[callee] = finding.severity

@@ -8,9 +8,10 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+from autogradlint import lint_source
 from autogradlint.config import Config
 from autogradlint.engine.fix_loop import fix_text
-from autogradlint.engine.pipeline import lint_source
+from autogradlint.engine.request import LintRequest
 from autogradlint.model import Finding
 from autogradlint.runner import discover, lint_paths
 
@@ -67,7 +68,7 @@ def test_gradients_set_only_under_needs_input_grad_are_flagged_where_returned() 
 
 
 def test_the_fix_sets_each_gradient_to_none_first() -> None:
-    fixed = fix_text(GUARDED, enabled=AGL412)
+    fixed = fix_text(LintRequest(GUARDED, enabled=AGL412))
     assert fixed.applied == ["AGL412", "AGL412"]
     assert fixed.source.endswith(
         "    def backward(ctx, g):\n"
@@ -120,8 +121,8 @@ def test_another_branch_makes_the_fix_unsafe() -> None:
         'and `(ctx.mode == "fast")` is false'
     )
     assert finding.fixable == "unsafe"
-    assert not fix_text(source, enabled=AGL412).changed
-    assert fix_text(source, enabled=AGL412, unsafe=True).applied == ["AGL412"]
+    assert not fix_text(LintRequest(source, enabled=AGL412)).changed
+    assert fix_text(LintRequest(source, enabled=AGL412, plan="unsafe")).applied == ["AGL412"]
 
 
 def test_a_read_before_the_return_is_flagged_too() -> None:

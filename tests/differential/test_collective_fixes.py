@@ -16,11 +16,12 @@ import functools
 
 from collective_programs import grad_collectives
 from gloo_ranks import on_ranks
-from hypothesis import given
+from hypothesis import given, settings
 from run import GRAD_LAYOUTS, differences, function_scenarios
-from test_safe_fixes_are_equivalent import SETTINGS
+from test_safe_fixes_are_equivalent import EXAMPLES, SETTINGS
 
 from autogradlint.engine.fix_loop import fix_text
+from autogradlint.engine.request import LintRequest
 from autogradlint.engine.verify import compile_error
 
 RULES = frozenset({"AGL406"})
@@ -29,7 +30,7 @@ RULES = frozenset({"AGL406"})
 def _drawn() -> list[str]:
     found: list[str] = []
 
-    @SETTINGS
+    @settings(SETTINGS, max_examples=EXAMPLES)
     @given(program=grad_collectives())
     def collect(program: str) -> None:
         found.append(program)
@@ -55,12 +56,12 @@ def _differences_on_rank(pairs: list[tuple[str, str]], rank: int) -> list[str]:
 def test_copy_first_is_unsafe_and_keeps_what_gloo_reduces_right() -> None:
     pairs: list[tuple[str, str]] = []
     for program in _drawn():
-        safe = fix_text(program, "generated.py", enabled=RULES)
+        safe = fix_text(LintRequest(program, "generated.py", enabled=RULES))
         assert safe.error is None and not safe.changed, "a collective fix in the safe tier"
-        outcome = fix_text(program, "generated.py", enabled=RULES, unsafe=True)
+        outcome = fix_text(LintRequest(program, "generated.py", enabled=RULES, plan="unsafe"))
         assert outcome.changed, "the collective was not flagged:\n" + program
         assert compile_error(outcome.source) is None
-        again = fix_text(outcome.source, "generated.py", enabled=RULES, unsafe=True)
+        again = fix_text(LintRequest(outcome.source, "generated.py", enabled=RULES, plan="unsafe"))
         assert not again.changed, "not idempotent:\n" + again.source
         pairs.append((program, outcome.source))
     found = on_ranks(functools.partial(_differences_on_rank, pairs))

@@ -32,6 +32,12 @@ from unset_programs import needs_grad_scenarios, unset_gradients
 from autogradlint.engine.verify import compile_error
 
 EXAMPLES = int(os.environ.get("AGL_DIFFERENTIAL_EXAMPLES", "120"))
+SETTINGS = settings(  # what every differential search shares, but its size
+    deadline=None,
+    derandomize=os.environ.get("AGL_DIFFERENTIAL_RANDOM") != "1",
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 # Each program runs with torch over every scenario: the whole sample takes minutes, so the fast
 # suite runs its first part and `-m slow` all of it.
 SIZES = [
@@ -63,13 +69,7 @@ FAMILIES = [
 @pytest.mark.parametrize(("programs", "rules", "scenarios"), FAMILIES)
 @pytest.mark.parametrize("examples", SIZES)
 def test_safe_fixes_keep_every_non_raising_result(programs, rules, scenarios, examples) -> None:
-    @settings(
-        max_examples=examples,
-        deadline=None,
-        derandomize=os.environ.get("AGL_DIFFERENTIAL_RANDOM") != "1",
-        database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
+    @settings(SETTINGS, max_examples=examples)
     @given(program=programs)
     def check(program: str | dict[str, str]) -> None:
         outcome = fix_project(program, rules)

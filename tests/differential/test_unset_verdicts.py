@@ -9,7 +9,7 @@ from run import load
 from test_safe_fixes_are_equivalent import SETTINGS
 from unset_programs import needs_grad_scenarios, unset_gradients
 
-from autogradlint.engine.pipeline import lint_source
+from autogradlint import lint_source
 
 
 @SETTINGS
