@@ -42,7 +42,6 @@ def test_confirm_examples_json() -> None:
         ("custom_op_bug:scaled", "arity"): "confirmed",
         ("custom_op_bug:scaled", "fake"): "confirmed",
         ("custom_op_fixed:double", "B"): "not_reproduced",
-        ("custom_op_fixed:scaled", "A"): "not_reproduced",
         # a fixed twin runs its buggy twin's probes too
         ("custom_op_fixed:scaled", "arity"): "not_reproduced",
         ("custom_op_fixed:scaled", "fake"): "not_reproduced",
@@ -62,7 +61,7 @@ def test_confirm_examples_json() -> None:
     # AGL413: the op without a fake fails opcheck's fake-tensor test; its fixed twin passes it
     fake = rows[("custom_op_bug:scaled", "fake")]["devices"]["cpu"]["evidence"]
     assert fake[0].startswith("opcheck test_faketensor failed: RuntimeError: There was no fake")
-    twin = rows[("custom_op_fixed:scaled", "A")]["devices"]["cpu"]["evidence"]
+    twin = rows[("custom_op_fixed:scaled", "fake")]["devices"]["cpu"]["evidence"]
     assert any("test_faketensor" in line and line.endswith("passed") for line in twin)
 
 

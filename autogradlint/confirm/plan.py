@@ -99,7 +99,9 @@ def plan(results: list[FileResult], clean: str = "twins") -> list[Target]:
             ):
                 continue
             probed.add((result.path, summary.name))
-            for kind in {summary.probe} | twin_kinds.get(summary.name, set()):
+            # A twin runs its buggy twin's probes: only those verdicts are evidence about the
+            # findings, and its own guess (from names alone) would probe what nothing flagged.
+            for kind in twin_kinds.get(summary.name) or {summary.probe}:
                 targets.setdefault(
                     (result.path, summary.name, kind),
                     Target(kind, result.path, summary.line, module, summary.name, root),
