@@ -356,9 +356,22 @@ def _direct_call_lines(text: str, function_like: set[str], statements: list[ast.
     lines = {text.count("\n", 0, offset) + 1 for offset in offsets}
     if lines and "is_grad_enabled" in text:
         # `if torch.is_grad_enabled(): return Fn.apply(x)` before `Fn.forward(None, x)`: the
-        # test says grad mode is off after it (AGL407 reads it)
+        # test says grad mode is off after it (AGL407 reads it). Only a test in the function
+        # that makes the call counts: the text scan keeps that function, and nothing else, so
+        # the whole-file and the pre-sliced selections stay the same.
+        defs = [_span(stmt) for stmt in statements if isinstance(stmt, _DEFS)]
+
+        def scope(line: int) -> tuple[int, int]:
+            around = [span for span in defs if span[0] <= line <= span[1]]
+            return max(around, default=(0, 0))  # the innermost: it starts last
+
+        scopes = {scope(line) for line in lines}
         for stmt in statements:
-            if isinstance(stmt, ast.If) and "is_grad_enabled" in ast.dump(stmt.test):
+            if (
+                isinstance(stmt, ast.If)
+                and "is_grad_enabled" in ast.dump(stmt.test)
+                and scope(stmt.lineno) in scopes
+            ):
                 lines.update(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
     applies = {
         text.count("\n", 0, offset) + 1
