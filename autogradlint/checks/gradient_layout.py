@@ -13,8 +13,14 @@ import libcst as cst
 from ..analysis.contract import ContractView
 from ..analysis.flow import MethodFlow
 
+# `contiguous()`, `reshape()` and `flatten()` alias a gradient of one layout and copy one of
+# another: after `g = g.clone()` (dense) they alias where they copied, so a later in-place
+# write reaches them (found by tests/differential/sweep.py: `h = g.contiguous(); g.zero_()`).
 LAYOUT_METHODS = frozenset(
     {
+        "contiguous",
+        "reshape",
+        "flatten",
         "is_contiguous",
         "is_non_overlapping_and_dense",
         "stride",

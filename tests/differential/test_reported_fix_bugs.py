@@ -251,3 +251,47 @@ def test_new_blocks_use_the_indentation_of_their_function_not_of_the_file() -> N
     fixed = fix_text(LintRequest(source, "m.py")).source
     assert "        with torch.enable_grad():\n            y = x * x\n" in fixed
     assert compile_error(fixed) is None  # a tab there would be a TabError
+
+
+SWEPT = """\
+import torch
+from torch.autograd import grad as agrad
+
+FLAG = False
+MODE = 0
+W = torch.ones(3, 4, requires_grad=True)
+
+
+def helper(v):
+    with torch.enable_grad():
+        return v * v
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.a = 2.0
+        ctx.b = 3.0
+        ctx.n = 4
+        ctx.s64 = torch.full((3, 4), 1.5, dtype=torch.float64)
+        ctx.set_materialize_grads(False)
+        return x * 2, 3
+
+    @staticmethod
+    def backward(ctx, g, g2):
+        h = g.contiguous()
+        if MODE == 1:
+            g.add_(ctx.n, alpha=2)
+        else:
+            g.zero_()
+        return g + h.reshape(3, 4)
+"""
+
+
+def test_a_copy_first_fix_is_not_safe_after_contiguous_reads_the_gradient() -> None:
+    """Found by sweep.py (1,000 programs): `h = g.contiguous()` copies a stride-0 gradient but
+    aliases the dense clone the fix makes, so `g.zero_()` then zeroes `h` too."""
+    safe = fix_text(LintRequest(SWEPT, "m.py", enabled=frozenset({"AGL406"})))
+    assert safe.error is None and not safe.changed
+    unsafe = fix_text(LintRequest(SWEPT, "m.py", enabled=frozenset({"AGL406"}), plan="unsafe"))
+    assert unsafe.changed and "g = g.clone()" in unsafe.source
