@@ -422,7 +422,7 @@ class ProjectIndex:
         }
         own = os.path.abspath(record.path)
         inherited = []
-        for base in sorted(bases | self.mixins(record)):
+        for base in sorted(bases | self.mixin_bases(record)):
             canonical = self.resolve(record, base)
             lineage = self.lineage(canonical, own) if canonical is not None else ()
             if lineage:
@@ -459,9 +459,10 @@ class ProjectIndex:
             name for name, _bases, _flag in record.decls if f"{module}.{name}" in self.mixed_in
         )
 
-    def mixins(self, record: Record) -> set[str]:
+    def mixin_bases(self, record: Record) -> set[str]:
         """The other bases of `record`'s Function classes (`GradMixin` in
-        `class Fn(GradMixin, Function)`): plain classes whose methods a Function inherits."""
+        `class Fn(GradMixin, Function)`), as written there: the child's side of what
+        `_mixins_in` (and `FileView.mixins`) see from the mixin's own file."""
         if not record.names:
             return set()
         return {
