@@ -730,3 +730,31 @@ class Fixed(Scaled):
 def test_the_setup_context_style_counts_every_parameter() -> None:
     # apply binds forward's defaults in this style: one gradient each (tests/oracle K13)
     assert _found(SETUP_DEFAULTS, "AGL401") == [("AGL401", 18)]
+
+
+SPLIT_VARARG = """\
+import torch
+
+
+class Layer(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, n, *inputs):
+        keys = inputs[:n]  # strings: *inputs packs keys, then their tensors
+        values = inputs[n : 2 * n]
+        ctx.keys = keys
+        ctx.names = inputs[:n]
+        ctx.everything = inputs  # the whole pack holds the tensors: still found
+        ctx.save_for_backward(*values)
+        return sum(v.sum() for v in values)
+
+    @staticmethod
+    def backward(ctx, g):
+        grads = dict(zip(ctx.keys, ctx.saved_tensors))
+        scale = ctx.everything[len(ctx.names)]
+        return (None, *(None for _ in ctx.names), *(g * scale for _ in grads))
+"""
+
+
+def test_a_slice_of_a_vararg_split_into_parts_is_not_a_tensor() -> None:
+    # theseus TheseusLayerDLMForward: `input_keys = inputs[:n]` kept on ctx (labelled ok)
+    assert _found(SPLIT_VARARG, "AGL403") == [("AGL403", 11)]

@@ -56,7 +56,13 @@ class SavedState(Check):
                 lambda call: compiled_callee(call, self.ctx.facts, self.ctx.settings) is not None,
             )
             self._ctx_stash(
-                info.name, seen.flow, seen.ctx_name, seen.tensors, readers, forward=kinds
+                info.name,
+                seen.flow,
+                seen.ctx_name,
+                seen.tensors,
+                readers,
+                forward=kinds,
+                parts=_vararg_parts(seen.flow, seen.vararg),
             )
             self._save_for_backward(info, seen, seen.ctx_name)
             self._helper_saves(info, seen.flow, seen.ctx_name)
@@ -141,6 +147,7 @@ class SavedState(Check):
         positions: frozenset[int] | set[int] = frozenset(),
         stashed: list[tuple[cst.CSTNode, str, str]] | None = None,
         forward: TensorKinds | None = None,
+        parts: frozenset[str] = frozenset(),
     ) -> None:
         """`ctx.attr = value` for a value that holds a tensor: one of `tensors` (names of
         setup_context), or, in forward (`forward` given), an input known to be a tensor or a
@@ -186,6 +193,10 @@ class SavedState(Check):
                         # `ctx.w = w`, `ctx.w = w[0]`, `ctx.w = w.contiguous()`: the value,
                         # or a view of it (the same storage, the same hazard)
                         root = receiver_root(v)
+                        if _slices_part(v, parts) or (
+                            root is not None and _names_part(forward, root, node, order, parts)
+                        ):
+                            continue
                         if root is not None and _holds_tensor(
                             forward, root, node, order, outputs, declared
                         ):
@@ -608,6 +619,45 @@ def _holds_tensor(
         # variable is a tensor on every path
         return True
     return name in outputs and kind == TENSOR
+
+
+def _vararg_parts(flow: MethodFlow, vararg: str | None) -> frozenset[str]:
+    """The vararg when forward splits it into parts by slices (`keys = inputs[:n]`, `vals =
+    inputs[n:2 * n]`): `*args` then packs inputs of different kinds, and that some parts hold
+    tensors says nothing of the others. Empty when it is not split so."""
+    if vararg is None:
+        return frozenset()
+    shapes = {
+        code_of(value.slice[0].slice)
+        for definitions in flow.defs.values()
+        for d in definitions
+        if (value := d.expression) is not None and _slices_part(value, frozenset({vararg}))
+    }
+    return frozenset({vararg}) if len(shapes) >= 2 else frozenset()
+
+
+def _slices_part(expr: cst.BaseExpression, parts: frozenset[str]) -> bool:
+    """`inputs[a:b]` of a split vararg: a tuple of whichever inputs lie there."""
+    return (
+        isinstance(expr, cst.Subscript)
+        and isinstance(expr.value, cst.Name)
+        and expr.value.value in parts
+        and len(expr.slice) == 1
+        and isinstance(expr.slice[0].slice, cst.Slice)
+    )
+
+
+def _names_part(
+    kinds: TensorKinds, name: str, store: cst.CSTNode, order: int, parts: frozenset[str]
+) -> bool:
+    """Whether every value `name` may hold at `store` is a part of a split vararg."""
+    if not parts:
+        return False
+    reaching = kinds.reaching(name, store, order)
+    return bool(reaching) and all(
+        d.kind == "assign" and d.expression is not None and _slices_part(d.expression, parts)
+        for d in reaching
+    )
 
 
 def _saved_on_other_branch(
