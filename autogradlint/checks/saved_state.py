@@ -631,7 +631,8 @@ def _vararg_parts(flow: MethodFlow, vararg: str | None) -> frozenset[str]:
         code_of(value.slice[0].slice)
         for definitions in flow.defs.values()
         for d in definitions
-        if (value := d.expression) is not None and _slices_part(value, frozenset({vararg}))
+        if isinstance(value := d.expression, cst.Subscript)
+        and _slices_part(value, frozenset({vararg}))
     }
     return frozenset({vararg}) if len(shapes) >= 2 else frozenset()
 
