@@ -272,13 +272,17 @@ class CompiledGradients(Check):
             )
             return True
         if reach.kind == "triton":
+            stores = self._launch_writes(reach.callee, reach.slot, reach)
+            if stores and not (state.write_safe or reach.copied):
+                told = f"the Triton kernel `{callee}` stores into it (`tl.store`)."
+                self._write(arg.value, state, flow, callee, cls, f"Through {via}: {told}")
+                return True
             if state.read_safe or reach.guarded:
                 return False
             if self.ctx.summaries.kernel_reads_one_element(
                 reach.callee, reach.path, reach.slot, reach.keyword
             ):
                 return False  # `tl.load(grad_ptr)`: one element, strides cannot matter
-            stores = self._launch_writes(reach.callee, reach.slot, reach)
             unread = "" if stores is not None else callee
             fix = (
                 None if reach.strides else self._direct_fix(arg, reach, flow, bool(stores), unread)
@@ -827,6 +831,22 @@ class CompiledGradients(Check):
             )
         if isinstance(expr, cst.StarredElement):
             return self._state(expr.value, flow, grads, order, depth + 1)
+        if isinstance(expr, cst.IfExp):
+            # `dQ.clone() if not dQ.is_contiguous else dQ`: either branch may be the value,
+            # so it is guarded only as far as both are.
+            states = [
+                self._state(branch, flow, grads, order, depth + 1)
+                for branch in _branches_not_none(expr)
+            ]
+            known = [found for found in states if found is not None]
+            if not known:
+                return None
+            return GradState(
+                known[0].name,
+                all(found.read_safe for found in known),
+                all(found.write_safe for found in known),
+                known[0].root,
+            )
         if isinstance(expr, cst.Subscript):
             return self._state(expr.value, flow, grads, order, depth + 1)
         if isinstance(expr, cst.Attribute):
@@ -879,8 +899,16 @@ class CompiledGradients(Check):
             if state is None:
                 continue
             found = evidence[position]
-            # A write the C++ shows, or what the Python call looks like (a token-level read
-            # cannot prove that a kernel never writes through a pointer it was handed).
+            if kind == "triton" and not arg.star and self._launch_stores(name, position, arg):
+                # The kernel `tl.store`s through the gradient's pointer (unsloth's RoPE
+                # backward rotates `dY` in place): a write into the buffer autograd shares.
+                found = replace(
+                    found,
+                    writes=True,
+                    write_text=f"The Triton kernel `{name}` stores into it (`tl.store`).",
+                )
+            # A write the C++ (or the Triton kernel) shows, or what the Python call looks like
+            # (a token-level read cannot prove that a kernel never writes through a pointer).
             writes = found.writes or (guessed and not proven)
             if writes and not state.write_safe:
                 self._write(arg.value, state, flow, written, cls, found.write_text)
@@ -1023,8 +1051,18 @@ class CompiledGradients(Check):
             return None
         return Unproven("AGL201", "callee-does-not-write", why)
 
+    def _launch_stores(self, kernel: str, position: int, arg: cst.Arg) -> bool:
+        """Whether the Triton kernel launched here stores through the launch argument `arg`
+        (at `position`, or named by its keyword)."""
+        keyword = arg.keyword.value if arg.keyword is not None else None
+        return bool(self._launch_writes(kernel, None if keyword else position, keyword=keyword))
+
     def _launch_writes(
-        self, kernel: str, position: int | None, reach: Reach | None = None
+        self,
+        kernel: str,
+        position: int | None,
+        reach: Reach | None = None,
+        keyword: str | None = None,
     ) -> bool | None:
         """Whether a Triton kernel launched here (or at the end of a helper's `reach`) stores
         through argument `position`; None when the kernel's source is not found (nothing is
@@ -1034,7 +1072,7 @@ class CompiledGradients(Check):
         if summaries.function(kernel.lstrip("."), path) is None:
             return None
         if reach is None:
-            reach = Reach(0, kernel, position, None, False, True, path, (), kind="triton")
+            reach = Reach(0, kernel, position, keyword, False, True, path, (), kind="triton")
         return summaries.kernel_writes(reach)
 
     @staticmethod
@@ -1171,6 +1209,24 @@ class CompiledGradients(Check):
         for arg in call.args:
             _Strides().walk(arg.value)
         return names
+
+
+def _branches_not_none(expr: cst.IfExp) -> list[cst.BaseExpression]:
+    """The branches of `expr` that may hold a tensor: in `g if g is None else g.contiguous()`
+    (FIX-B1's own form) the first branch is taken only when `g` is None."""
+    test = expr.test
+    if (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].comparator, cst.Name)
+        and test.comparisons[0].comparator.value == "None"
+        and isinstance(test.comparisons[0].operator, (cst.Is, cst.IsNot))
+    ):
+        tested = dotted(test.left)
+        none_branch = expr.body if isinstance(test.comparisons[0].operator, cst.Is) else expr.orelse
+        if tested is not None and dotted(none_branch) == tested:
+            return [expr.orelse if none_branch is expr.body else expr.body]
+    return [expr.body, expr.orelse]
 
 
 def _evaluated_freely(value: cst.BaseExpression) -> bool:
