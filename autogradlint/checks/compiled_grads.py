@@ -274,8 +274,8 @@ class CompiledGradients(Check):
         if reach.kind == "triton":
             stores = self._launch_writes(reach.callee, reach.slot, reach)
             if stores and not (state.write_safe or reach.copied):
-                told = f"the Triton kernel `{callee}` stores into it (`tl.store`)."
-                self._write(arg.value, state, flow, callee, cls, f"Through {via}: {told}")
+                stored = f"the Triton kernel `{callee}` stores into it (`tl.store`)."
+                self._write(arg.value, state, flow, callee, cls, f"Through {via}: {stored}")
                 return True
             if state.read_safe or reach.guarded:
                 return False
