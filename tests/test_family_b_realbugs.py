@@ -8,6 +8,7 @@ the incoming gradient (unsloth's RoPE and RMS-norm backward, Megatron's MLA rota
 from __future__ import annotations
 
 from autogradlint import lint_source
+from autogradlint.native.scan import GUARDED, RAW, STRIDED, Source
 
 
 def _b(code: str) -> list[tuple[str, int]]:
@@ -123,3 +124,104 @@ def test_agl202_a_helper_launches_the_kernel_that_stores_into_the_gradient() -> 
     assert _b(helper.format(guard="pass")) == [("AGL202", 28)]
     fixed = helper.format(guard="dY = dY.clone(memory_format=torch.contiguous_format)")
     assert _b(fixed) == []
+
+
+# --- the C++ reader, on small snippets of the missed sites ---------------------------------
+def _how(text: str, name: str) -> list[str]:
+    """How each definition of `name` reads each of its tensor parameters."""
+    return [how for f in Source("x.cpp", text).functions(name) for how, _ in f.reads]
+
+
+# detectron2 ROIAlign_backward_cpu (b01-detectron2-1): the kernel is handed a contiguous copy's
+# pointer, but indexes it with the ORIGINAL gradient's strides: a transposed or stride-0
+# gradient is read at the wrong places (the copy is dense, the strides are not).
+ROI = """\
+template <typename T>
+void RoiBackward(int n, const T* grad, T* out, int n_stride, int c_stride) {
+  for (int i = 0; i < n; i++) out[i] = grad[(i / 7) * n_stride + (i % 7) * c_stride];
+}
+
+at::Tensor roi_backward(const at::Tensor& grad, int n) {
+  auto out = at::zeros({n}, grad.options());
+  int n_stride = grad.stride(0);
+  int c_stride = grad.stride(1);
+  RoiBackward<float>(n, grad.contiguous().data_ptr<float>(), out.data_ptr<float>(),
+                     n_stride, c_stride);
+  return out;
+}
+"""
+
+
+def test_a_contiguous_copy_indexed_with_the_original_strides_is_a_raw_read() -> None:
+    assert _how(ROI, "roi_backward") == [RAW]
+    # the fix: the strides of what is read (or the tensor itself, read through its strides)
+    fixed = ROI.replace("grad.contiguous().data_ptr<float>()", "grad.data_ptr<float>()")
+    assert _how(fixed, "roi_backward") == [STRIDED]
+    # the copy's own strides are its layout: made contiguous first, then read
+    copied = (
+        ROI.replace(
+            "  int n_stride = grad.stride(0);\n",
+            "  auto g = grad.contiguous();\n  int n_stride = g.stride(0);\n",
+        )
+        .replace("grad.stride(1)", "g.stride(1)")
+        .replace("grad.contiguous().data_ptr", "g.data_ptr")
+    )
+    assert _how(copied, "roi_backward") == [GUARDED]
+
+
+# fast-transformers local_product_cpu.cpp (b01-fasttransformers-1): the accessor picks the row
+# through the strides, but `&ga[n][h][l][0]` then goes to a loop that walks E floats one after
+# another: the last dimension's stride is taken to be 1.
+ROWS = """\
+inline float dot(const float *A, const float *B, int D) {
+    float s = 0;
+    for (int i=0; i<D; i++) { s += (*A) * (*B); A++; B++; }
+    return s;
+}
+
+torch::Tensor local_backward(const torch::Tensor grad, torch::Tensor values) {
+    int N = grad.size(0);
+    int E = grad.size(1);
+    auto out = torch::zeros({N}, grad.options());
+    auto ga = grad.accessor<float, 2>();
+    auto va = values.accessor<float, 2>();
+    auto oa = out.accessor<float, 1>();
+    for (int n = 0; n < N; n++) {
+        oa[n] = dot(&ga[n][0], &va[n][0], E);
+    }
+    return out;
+}
+"""
+
+
+def test_the_address_of_an_accessor_row_walked_densely_is_a_raw_read() -> None:
+    assert _how(ROWS, "local_backward") == [RAW, RAW]
+    # element by element through the accessor: its strides, every dimension
+    fixed = ROWS.replace(
+        "oa[n] = dot(&ga[n][0], &va[n][0], E);",
+        "for (int e = 0; e < E; e++) oa[n] += ga[n][e] * va[n][e];",
+    )
+    assert _how(fixed, "local_backward") == [STRIDED, STRIDED]
+
+
+# causal-conv1d causal_conv1d.cpp (b01-causalconv1d-1): an optional gradient is unwrapped
+# with `.value()` and then read through its own strides.
+OPTIONAL = """\
+void bwd(const c10::optional<at::Tensor> &dfinal_states_, Params &params) {
+    if (dfinal_states_.has_value()) {
+        auto dfinal_states = dfinal_states_.value();
+        params.dfinal_states_ptr = dfinal_states.data_ptr();
+        params.dfinal_states_batch_stride = dfinal_states.stride(0);
+        params.dfinal_states_c_stride = dfinal_states.stride(1);
+    }
+}
+"""
+
+
+def test_an_optional_tensor_unwrapped_by_value_is_the_tensor() -> None:
+    assert _how(OPTIONAL, "bwd") == [STRIDED]
+    raw = OPTIONAL.replace(
+        "        params.dfinal_states_batch_stride = dfinal_states.stride(0);\n", ""
+    )
+    raw = raw.replace("        params.dfinal_states_c_stride = dfinal_states.stride(1);\n", "")
+    assert _how(raw, "bwd") != [STRIDED]
