@@ -7,8 +7,13 @@ the incoming gradient (unsloth's RoPE and RMS-norm backward, Megatron's MLA rota
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from autogradlint import lint_source
+from autogradlint.config import Config
+from autogradlint.native.index import forget
 from autogradlint.native.scan import GUARDED, RAW, STRIDED, Source
+from autogradlint.runner import discover, lint_paths
 
 
 def _b(code: str) -> list[tuple[str, int]]:
@@ -225,3 +230,92 @@ def test_an_optional_tensor_unwrapped_by_value_is_the_tensor() -> None:
     )
     raw = raw.replace("        params.dfinal_states_c_stride = dfinal_states.stride(1);\n", "")
     assert _how(raw, "bwd") != [STRIDED]
+
+
+# apex setup.py (a02-apex-1, after the fix): two extensions each bind `backward` -> `bwd` ->
+# `bwd_cuda`; one writes into the gradient, the other into a fresh tensor. The build names the
+# sources of each: the one the Python imports is judged by its own C++, not its neighbour's.
+APEX_SETUP = """\
+from setuptools import setup
+from torch.utils.cpp_extension import CUDAExtension
+setup(
+    name="apexlike",
+    ext_modules=[
+        CUDAExtension(
+            name="masked_softmax_cuda",
+            sources=["csrc/masked_softmax.cpp", "csrc/masked_softmax_cuda.cu"],
+        ),
+        CUDAExtension(
+            name="triang_softmax_cuda",
+            sources=["csrc/triang_softmax.cpp", "csrc/triang_softmax_cuda.cu"],
+        ),
+    ],
+)
+"""
+BINDING = """\
+#include <torch/extension.h>
+torch::Tensor bwd_cuda(torch::Tensor output_grads, float scale);
+torch::Tensor bwd(torch::Tensor output_grads, float scale) {
+  return bwd_cuda(output_grads, scale);
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("backward", &bwd);
+}
+"""
+IN_PLACE = """\
+torch::Tensor bwd_cuda(torch::Tensor output_grads_, float scale) {
+  auto output_grads = output_grads_.contiguous();
+  void* ptr = static_cast<void*>(output_grads.data_ptr());
+  softmax_backward(reinterpret_cast<float*>(ptr), scale, output_grads.numel());
+  return output_grads;
+}
+"""
+FRESH = """\
+torch::Tensor bwd_cuda(torch::Tensor output_grads_, float scale) {
+  auto output_grads = output_grads_.contiguous();
+  auto input_grads = torch::empty_like(output_grads);
+  softmax_backward_out(reinterpret_cast<float*>(input_grads.data_ptr()),
+                       reinterpret_cast<const float*>(output_grads.data_ptr()),
+                       scale, output_grads.numel());
+  return input_grads;
+}
+"""
+APEX_PY = """\
+import torch
+
+
+class MaskedSoftmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, output_grads):
+        import {module}
+
+        return {module}.backward(output_grads, 1.0)
+"""
+
+
+def _apex(tmp_path: Path, module: str) -> list[tuple[str, int]]:
+    root = tmp_path / module
+    (root / "csrc").mkdir(parents=True)
+    (root / "setup.py").write_text(APEX_SETUP)
+    for stem, kernel in (("masked_softmax", FRESH), ("triang_softmax", IN_PLACE)):
+        (root / "csrc" / f"{stem}.cpp").write_text(BINDING)
+        (root / "csrc" / f"{stem}_cuda.cu").write_text(kernel)
+    (root / "softmax.py").write_text(APEX_PY.format(module=module))
+    config = Config(root=root)
+    files = discover([str(root)], config, respect_gitignore=False).files
+    forget()
+    return sorted(
+        (f.rule_id, f.line)
+        for r in lint_paths(files, config, root=root)
+        for f in r.findings
+        if f.rule_id.startswith("AGL2")
+    )
+
+
+def test_an_extension_is_judged_by_the_sources_its_build_names(tmp_path: Path) -> None:
+    assert _apex(tmp_path, "triang_softmax_cuda") == [("AGL202", 13)]
+    assert _apex(tmp_path, "masked_softmax_cuda") == []
