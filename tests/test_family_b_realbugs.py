@@ -319,3 +319,43 @@ def _apex(tmp_path: Path, module: str) -> list[tuple[str, int]]:
 def test_an_extension_is_judged_by_the_sources_its_build_names(tmp_path: Path) -> None:
     assert _apex(tmp_path, "triang_softmax_cuda") == [("AGL202", 13)]
     assert _apex(tmp_path, "masked_softmax_cuda") == []
+
+
+# Megatron fused_mla_yarn_rope_apply.py (c01-megatron-1): the launch is given dk's own strides,
+# but backward asserts a unit last stride first; the stride-0 gradient of `out.sum()` fails it.
+KV = """\
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _kv_backward(dK, out, stride_row, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    dk = tl.load(dK + row * stride_row + cols, mask=cols < n_cols)
+    tl.store(out + row * n_cols + cols, dk * 2, mask=cols < n_cols)
+
+
+class KV(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, dk):
+        {guard}
+        assert dk.stride(-1) == 1
+        out = dk.new_empty(dk.shape)
+        _kv_backward[(dk.shape[0],)](dk, out, dk.stride(0), dk.shape[1], BLOCK=1024)
+        return out
+"""
+
+
+def test_agl201_warns_where_backward_asserts_the_gradient_layout_before_a_launch() -> None:
+    findings = [
+        f for f in lint_source(KV.format(guard="pass")).findings if f.rule_id.startswith("AGL2")
+    ]
+    assert [(f.rule_id, f.line, f.severity) for f in findings] == [("AGL201", 24, "warning")]
+    assert "assert" in findings[0].help
+    assert _b(KV.format(guard="dk = dk.contiguous()")) == []

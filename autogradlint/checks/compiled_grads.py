@@ -912,6 +912,21 @@ class CompiledGradients(Check):
             writes = found.writes or (guessed and not proven)
             if writes and not state.write_safe:
                 self._write(arg.value, state, flow, written, cls, found.write_text)
+            elif state.name in stride_names and not (state.read_safe or stride_safe):
+                asserted = self._asserted_layout(state.name)
+                if asserted is not None:
+                    # Given its own strides, but backward asserts the layout first (Megatron's
+                    # `assert dk.stride(-1) == 1`): the Python twin of a C++ contiguity check.
+                    self._raw_read(
+                        arg.value,
+                        None,
+                        "warning",
+                        callee=written,
+                        cls=cls,
+                        evidence=f"Backward asserts `{asserted}` before the launch: training "
+                        "raises on a gradient laid out otherwise; make it contiguous first "
+                        f"(`{state.name} = {state.name}.contiguous()`) so every caller works.",
+                    )
             elif not state.read_safe and not stride_safe and state.name not in stride_names:
                 if found.safe:
                     continue  # the C++ makes it contiguous or reads it through its strides
@@ -1193,6 +1208,27 @@ class CompiledGradients(Check):
             return name.rsplit(".", 1)[-1] in ("empty", "empty_like", "zeros", "zeros_like")
         return False
 
+    def _asserted_layout(self, name: str) -> str | None:
+        """The condition of an `assert` of backward that asks `name` for its layout
+        (`assert g.stride(-1) == 1`, `assert g.is_contiguous()`), or None."""
+        found: list[cst.BaseExpression] = []
+
+        class _Asserts(FastVisitor):
+            def visit_Assert(self, node: cst.Assert) -> None:
+                found.append(node.test)
+
+        _Asserts().walk(self.method.body)
+        for test in found:
+            for node in _calls_in(test):
+                func = node.func
+                if (
+                    isinstance(func, cst.Attribute)
+                    and func.attr.value in ("stride", "is_contiguous")
+                    and dotted(func.value) == name
+                ):
+                    return code_of(test, self.ctx.facts.module)
+        return None
+
     @staticmethod
     def _stride_arguments(call: cst.Call) -> set[str]:
         """Names whose `.stride(...)` is handed to the kernel: it indexes them stride-aware."""
@@ -1209,6 +1245,18 @@ class CompiledGradients(Check):
         for arg in call.args:
             _Strides().walk(arg.value)
         return names
+
+
+def _calls_in(expr: cst.BaseExpression) -> list[cst.Call]:
+    """Every call inside `expr`."""
+    calls: list[cst.Call] = []
+
+    class _Calls(FastVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            calls.append(node)
+
+    _Calls().walk(expr)
+    return calls
 
 
 def _branches_not_none(expr: cst.IfExp) -> list[cst.BaseExpression]:
