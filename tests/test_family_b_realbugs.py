@@ -359,3 +359,50 @@ def test_agl201_warns_where_backward_asserts_the_gradient_layout_before_a_launch
     assert [(f.rule_id, f.line, f.severity) for f in findings] == [("AGL201", 24, "warning")]
     assert "assert" in findings[0].help
     assert _b(KV.format(guard="dk = dk.contiguous()")) == []
+
+
+# Megatron fused_a2a.py (c03-megatron-2): `buffer = get_buffer(...)` returns DeepEP's compiled
+# communicator (`_buffer = Buffer(...)`), and backward hands it a raw incoming gradient.
+DEEPEP = """\
+import torch
+
+try:
+    from deep_ep import Buffer
+except ImportError:
+    Buffer = None
+
+_buffer = None
+
+
+def get_buffer(group):
+    global _buffer
+    if _buffer is None:
+        _buffer = Buffer(group)
+    return _buffer
+
+
+class Dispatch(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output, grad_probs):
+        buffer = get_buffer(ctx.group)
+        grad_x, _ = buffer.combine(grad_output.contiguous(), weights={probs})
+        return grad_x
+"""
+
+
+def test_agl201_a_method_of_what_a_file_function_makes_with_unreadable_code() -> None:
+    findings = [
+        f
+        for f in lint_source(DEEPEP.format(probs="grad_probs.float()")).findings
+        if f.rule_id.startswith("AGL2")
+    ]
+    assert [(f.rule_id, f.line, f.severity) for f in findings] == [("AGL201", 26, "warning")]
+    assert "`get_buffer()` returns, made by `deep_ep.Buffer`" in findings[0].help
+    assert _b(DEEPEP.format(probs="grad_probs.float().contiguous()")) == []
+    # what a function of the file makes from a class of its own is Python
+    own = DEEPEP.replace("    from deep_ep import Buffer\n", "    class Buffer:\n        pass\n")
+    assert _b(own.format(probs="grad_probs")) == []

@@ -22,7 +22,15 @@ from ..analysis.compiled import (
 )
 from ..analysis.flow import CallSite, Definition, MethodFlow
 from ..analysis.names import dotted
-from ..analysis.reading import COMPILED, PYTHON, TORCH, Unreadable, imported_code, unreadable_import
+from ..analysis.reading import (
+    COMPILED,
+    PYTHON,
+    TORCH,
+    UNREAD_SOURCE,
+    Unreadable,
+    imported_code,
+    unreadable_import,
+)
 from ..analysis.source_text import code_of
 from ..analysis.summaries import Reach, last_value
 from ..analysis.torch_api import CONTAINER_METHODS, CTX_METHODS, TENSOR_METHODS
@@ -577,6 +585,17 @@ class CompiledGradients(Check):
                 # torch made is Python or torch; of what compiled or unread code made, unknown.
                 at = replace(site, order=definition.order)
                 made_by = self._where_written(maker, at, flow, depth + 1)
+                if made_by == PYTHON and depth < 4:
+                    # `buffer = get_buffer(...)`: a project function, judged by what it
+                    # returns (Megatron's DeepEP `Buffer(...)`, a compiled communicator)
+                    unread = self._returned_by(maker, site, flow)
+                    if unread is not None:
+                        return Unreadable(
+                            written,
+                            f"is a method of what `{maker}()` returns, made by "
+                            f"`{unread.callee}`, which {unread.why.removeprefix('is ')}",
+                            unread.compiled,
+                        )
                 if made_by in (TORCH, PYTHON):
                     return made_by
             shown = code_of(value, self.ctx.facts.module)
@@ -585,6 +604,56 @@ class CompiledGradients(Check):
             )
         shown = code_of(value, self.ctx.facts.module) if value is not None else head
         return Unreadable(written, f"is bound to `{shown}`, whose code the linter cannot follow")
+
+    def _returned_by(self, maker: str, site: CallSite, flow: MethodFlow) -> Unreadable | None:
+        """What makes the object the project function `maker` returns, when that is code the
+        linter cannot read: `return Maker(...)`, or `return NAME` where the function (or its
+        module) binds `NAME = Maker(...)`. None when every maker is torch's or Python."""
+        summaries = self.ctx.summaries
+        found = summaries.function(maker)
+        if found is None:
+            return None
+        path, function = found
+        returned: list[ast.expr] = []
+        bound: dict[str, list[ast.expr]] = {}
+        pending: list[ast.AST] = list(function.body)
+        while pending:
+            node = pending.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue  # a nested def returns for itself
+            if isinstance(node, ast.Return) and node.value is not None:
+                returned.append(node.value)
+            elif isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        bound.setdefault(target.id, []).append(node.value)
+            pending.extend(ast.iter_child_nodes(node))
+        makers: list[str | None] = []
+        for value in returned:
+            values: list[ast.expr | None] = [value]
+            if isinstance(value, ast.Name):
+                # bound in the function, else (`global _buffer`) by its module
+                values = list(bound.get(value.id, ())) or [
+                    last_value(summaries.files.top(path, value.id))
+                ]
+            makers += [ast_dotted(v.func) for v in values if isinstance(v, ast.Call)]
+        start = replace(site, order=0)  # the module's names, not backward's
+        for made in makers:
+            if made is None or made.split(".", 1)[0] in flow.defs:
+                continue
+            if path == summaries.path:
+                where = self._where_written(made, start, flow, 7)
+            else:
+                resolved = summaries.files.bindings(path).resolve_dotted(made)
+                code = imported_code(resolved, path, self.ctx.native)
+                where = unreadable_import(resolved, code) or PYTHON
+                if code == COMPILED:
+                    where = "extension", resolved
+            if isinstance(where, Unreadable):
+                return where
+            if isinstance(where, tuple):
+                return Unreadable(where[1].lstrip("."), UNREAD_SOURCE, True)
+        return None
 
     def _table(
         self, table: cst.BaseExpression, site: CallSite, flow: MethodFlow
