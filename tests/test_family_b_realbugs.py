@@ -406,3 +406,66 @@ def test_agl201_a_method_of_what_a_file_function_makes_with_unreadable_code() ->
     # what a function of the file makes from a class of its own is Python
     own = DEEPEP.replace("    from deep_ep import Buffer\n", "    class Buffer:\n        pass\n")
     assert _b(own.format(probs="grad_probs")) == []
+
+
+# tiny-cuda-nn modules.py (b01-tcnn-1): backward computes through another Function (so that it
+# has a double backward); that Function's forward scales the gradient and hands the product to
+# the native module it was given. The product is laid out like the gradient.
+TCNN = """\
+import torch
+
+
+class _backward_fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, ctx_fwd, doutput, x):
+        scaled_grad = doutput * ctx_fwd.loss_scale
+        return ctx_fwd.native_module.bwd(ctx_fwd.native_ctx, x, scaled_grad)
+
+    @staticmethod
+    def backward(ctx, dinput_grad):
+        return None, None, None
+
+
+class _module_fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, native_module, x):
+        ctx.native_module = native_module
+        ctx.save_for_backward(x)
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, doutput):
+        (x,) = ctx.saved_tensors
+        return None, _backward_fn.apply(ctx, {grad}, x)
+"""
+
+
+def test_agl201_a_gradient_handed_through_another_functions_apply() -> None:
+    findings = [
+        f for f in lint_source(TCNN.format(grad="doutput")).findings if f.rule_id == "AGL201"
+    ]
+    assert [(f.line, f.severity) for f in findings] == [(8, "warning")]
+    assert "`_backward_fn.apply` hands it to `_backward_fn.forward`" in findings[0].help
+    assert _b(TCNN.format(grad="doutput.contiguous()")) == []
+
+
+ARITHMETIC = """\
+import torch
+import fused_ext_not_installed
+
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return fused_ext_not_installed.bwd({grad})
+"""
+
+
+def test_agl201_an_elementwise_product_is_laid_out_like_the_gradient() -> None:
+    assert _b(ARITHMETIC.format(grad="g * 2.0")) == [("AGL201", 12)]
+    assert _b(ARITHMETIC.format(grad="g.contiguous() * 2.0")) == []
+    assert _b(ARITHMETIC.format(grad="g @ g.T")) == []  # a matrix product is made dense

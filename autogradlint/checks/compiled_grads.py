@@ -46,6 +46,9 @@ from .fix_proofs import subclassed_elsewhere, torch_unreachable
 from .gradient_copy import copy_gradient_first
 
 ALIASING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data"})
+# Operators that ATen computes element by element (TensorIterator: the result keeps the
+# operand's memory layout); `@` makes a fresh contiguous result.
+_ELEMENTWISE = (cst.Multiply, cst.Divide, cst.Add, cst.Subtract, cst.Power, cst.FloorDivide)
 
 
 _DYNAMIC_IMPORTS = frozenset({"importlib.import_module", "__import__"})
@@ -129,7 +132,6 @@ class CompiledGradients(Check):
 
     def _method(self, info: BackwardOf, method: cst.FunctionDef) -> None:
         """AGL201 / AGL202 for the calls of one backward."""
-        facts = self.ctx.facts
         flow = self.ctx.flow(method)
         self.loaded: set[str] = set()  # names bound to loaded modules (by evidence)
         self._states: dict[int, dict[tuple[int, int], GradState | None]] = {}
@@ -143,7 +145,16 @@ class CompiledGradients(Check):
         self._none_why: dict[int, str | None] = {}  # per method: why a gradient may be None
         self._nested = _nested_defs(method)
         self._methods: frozenset[str] | None = None
+        self._via = ""  # set while a Function's forward is read for the backward calling it
+        self._handed: dict[str, GradState] = {}  # that forward's parameters: what they got
+        self._calls(flow, grads, info.name)
+
+    def _calls(self, flow: MethodFlow, grads: set[str], cls: str) -> None:
+        """AGL201 / AGL202 for the calls of `flow` that take one of `grads`."""
+        facts = self.ctx.facts
         for site in flow.calls:
+            if not self._via and self._through_apply(site, flow, grads, cls):
+                continue
             callee = compiled_callee(site.node, facts, self.ctx.settings, self.ctx.native)
             if (
                 callee is None
@@ -156,16 +167,51 @@ class CompiledGradients(Check):
                 if callee is None:
                     where = self._where(site, flow)
                     if isinstance(where, Unreadable):
-                        self._unreadable(site, flow, grads, where, info.name)
+                        self._unreadable(site, flow, grads, where, cls)
                     elif isinstance(where, tuple):
-                        self._check_call(site, where, flow, grads, info.name)
+                        self._check_call(site, where, flow, grads, cls)
                     elif isinstance(where, list):
-                        self._check_first(site, where, flow, grads, info.name)
+                        self._check_first(site, where, flow, grads, cls)
                     elif where == PYTHON:
-                        self._through_helper(site, flow, grads, info.name)
+                        self._through_helper(site, flow, grads, cls)
                     continue
             if callee is not None:
-                self._check_call(site, callee, flow, grads, info.name)
+                self._check_call(site, callee, flow, grads, cls)
+
+    def _through_apply(self, site: CallSite, flow: MethodFlow, grads: set[str], cls: str) -> bool:
+        """`Other.apply(ctx, g, ...)` in backward, `Other` a Function of this file: its forward
+        gets the gradient (tiny-cuda-nn computes a backward as another Function, so that it
+        has a double backward), and what that forward hands it to is read as backward's own
+        calls. Whether the call was such an `apply`."""
+        written = dotted(site.node.func) or ""
+        owner, _, last = written.rpartition(".")
+        if last != "apply" or not owner or "." in owner or owner == self.info.name:
+            return False
+        contract = self.ctx.contract()
+        found = {c.name: c for c in contract.classes()}.get(owner)
+        forward = contract.method(found, "forward") if found is not None else None
+        if forward is None or contract.is_foreign(forward):
+            return False
+        inner = self.ctx.flow(forward)
+        params = inner.params[1:]  # after ctx: what `apply` is handed, in order
+        handed: dict[str, GradState] = {}
+        for position, arg in enumerate(site.node.args):
+            if arg.star or arg.keyword is not None or position >= len(params):
+                break
+            state = self._state(arg.value, flow, grads, site.order)
+            if state is not None and not (state.read_safe and state.write_safe):
+                handed[params[position]] = state  # guarded as far as it was when handed
+        if not handed:
+            return True
+        method, self.method = self.method, forward
+        self._via = f"`{owner}.apply` hands it to `{owner}.forward`, where "
+        self._handed = handed
+        self._states.pop(id(inner), None)  # traced afresh: another `apply` hands other states
+        try:
+            self._calls(inner, set(handed), cls)
+        finally:
+            self.method, self._via, self._handed = method, "", {}
+        return True
 
     def _guarded_by_decorator(self, method: cst.FunctionDef, read_source: bool = True) -> bool:
         """A decorator that makes every tensor argument contiguous: one whose wrapper calls
@@ -886,9 +932,11 @@ class CompiledGradients(Check):
             if definition is None:
                 return None
             if definition.kind == "param":
-                return (
-                    GradState(expr.value, False, False, expr.value) if expr.value in grads else None
-                )
+                if expr.value not in grads:
+                    return None
+                given = self._handed.get(expr.value) if self._via else None
+                safe = (given.read_safe, given.write_safe) if given else (False, False)
+                return GradState(expr.value, *safe, expr.value)
             value = definition.expression
             if value is None or definition.kind == "with":
                 return None
@@ -900,6 +948,15 @@ class CompiledGradients(Check):
             )
         if isinstance(expr, cst.StarredElement):
             return self._state(expr.value, flow, grads, order, depth + 1)
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _ELEMENTWISE):
+            # `g * scale`: a fresh tensor (a write into it harms no one), laid out as ATen's
+            # TensorIterator lays out its result: like `g`, so a transposed `g` gives a
+            # transposed product (tiny-cuda-nn's `doutput * loss_scale`)
+            for side in (expr.left, expr.right):
+                found = self._state(side, flow, grads, order, depth + 1)
+                if found is not None:
+                    return GradState(found.name, found.read_safe, True, found.root)
+            return None
         if isinstance(expr, cst.IfExp):
             # `dQ.clone() if not dQ.is_contiguous else dQ`: either branch may be the value,
             # so it is guarded only as far as both are.
@@ -1036,9 +1093,10 @@ class CompiledGradients(Check):
         evidence: str,
     ) -> None:
         """AGL202 at the gradient argument `value`, with FIX-B2 (a private dense copy)."""
+        evidence = self._via_text(evidence)
         owner = self.info.name if self.info.node is not None else None
         reason = torch_unreachable(self.ctx, owner, self.method)
-        fix = copy_gradient_first(
+        fix = None if self._via else copy_gradient_first(
             self.method,
             flow,
             state.root,
@@ -1062,16 +1120,23 @@ class CompiledGradients(Check):
     ) -> None:
         """AGL201 at the gradient argument `value`."""
         grad = source_of(self.ctx.facts.module, value)
+        evidence = self._via_text(evidence)
         self.report(
             "AGL201",
             value,
-            fix=fix,
+            fix=None if self._via else fix,
             severity=severity,
             grad=grad,
             callee=callee,
             cls=cls,
             evidence=evidence,
         )
+
+    def _via_text(self, evidence: str) -> str:
+        """The evidence, led by the `apply` the gradient went through (when it did)."""
+        if not self._via:
+            return evidence
+        return self._via + evidence[:1].lower() + evidence[1:]
 
     # --- fixes (FIX-B1; FIX-B2 is gradient_copy.copy_gradient_first) ------------------------
     def _contiguous_fix(
