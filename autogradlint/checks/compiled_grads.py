@@ -1096,14 +1096,18 @@ class CompiledGradients(Check):
         evidence = self._via_text(evidence)
         owner = self.info.name if self.info.node is not None else None
         reason = torch_unreachable(self.ctx, owner, self.method)
-        fix = None if self._via else copy_gradient_first(
-            self.method,
-            flow,
-            state.root,
-            dense=True,
-            title=f"pass a private dense copy of `{state.root}`",
-            rule_id="AGL202",
-            unproven=[Unproven("AGL202", "torch-in-scope", reason) if reason else None],
+        fix = (
+            None
+            if self._via
+            else copy_gradient_first(
+                self.method,
+                flow,
+                state.root,
+                dense=True,
+                title=f"pass a private dense copy of `{state.root}`",
+                rule_id="AGL202",
+                unproven=[Unproven("AGL202", "torch-in-scope", reason) if reason else None],
+            )
         )
         grad = source_of(self.ctx.facts.module, value)
         self.report("AGL202", value, fix=fix, grad=grad, callee=callee, cls=cls, evidence=evidence)
