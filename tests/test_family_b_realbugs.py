@@ -466,6 +466,8 @@ class Scale(torch.autograd.Function):
 
 
 def test_agl201_an_elementwise_product_is_laid_out_like_the_gradient() -> None:
-    assert _b(ARITHMETIC.format(grad="g * 2.0")) == [("AGL201", 12)]
+    (finding,) = lint_source(ARITHMETIC.format(grad="g * 2.0")).findings
+    assert (finding.rule_id, finding.line) == ("AGL201", 12)
+    assert "Pass `(g * 2.0).contiguous()`" in finding.help
     assert _b(ARITHMETIC.format(grad="g.contiguous() * 2.0")) == []
     assert _b(ARITHMETIC.format(grad="g @ g.T")) == []  # a matrix product is made dense

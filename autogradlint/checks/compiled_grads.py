@@ -1124,6 +1124,8 @@ class CompiledGradients(Check):
     ) -> None:
         """AGL201 at the gradient argument `value`."""
         grad = source_of(self.ctx.facts.module, value)
+        if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation, cst.IfExp)):
+            grad = f"({grad})"  # the help says `{grad}.contiguous()`: keep the precedence
         evidence = self._via_text(evidence)
         self.report(
             "AGL201",
