@@ -3,7 +3,8 @@ file can hold a finding and which classes the project index sees."""
 
 from __future__ import annotations
 
-from autogradlint.checks.gates import can_hold_findings, declarations
+from autogradlint.checks.gates import declarations
+from autogradlint.checks.registry import can_hold_findings
 from autogradlint.meta import all_rules
 from autogradlint.text.outline import class_declarations
 

@@ -1,18 +1,17 @@
 """Byte-level gates: which files can hold a finding, decided without parsing (or importing libcst).
 
-Each check has a gate: the rules it reports, a regex one of whose matches every reportable file
-contains, and substrings all of them contain. A file no enabled gate admits is never parsed.
+Each check declares its gate beside its code (`Check.gate`): patterns one of whose matches every
+reportable file contains, and substrings all of them contain. A file no enabled check's gate
+admits is never parsed; checks/registry.py puts the enabled checks' gates together.
 """
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..settings import DISPATCH_REQUEST_OPS, DISPATCH_SIZED_OPS
 from ..text.hierarchy import function_like
 from ..text.outline import ClassDecl, class_declarations
 
@@ -41,7 +40,9 @@ _DECLS = "class statements"
 
 @dataclass(frozen=True)
 class Gate:
-    ids: tuple[str, ...]
+    """A byte test a check declares (`Check.gate`): every file that can hold one of its
+    findings passes it."""
+
     patterns: tuple[Pattern, ...]  # a reportable file matches one of them
     requires: tuple[bytes, ...] = ()
     # Checks that start from autograd.Function classes: a file subclassing a Function defined
@@ -112,118 +113,38 @@ def _contains(raw: bytes, token: bytes, memo: Memo) -> bool:
 # `\b` or `^`, or an alternation of the two, makes the same search five to ten times slower).
 # The first is answered from the class statements the index reads: a base (as written) that
 # names `Function`; the regex says the same of the text, where comments and strings match too.
-_FUNCTION_CLASS = (
+FUNCTION_CLASS = (
     pattern(b"Function", rb"class\s+\w+\s*\([^)]*Function\b", by_decls=True),
     pattern(b"Function", rb"Function\s+as\s+\w+"),
 )
 _FUNCTION_WORD = re.compile(r"Function\b")
 CUSTOM_OP_AUTOGRAD = b"register_autograd"
-# Required tokens are tested in order, each only where the ones before it are present:
-# `autograd` first (the custom-op test has looked for it already), then the rarer ones.
-REENTRANT = Gate(
-    ("AGL101", "AGL102", "AGL103", "AGL104", "AGL105"),
-    _FUNCTION_CLASS,
-    (b"autograd", b"def backward", b"Function"),
-    True,
-    (CUSTOM_OP_AUTOGRAD,),
-)
-COMPILED_GRADS = Gate(
-    ("AGL201", "AGL202"),
-    _FUNCTION_CLASS,
-    (b"autograd", b"def backward", b"Function"),
-    True,
-    (CUSTOM_OP_AUTOGRAD,),
-)
-TORCH_FUNCTION = Gate(
-    ("AGL301", "AGL302"),
-    (pattern(b"__torch_", rb"def\s+__torch_(function|dispatch)__"),),
-    (b"__torch_",),
-)
-DISPATCH_HANDLERS = Gate(
-    ("AGL306",),
-    (
-        pattern(b"__torch_dispatch__", rb"def\s+__torch_dispatch__"),
-        # a handler registered by decorator for one of the ops (the pattern starts with a literal)
-        pattern(
-            b"aten.",
-            rb"aten\.(?:"
-            + "|".join(sorted(DISPATCH_REQUEST_OPS | DISPATCH_SIZED_OPS)).encode()
-            + rb")\b",
-        ),
-    ),
-)
-OVERRIDES = Gate(
-    ("AGL303", "AGL304", "AGL305"),
-    (pattern(b"__torch_function__", rb"def\s+__torch_function__"),),
-    (b"__torch_",),
-)
 
 
-def _contract(*ids: str, custom_ops: bool = False) -> Gate:
-    """The gate of a Function-contract check (every Function class can break the contract);
-    `custom_ops`: the check also reads torch.library custom ops' backwards."""
+def function_gate(*requires: bytes, custom_ops: bool = False) -> Gate:
+    """The gate of a check that starts from autograd.Function classes: a Function class
+    statement, in a file holding `autograd`, `requires` and `Function` (tested in that order,
+    each only where the ones before it are present: `autograd` first, the custom-op test has
+    looked for it already, then the rarer ones). `custom_ops`: the check also reads
+    torch.library custom ops' backwards (`register_autograd` admits the file on its own)."""
     also = (CUSTOM_OP_AUTOGRAD,) if custom_ops else ()
-    return Gate(ids, _FUNCTION_CLASS, (b"autograd", b"Function"), True, also)
+    return Gate(FUNCTION_CLASS, (b"autograd", *requires, b"Function"), True, also)
 
 
-GRADIENT_COUNT = _contract("AGL401", custom_ops=True)
-STATIC_METHODS = _contract("AGL402")
-SAVED_STATE = _contract("AGL403", "AGL404", custom_ops=True)
-INPUT_MUTATION = _contract("AGL405")
-BACKWARD_STATE = _contract("AGL406", "AGL408", "AGL409", custom_ops=True)
-DIRECT_CALLS = _contract("AGL407", "AGL410")
-UNSET_GRADIENTS = _contract("AGL412", custom_ops=True)
-CUSTOM_OP_FAKE = Gate(
-    ("AGL413",),
-    (pattern(b"custom_op", rb"custom_op[ \t]*\("), pattern(b"define", rb"define[ \t]*\(")),
-    (b"torch",),
-)
-CUSTOM_OP_SETUP = Gate(
-    ("AGL411",),
-    (pattern(CUSTOM_OP_AUTOGRAD, rb"register_autograd[ \t]*\("),),
-    (CUSTOM_OP_AUTOGRAD,),
-)
-CONTRACT = (
-    GRADIENT_COUNT,
-    STATIC_METHODS,
-    SAVED_STATE,
-    INPUT_MUTATION,
-    BACKWARD_STATE,
-    DIRECT_CALLS,
-    UNSET_GRADIENTS,
-    CUSTOM_OP_SETUP,
-    CUSTOM_OP_FAKE,
-)
 # Suppression hygiene (engine/hygiene.py, not a check): a file whose comments can name autogradlint.
+SUPPRESSION_CODES = ("AGL901", "AGL902", "AGL903")
 SUPPRESSIONS = Gate(
-    ("AGL901", "AGL902", "AGL903"),
     (
         pattern(b"AGL", rb"AGL\d"),
         pattern(b"agl", rb"agl\d"),
         pattern(b"autogradlint:", rb"autogradlint:"),
     ),
 )
-GATES: tuple[Gate, ...] = (
-    REENTRANT,
-    COMPILED_GRADS,
-    TORCH_FUNCTION,
-    DISPATCH_HANDLERS,
-    OVERRIDES,
-    *CONTRACT,
-    SUPPRESSIONS,
-)
 
 
-def gates_for(enabled: Iterable[str]) -> list[Gate]:
-    wanted = set(enabled)
-    return [gate for gate in GATES if wanted.intersection(gate.ids)]
-
-
-@functools.lru_cache(maxsize=64)
-def _admitting_gates(enabled: frozenset[str]) -> tuple[Gate, ...]:
-    """The gates of `enabled` that can change a yes/no answer: a gate with the same patterns
-    as another and more required tokens admits nothing the other does not."""
-    gates = gates_for(enabled)
+def admitting(gates: Sequence[Gate]) -> tuple[Gate, ...]:
+    """The gates that can change a yes/no answer: a gate with the same patterns as another
+    and more required tokens admits nothing the other does not."""
     return tuple(
         gate
         for gate in gates
@@ -237,18 +158,17 @@ def _admitting_gates(enabled: frozenset[str]) -> tuple[Gate, ...]:
     )
 
 
-def can_hold_findings(
+def any_admits(
     source: bytes,
-    enabled: Iterable[str],
+    gates: Sequence[Gate],
     index: frozenset[str] = frozenset(),
     decls: Sequence[ClassDecl] | None = None,
     memo: Memo | None = None,
 ) -> bool:
-    """Whether an enabled gate admits the file, or it subclasses a Function of the index.
+    """Whether one of `gates` admits the file, or it subclasses a Function of the index.
 
     `decls` are the file's class_declarations when the caller already has them; `memo`, what
     earlier tests of the same bytes found (declarations() puts the class statements there)."""
-    gates = _admitting_gates(frozenset(enabled))
     memo = {} if memo is None else memo
     if decls is not None:
         memo.setdefault(_DECLS, list(decls))

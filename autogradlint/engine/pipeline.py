@@ -86,8 +86,8 @@ def analyse(
     )
     checks = [
         check
-        for check, gate in checks_for(enabled)
-        if gate.admits(raw, memo) or (mentions_index and gate.starts_from_functions)
+        for check in checks_for(enabled)
+        if check.gate.admits(raw, memo) or (mentions_index and check.gate.starts_from_functions)
     ]
     if not checks:
         return Analysis(path)
