@@ -75,6 +75,10 @@ def can_hold_findings(
     return any_admits(source, _admitting_gates(frozenset(enabled)), index, decls, memo)
 
 
+# What every check reads: what the slicer keeps when no rule is disabled.
+EVERY_CHECK_READS = union(check.reads for check in REGISTRY)
+
+
 @functools.lru_cache(maxsize=64)
 def reads_for(enabled: frozenset[str]) -> Reads:
     """What the enabled checks read together: all the slicer keeps."""

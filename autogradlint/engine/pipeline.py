@@ -14,7 +14,7 @@ from ..analysis.facts import FileFacts, collect_facts
 from ..analysis.names import ImportTable
 from ..analysis.parsing import parse_module
 from ..analysis.source_text import NeedsParse, rebuilt_tree
-from ..checks import Check, CheckContext, checks_for
+from ..checks import Check, CheckContext, checks_for, reads_for
 from ..checks.gates import SUPPRESSIONS, Memo, declarations, subclasses_index
 from ..meta import all_rules
 from ..model import FileError, Finding, Violation
@@ -116,6 +116,7 @@ def analyse(
             project.seeds if mentions_index else frozenset(),
             loaders=settings.loaders,
             whole=full,
+            reads=reads_for(enabled),
         )
     except SyntaxError as exc:
         if _nesting_depth(text) > MAX_NESTING:
