@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..text.hierarchy import function_like
+from ..text.functions import FUNCTION_ALIAS, may_name_function
 from ..text.outline import ClassDecl, class_declarations
 
 
@@ -68,7 +68,7 @@ class Gate:
                 continue
             if regex not in memo:
                 if by_decls:
-                    memo[regex] = any(_FUNCTION_WORD.search(base) for base in _bases(raw, memo))
+                    memo[regex] = any(may_name_function(base) for base in _bases(raw, memo))
                 else:
                     memo[regex] = regex.search(raw) is not None
             if memo[regex]:
@@ -107,17 +107,17 @@ def _contains(raw: bytes, token: bytes, memo: Memo) -> bool:
     return found
 
 
-# A Function subclass is a class statement naming `...Function` among its bases, or a class in a
-# file that imports Function under another name (`from torch.autograd import Function as F`).
-# Each pattern starts with a literal so `re` skips ahead instead of trying every byte (a leading
-# `\b` or `^`, or an alternation of the two, makes the same search five to ten times slower).
-# The first is answered from the class statements the index reads: a base (as written) that
-# names `Function`; the regex says the same of the text, where comments and strings match too.
+# A Function subclass is a class statement with a base that may name a Function
+# (text/functions.py's may_name_function), or a class in a file that imports such a name under
+# another (`from torch.autograd import Function as F`: FUNCTION_ALIAS). Each pattern starts with
+# a literal so `re` skips ahead instead of trying every byte (a leading `\b` or `^`, or an
+# alternation of the two, makes the same search five to ten times slower). The first is
+# answered from the class statements the index reads; the regex says the same of the text,
+# where comments and strings match too.
 FUNCTION_CLASS = (
-    pattern(b"Function", rb"class\s+\w+\s*\([^)]*Function\b", by_decls=True),
-    pattern(b"Function", rb"Function\s+as\s+\w+"),
+    pattern(b"Function", rb"class\s+\w+\s*\([^)]*Function", by_decls=True),
+    pattern(b"Function", FUNCTION_ALIAS.encode()),
 )
-_FUNCTION_WORD = re.compile(r"Function\b")
 CUSTOM_OP_AUTOGRAD = b"register_autograd"
 
 
@@ -183,24 +183,3 @@ def subclasses_index(decls: Sequence[ClassDecl], index: frozenset[str]) -> bool:
     """Whether one of these class statements names (by its last component) a class of the
     project's Function index."""
     return any(base.rsplit(".", 1)[-1] in index for _, bases, _ in decls for base in bases)
-
-
-# No `^` anchor (it would defeat the literal-prefix search): the line start is checked by hand.
-def function_index(declarations: Sequence[Sequence[ClassDecl]]) -> frozenset[str]:
-    """Names of the project's autograd.Function classes, across files.
-
-    Seeds are classes whose base is spelled `...Function` in a file that mentions autograd;
-    any class whose base names a known Function joins them (to a fixpoint), so a subclass of
-    `MyBase` in one file is recognised when `MyBase(torch.autograd.Function)` is in another.
-    """
-    seeds = {
-        name
-        for decls in declarations
-        for name, bases, autograd in decls
-        if autograd and _FUNCTION_BASES.intersection(b.rsplit(".", 1)[-1] for b in bases)
-    }
-    classes = ((name, bases) for decls in declarations for name, bases, _ in decls)
-    return frozenset(function_like(classes, seeds, seed=lambda lasts: False))
-
-
-_FUNCTION_BASES = {"Function", "InplaceFunction"}

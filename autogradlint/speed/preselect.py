@@ -22,6 +22,7 @@ from ..checks.reads import Reads
 from ..checks.registry import EVERY_CHECK_READS
 from ..settings import DEFAULT_LOADERS, HELPER_DEPTH
 from ..text.bindings import Bindings
+from ..text.functions import FUNCTION_ALIAS
 from ..text.hierarchy import function_like
 from ..text.marks import direct_call_offsets, holds_graph_call, word_char
 from ..text.outline import module_imports
@@ -31,7 +32,7 @@ from .op_definitions import op_definition_chunks
 _CLASS_DECL = re.compile(r"class[ \t]+(\w+)[ \t]*(\()?")
 # A hook defined as a method, or bound as a class attribute (`__torch_function__ = impl`).
 _HOOK_NAME = re.compile(r"__torch_(?:function|dispatch)__(?=[ \t]*(?:\(|=[^=]))")
-_FUNCTION_ALIAS = re.compile(r"Function[ \t]+as[ \t]+(\w+)")
+_FUNCTION_ALIAS = re.compile(FUNCTION_ALIAS)
 _IMPORT = re.compile(r"import[ \t\\(]")
 _TRITON = re.compile(r"@[ \t]*triton\.")
 _DEF_NAME = re.compile(r"\n(?:async[ \t]+)?def[ \t]+(\w+)")

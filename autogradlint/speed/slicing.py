@@ -23,7 +23,7 @@ from ..settings import DEFAULT_LOADERS, HELPER_DEPTH
 from ..text.ast_walk import ast_dotted
 from ..text.ast_walk import walk as walk_ast
 from ..text.bindings import Binding, Bindings
-from ..text.functions import forward_parameters
+from ..text.functions import forward_parameters, may_name_function
 from ..text.hierarchy import function_like
 from ..text.marks import direct_call_offsets, holds_graph_call
 from ..text.statements import blank_outside, chunk_starts
@@ -60,7 +60,7 @@ def _function_like_names(
     for node in statements:  # `from torch.autograd import Function as F` makes `F` one too
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
-                if "Function" in alias.name and alias.asname:
+                if may_name_function(alias.name) and alias.asname:
                     seeds.add(alias.asname)
     return function_like(
         ((node.name, [_decorator_text(base) for base in node.bases]) for node in classes), seeds
