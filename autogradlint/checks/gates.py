@@ -158,25 +158,13 @@ def admitting(gates: Sequence[Gate]) -> tuple[Gate, ...]:
     )
 
 
-def any_admits(
-    source: bytes,
-    gates: Sequence[Gate],
-    index: frozenset[str] = frozenset(),
-    decls: Sequence[ClassDecl] | None = None,
-    memo: Memo | None = None,
-) -> bool:
-    """Whether one of `gates` admits the file, or it subclasses a Function of the index.
-
-    `decls` are the file's class_declarations when the caller already has them; `memo`, what
-    earlier tests of the same bytes found (declarations() puts the class statements there)."""
+def declared(memo: Memo | None, decls: Sequence[ClassDecl] | None) -> Memo:
+    """`memo` (a fresh one for None) knowing the file's class statements when the caller
+    has them already."""
     memo = {} if memo is None else memo
     if decls is not None:
         memo.setdefault(_DECLS, list(decls))
-    if any(gate.admits(source, memo) for gate in gates):
-        return True
-    if not index or not any(gate.starts_from_functions for gate in gates):
-        return False
-    return subclasses_index(declarations(source, memo), index)
+    return memo
 
 
 def subclasses_index(decls: Sequence[ClassDecl], index: frozenset[str]) -> bool:

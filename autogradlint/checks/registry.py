@@ -16,7 +16,16 @@ from .custom_op_fake import CustomOpFake
 from .custom_op_setup import CustomOpSetup
 from .direct_calls import DirectCalls
 from .dispatch_handlers import DispatchHandlers
-from .gates import SUPPRESSION_CODES, SUPPRESSIONS, Gate, Memo, admitting, any_admits
+from .gates import (
+    SUPPRESSION_CODES,
+    SUPPRESSIONS,
+    Gate,
+    Memo,
+    admitting,
+    declarations,
+    declared,
+    subclasses_index,
+)
 from .gradient_count import GradientCount
 from .input_mutation import InputMutation
 from .reads import Reads, union
@@ -70,9 +79,17 @@ def can_hold_findings(
     decls: Sequence[ClassDecl] | None = None,
     memo: Memo | None = None,
 ) -> bool:
-    """Whether an enabled gate admits the file, or it subclasses a Function of the index
-    (gates.any_admits)."""
-    return any_admits(source, _admitting_gates(frozenset(enabled)), index, decls, memo)
+    """Whether an enabled gate admits the file, or it subclasses a Function of the index.
+
+    `decls` are the file's class_declarations when the caller already has them; `memo`, what
+    earlier tests of the same bytes found (gates.declarations puts the class statements there)."""
+    gates = _admitting_gates(frozenset(enabled))
+    memo = declared(memo, decls)
+    if any(gate.admits(source, memo) for gate in gates):
+        return True
+    if not index or not any(gate.starts_from_functions for gate in gates):
+        return False
+    return subclasses_index(declarations(source, memo), index)
 
 
 # What every check reads: what the slicer keeps when no rule is disabled.

@@ -145,21 +145,22 @@ def analyse(
         if line_map:
             where = line_map[refused.line - 1] if refused.line <= len(line_map) else None
         return Analysis(path, text=text, error=FileError(path, refused.describe(), where))
+    # What the checks run with, on the rebuilt tree or on libcst's (it holds no state).
+    run = _Run(
+        path,
+        text,
+        parse_input,
+        checks,
+        enabled,
+        settings,
+        project,
+        imports,
+        extra_triton,
+        record_depends,
+    )
     if rebuild and tree is not None and not full:
         # Most files hold nothing to report: check them on a tree built from `ast` (rebuild.py),
         # and let libcst parse only the statements a finding or a quote needs (twins.py).
-        run = _Run(
-            path,
-            text,
-            parse_input,
-            checks,
-            enabled,
-            settings,
-            project,
-            imports,
-            extra_triton,
-            record_depends,
-        )
         quick = run.on_rebuilt(Layout(line_map, tree, kept))
         if isinstance(quick, Analysis):
             return quick
@@ -187,18 +188,6 @@ def analyse(
         return Analysis(path, text=text, error=FileError(path, "too deeply nested to parse"))
     except Exception as exc:  # noqa: BLE001 - libcst raises bare exceptions on odd input
         return Analysis(path, text=text, error=FileError(path, f"cannot parse: {exc}"))
-    run = _Run(
-        path,
-        text,
-        parse_input,
-        checks,
-        enabled,
-        settings,
-        project,
-        imports,
-        extra_triton,
-        record_depends,
-    )
     try:
         facts, ctx = run.checks_on(module)
     except Exception as exc:  # noqa: BLE001 - a bug of ours must not stop the run
