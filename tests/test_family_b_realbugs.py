@@ -23,34 +23,36 @@ def _b(code: str) -> list[tuple[str, int]]:
     )
 
 
+def _launching(kernel: str, cls: str, backward: str) -> str:
+    """A `@triton.jit` kernel and a Function whose backward launches it: the shape of the
+    Triton sites below."""
+    return (
+        "import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+        f"{kernel}\n\nclass {cls}(torch.autograd.Function):\n    @staticmethod\n"
+        "    def forward(ctx, x):\n        return x * 2\n\n    @staticmethod\n"
+        f"{backward}"
+    )
+
+
 # unsloth/kernels/rope_embedding.py (b02-unsloth-1): the kernel rotates the gradient in place
 # and backward returns it; autograd shares that buffer with every other consumer (B2.1).
-ROPE = """\
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
+ROPE = _launching(
+    """\
 def _rope(Q, Q_row_stride, n_cols, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     q = tl.load(Q + row * Q_row_stride + cols, mask=cols < n_cols)
     tl.store(Q + row * Q_row_stride + cols, q * 2, mask=cols < n_cols)
-
-
-class Rope(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
-
-    @staticmethod
+""",
+    "Rope",
+    """\
     def backward(ctx, dY):
         n_rows, n_cols = dY.shape
         {guard}
         _rope[(n_rows,)](dY, dY.stride(0), n_cols, BLOCK=1024)
         return dY
-"""
+""",
+)
 
 
 def test_agl202_a_triton_kernel_that_stores_into_the_gradient() -> None:
@@ -81,32 +83,23 @@ def test_agl202_a_gradient_that_is_copied_only_on_one_branch() -> None:
 
 # unsloth/kernels/rms_layernorm.py (c02-unsloth-1): `dX = dY` names the gradient again, and the
 # kernel stores the input gradient through dX, over the incoming gradient.
-RMS = """\
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
+RMS = _launching(
+    """\
 def _rms_backward(dY, dY_row_stride, dX, dX_row_stride, n_cols, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     dy = tl.load(dY + row * dY_row_stride + cols, mask=cols < n_cols)
     tl.store(dX + row * dX_row_stride + cols, dy * 2, mask=cols < n_cols)
-
-
-class RMS(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
-
-    @staticmethod
+""",
+    "RMS",
+    """\
     def backward(ctx, dY):
         n_rows, n_cols = dY.shape
         dX = {out}
         _rms_backward[(n_rows,)](dY, dY.stride(0), dX, dX.stride(0), n_cols, BLOCK=1024)
         return dX
-"""
+""",
+)
 
 
 def test_agl202_the_kernel_output_is_the_gradient_itself() -> None:
@@ -323,33 +316,24 @@ def test_an_extension_is_judged_by_the_sources_its_build_names(tmp_path: Path) -
 
 # Megatron fused_mla_yarn_rope_apply.py (c01-megatron-1): the launch is given dk's own strides,
 # but backward asserts a unit last stride first; the stride-0 gradient of `out.sum()` fails it.
-KV = """\
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
+KV = _launching(
+    """\
 def _kv_backward(dK, out, stride_row, n_cols, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     dk = tl.load(dK + row * stride_row + cols, mask=cols < n_cols)
     tl.store(out + row * n_cols + cols, dk * 2, mask=cols < n_cols)
-
-
-class KV(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
-
-    @staticmethod
+""",
+    "KV",
+    """\
     def backward(ctx, dk):
         {guard}
         assert dk.stride(-1) == 1
         out = dk.new_empty(dk.shape)
         _kv_backward[(dk.shape[0],)](dk, out, dk.stride(0), dk.shape[1], BLOCK=1024)
         return out
-"""
+""",
+)
 
 
 def test_agl201_warns_where_backward_asserts_the_gradient_layout_before_a_launch() -> None:
