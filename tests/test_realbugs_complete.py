@@ -15,6 +15,7 @@ REPO = {
         "import torch\n"
         "from .utils import helper\n"
         "from pkg.kernels import launch\n"
+        "from pkg.solvers import cg\n"
         "import pkg._C as _C\n"
         "import softmax_cuda\n"
         "class Fn(torch.autograd.Function):\n"
@@ -26,6 +27,8 @@ REPO = {
     "pkg/utils/grads.py": "def helper(g):\n    return g\n",
     "pkg/utils/unused.py": "X = 1\n",
     "pkg/kernels.py": "def launch(): ...\n",
+    "pkg/solvers/__init__.py": "from .cg import cg\n",
+    "pkg/solvers/cg.py": "def cg(closure, rhs):\n    return rhs\n",
     "pkg/fused/__init__.py": (
         "from torch.utils import cpp_extension\n"
         "def build(srcpath):\n"
@@ -64,7 +67,8 @@ def _mirror(tmp_path: Path) -> tuple[Path, str]:
 
 def test_completion_follows_imports_reexports_and_extension_sources(tmp_path: Path) -> None:
     """A manifest keeping only ops.py, the load() wrapper and setup.py gains the helper a
-    re-export resolves to, the imported module, and the sources of exactly the extensions the
+    re-export resolves to, the imported module (and, for `from pkg import name` where name is
+    also a submodule, the package's __init__ that Python reads first), and the sources of exactly the extensions the
     kept file imports; unrelated modules and extensions stay out."""
     git, commit = _mirror(tmp_path)
     kept = ("pkg/ops.py", "pkg/fused/__init__.py", "setup.py")
@@ -74,6 +78,8 @@ def test_completion_follows_imports_reexports_and_extension_sources(tmp_path: Pa
         "pkg/utils/__init__.py",
         "pkg/utils/grads.py",
         "pkg/kernels.py",
+        "pkg/solvers/__init__.py",
+        "pkg/solvers/cg.py",
         "pkg/fused/softmax.cpp",
         "pkg/fused/softmax_cuda.cu",
         "csrc/bind.cpp",

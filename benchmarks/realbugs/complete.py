@@ -107,6 +107,11 @@ def imported(node: ast.AST, path: str, tree: frozenset[str]) -> Iterator[tuple[s
         # `from pkg import sub` names a submodule when pkg/sub.py exists
         sub = module_file(f"{dotted}.{alias.name}" if dotted else alias.name, roots, tree)
         if sub and alias.name != "*":
+            # Python looks the name up in the package first: its __init__ may bind a function
+            # of the same name (`from ..utils import linear_cg` is the function, not the module)
+            package = module_file(dotted, roots, tree) if dotted else None
+            if package and package.endswith("__init__.py"):
+                yield package, None
             yield sub, None
             continue
         if dotted:
