@@ -684,8 +684,14 @@ def _absolute(base: str, name: str, record: Record) -> str:
     module = base[level:]
     if level == 0:
         return f"{module}.{name}" if module else name
-    package = record.names[0] if record.names else ""
-    if not record.path.endswith("__init__.py"):
+    # A relative import runs only inside a package `level` deep: the first name the file has
+    # that deep (a namespace package, without `__init__.py`, is named from the root only).
+    own = 0 if record.path.endswith("__init__.py") else 1
+    package = next(
+        (n for n in record.names if n.count(".") + 1 - own >= level),
+        record.names[0] if record.names else "",
+    )
+    if own:
         package = package.rpartition(".")[0]
     for _ in range(level - 1):
         package = package.rpartition(".")[0]

@@ -325,3 +325,58 @@ def test_a_setup_context_imported_from_another_module_is_read_there(tmp_path: Pa
     # fixed in setup.py: the cached result of ops.py depended on it
     (pkg / "setup.py").write_text(SETUP_MODULE.replace("context, inputs", "ctx, inputs"))
     assert _found(tmp_path, "ops.py", cache=True) == []
+
+
+LEGACY = """\
+import torch
+
+
+class InvMatmul(torch.autograd.Function):
+    def __init__(self, tree):
+        self.tree = tree
+
+    def forward(self, rhs, *args):
+        return rhs
+
+    def backward(self, g):
+        return g
+"""
+
+CALLER = """\
+from .legacy import InvMatmul
+
+
+def inv_matmul(tree, rhs):
+    return InvMatmul(tree)(rhs)
+
+
+def held(tree, rhs):
+    func = InvMatmul(tree)
+    return func(rhs)
+"""
+
+
+def test_a_legacy_function_of_another_module_instantiated_and_called(tmp_path: Path) -> None:
+    _project(tmp_path, {"legacy.py": LEGACY, "caller.py": CALLER})
+    assert _found(tmp_path, "caller.py") == [
+        ("caller.py", "AGL407", 5),
+        ("caller.py", "AGL407", 10),
+    ]
+
+
+def test_relative_imports_resolve_in_a_namespace_package(tmp_path: Path) -> None:
+    # gpytorch/lazy/lazy_tensor.py imports `from ..functions._inv_matmul import InvMatmul`; a
+    # tree without `__init__.py` (a namespace package) names its modules from the root only
+    (tmp_path / "pyproject.toml").write_text("")
+    caller = (
+        "from ..functions.legacy import InvMatmul\n\n\ndef f(rhs):\n    return InvMatmul()(rhs)\n"
+    )
+    for folder, name, text in (("functions", "legacy.py", LEGACY), ("lazy", "caller.py", caller)):
+        (tmp_path / "pkg" / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / "pkg" / folder / name).write_text(text)
+    config = Config(root=tmp_path)
+    path = tmp_path / "pkg" / "lazy" / "caller.py"
+    files = discover([str(path)], config, respect_gitignore=False).files
+    project = discover([str(tmp_path / "pkg")], config, respect_gitignore=False).files
+    results = lint_paths(files, config, root=tmp_path, project=project)
+    assert sorted((f.rule_id, f.line) for r in results for f in r.findings) == [("AGL407", 5)]

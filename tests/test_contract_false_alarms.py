@@ -758,3 +758,60 @@ class Layer(torch.autograd.Function):
 def test_a_slice_of_a_vararg_split_into_parts_is_not_a_tensor() -> None:
     # theseus TheseusLayerDLMForward: `input_keys = inputs[:n]` kept on ctx (labelled ok)
     assert _found(SPLIT_VARARG, "AGL403") == [("AGL403", 11)]
+
+
+# --- AGL407: a Function instantiated with arguments and called (semantics D7.3) ---------------
+
+LEGACY_INSTANCES = """\
+import torch
+
+
+class Scale(torch.autograd.Function):
+    def __init__(self, k):
+        self.k = k
+
+    def forward(self, x):
+        return x * self.k
+
+    def backward(self, g):
+        return g * self.k
+
+
+def direct(x):
+    return Scale(3.0)(x)  # found: calling any Function instance raises
+
+
+def held(x):
+    fn = Scale(3.0)
+    return fn(x)  # found: the same instance, held first
+
+
+def rebound(x, other):
+    fn = Scale(3.0)
+    fn = other
+    return fn(x)  # `fn` may be anything here
+
+
+class Plain:
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, x):
+        return x * self.k
+
+
+def not_a_function(x):
+    return Plain(3.0)(x)
+"""
+
+
+def test_a_function_instantiated_with_arguments_and_called_is_found() -> None:
+    # torch 2.13: `Scale(3.0)(x)` raises "Legacy autograd function with non-static forward
+    # method is deprecated", exactly as `Scale()(x)` does
+    assert _found(LEGACY_INSTANCES, "AGL407") == [("AGL407", 16), ("AGL407", 21)]
+
+
+def test_the_legacy_call_gets_no_rewrite_that_drops_the_constructor_arguments() -> None:
+    result = lint_source(LEGACY_INSTANCES, "example.py", settings=Settings())
+    direct = [f for f in result.findings if f.rule_id == "AGL407"]
+    assert direct and all(f.fixable is None for f in direct)

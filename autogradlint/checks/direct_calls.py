@@ -11,7 +11,7 @@ from ..analysis.flow import DISABLE, UNKNOWN, grad_mode_of
 from ..analysis.names import ImportTable
 from ..analysis.walk import FastVisitor
 from ..edits import Edits, Fix
-from ..text.marks import direct_call_offsets
+from ..text.marks import direct_call_offsets, instance_call_offsets
 from .base import Check
 
 
@@ -27,7 +27,8 @@ class DirectCalls(Check):
             return
         # The whole-module visit is the expensive part: only do it when the text parsed has a
         # call (the slicer left out the `apply` calls that fit their forward).
-        if not direct_call_offsets(facts.parsed or facts.source, functions):
+        text = facts.parsed or facts.source
+        if not direct_call_offsets(text, functions) and not instance_call_offsets(text, functions):
             return
         scope_of: dict[int, int | None] = {}  # Function class -> the def it is defined in
         calls: list[tuple[cst.Call, str, str, tuple[int, ...], str]] = []
@@ -102,13 +103,66 @@ class DirectCalls(Check):
                     isinstance(func, cst.Call)
                     and isinstance(func.func, cst.Name)
                     and func.func.value in functions
-                    and not func.args
                 ):
+                    # `Fn()(x)` and the legacy `Fn(k, eps)(x)` alike: calling any instance
+                    # of a Function raises (semantics D7.3)
                     cls, how = func.func.value, "instance"
+                elif isinstance(func, cst.Name):
+                    scope = self.defs[-1] if self.defs else None
+                    held.setdefault((scope, func.value), []).append(
+                        (node, tuple(self.defs), self.modes[-1])
+                    )
                 if how is not None:
                     calls.append((node, cls, how, tuple(self.defs), self.modes[-1]))
 
+            def visit_Assign(self, node: cst.Assign) -> None:
+                value = node.value
+                instance = (
+                    isinstance(value, cst.Call)
+                    and isinstance(value.func, cst.Name)
+                    and value.func.value in functions
+                )
+                for target in node.targets:
+                    if isinstance(target.target, cst.Name):
+                        cls = value.func.value if instance else None  # type: ignore[attr-defined]
+                        self.bind(target.target.value, cls)
+                    else:
+                        for name in _names_in(target.target):
+                            self.bind(name, None)
+
+            def visit_Param(self, node: cst.Param) -> None:
+                self.bind(node.name.value, None)
+
+            def visit_AugAssign(self, node: cst.AugAssign) -> None:
+                if isinstance(node.target, cst.Name):
+                    self.bind(node.target.value, None)
+
+            def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+                if isinstance(node.target, cst.Name):
+                    self.bind(node.target.value, None)
+
+            def visit_For(self, node: cst.For) -> None:
+                for name in _names_in(node.target):
+                    self.bind(name, None)
+
+            def visit_AsName(self, node: cst.AsName) -> None:
+                for name in _names_in(node.name):
+                    self.bind(name, None)
+
+            def bind(self, name: str, cls: str | None) -> None:
+                """What a name of the innermost def holds: the Function class an instance of
+                which it was assigned, or None once it is bound any other way."""
+                key = (self.defs[-1] if self.defs else None, name)
+                instances[key] = cls if instances.get(key, cls) == cls else None
+
+        # `f = Fn(k); f(x)`: a name of one def bound only to instances of one Function
+        held: dict[tuple[int | None, str], list[tuple[cst.Call, tuple[int, ...], str]]] = {}
+        instances: dict[tuple[int | None, str], str | None] = {}
         _Calls().walk(facts.module)
+        for key, uses in held.items():
+            cls = instances.get(key)
+            if cls is not None:
+                calls.extend((node, cls, "held", scopes, mode) for node, scopes, mode in uses)
         grad_off = _grad_off_calls(facts.module, imports) if calls else set()
         for node, cls, how, scopes, mode in calls:
             found = self._class_at(cls, scopes, scope_of, namesakes)
@@ -278,7 +332,16 @@ class DirectCalls(Check):
             "forward": f"{cls}.forward(...)",
             "none": f"{cls}.forward(None, ...)",
             "instance": f"{cls}()(...)",
+            "held": f"an instance of {cls}, called",
         }[how]
+        func = call.func
+        if how == "held" or (isinstance(func, cst.Call) and func.args):
+            # The arguments went to the instance (a legacy Function's `__init__`), which its
+            # forward reads: `Fn.apply(x)` alone would drop them, so no rewrite is offered.
+            if how == "instance":
+                shown = f"{cls}(...)(...)"
+            self.report("AGL407", call, anchor=call.func, cls=cls, shown=shown)
+            return
 
         def build(edits: Edits) -> None:
             def rewrite(updated: cst.CSTNode) -> cst.CSTNode:
@@ -304,6 +367,17 @@ def _none_ctx(call: cst.Call) -> bool:
         and isinstance(first.value, cst.Name)
         and first.value.value == "None"
     )
+
+
+def _names_in(target: cst.BaseExpression) -> list[str]:
+    """The plain names a `for` or `as` target binds (`a`, `(a, b)`, `[a, *b]`)."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _names_in(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _names_in(target.value)
+    return []
 
 
 _AMBIGUOUS = object()

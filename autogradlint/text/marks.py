@@ -1,7 +1,9 @@
 """Text-level marks of code a check reads, found at memory speed: direct calls on a Function
-class (`Fn.forward(`, `Fn()(`, `Fn.apply(`) and the calls that build a graph in a helper."""
+class (`Fn.forward(`, `Fn()(`, `Fn.apply(`, `Fn(k)(`) and the calls that build a graph in a helper."""
 
 from __future__ import annotations
+
+import re
 
 CALL_TAILS = (".forward(", "()(", ".apply(")
 
@@ -26,6 +28,70 @@ def direct_call_offsets(
                 out.append(head)
             at = text.find(tail, at + 1)
     return out
+
+
+def instance_call_offsets(text: str, function_like: set[str]) -> list[int]:
+    """Where a Function is instantiated with arguments and the instance called (AGL407): the
+    legacy `Fn(k, eps)(x)`, and `f = Fn(k)` with each later `f(` (the call may be a statement
+    away). One `str.find` per Function name, so it stays at memory speed."""
+    out: list[int] = []
+    for name in function_like:
+        at = text.find(name + "(")
+        while at != -1:
+            head, opening = at, at + len(name)
+            at = text.find(name + "(", at + 1)
+            if word_char(text[head - 1 : head]) or text[max(0, head - 6) : head] == "class ":
+                continue
+            closing = _closing(text, opening)
+            if closing is None:
+                continue
+            after = closing + 1
+            while after < len(text) and text[after] in " \t":
+                after += 1
+            if text[after : after + 1] == "(":
+                out.append(head)
+                continue
+            line_start = text.rfind("\n", 0, head) + 1
+            held = _ASSIGNED.fullmatch(text, line_start, head)
+            if held is not None:
+                out.append(head)
+                out.extend(_later_uses(text, held.group(1), closing))
+    return sorted(set(out))
+
+
+_ASSIGNED = re.compile(r"[ \t]*(\w+)[ \t]*=[ \t]*")
+
+
+def _closing(text: str, opening: int) -> int | None:
+    """The `)` that closes the `(` at `opening` (parentheses counted, strings not parsed:
+    a stray one in a string only costs a mark)."""
+    depth = 0
+    for index in range(opening, min(len(text), opening + 4000)):
+        char = text[index]
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return index
+    return None
+
+
+def _later_uses(text: str, name: str, start: int) -> list[int]:
+    """Every later use of the name holding the instance: its calls, and any rebinding (the
+    tree decides from all of them whether the name still holds the instance at the call)."""
+    found = []
+    at = text.find(name, start)
+    while at != -1:
+        end = at + len(name)
+        if (
+            not word_char(text[at - 1 : at])
+            and text[at - 1 : at] != "."
+            and not word_char(text[end : end + 1])
+        ):
+            found.append(at)
+        at = text.find(name, end)
+    return found
 
 
 def holds_graph_call(text: str) -> bool:
