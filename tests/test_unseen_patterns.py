@@ -627,3 +627,52 @@ def _to_copy(func, types, args, kwargs):
         '    device = kwargs.pop("device")\n    dtype = kwargs.pop("dtype")\n',
     ).replace("self.scale.to(device)", "self.scale.to(device, dtype)")
     assert _found(both) == []
+
+
+PACKED_HANDLERS = """\
+import torch
+
+aten = torch.ops.aten
+OPS = {}
+
+
+def implements(ops):
+    def decorator(func):
+        for op in ops:
+            OPS[op] = func
+        return func
+
+    return decorator
+
+
+@implements([aten._to_copy.default])
+def dtype_only(func, *args, **kwargs):
+    return args[0][0].dequantize().to(args[1]["dtype"])
+
+
+@implements([aten._to_copy.default])
+def both(func, *args, **kwargs):
+    out = args[0][0].dequantize().to(args[1]["dtype"])
+    if "device" in args[1]:
+        out = out.to(args[1]["device"])
+    return out
+
+
+class NF4(torch.Tensor):
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args, kwargs=None):
+        if func in OPS:
+            return OPS[func](func, args, kwargs)
+        raise NotImplementedError(func)
+"""
+
+
+def test_a_handler_given_args_and_kwargs_packed_in_star_args() -> None:
+    """torchao's NF4Tensor: `OPS[func](func, args, kwargs)` hands the handler `def
+    _to_copy(func, *args, **kwargs)` the dispatch args as `args[0]` and the request as
+    `args[1]`; reading only `args[1]["dtype"]`, `nf4.to("cuda", torch.bfloat16)` stays on the
+    CPU (C5.1). Reading both keys is the fix."""
+    found = [(rule, line, message) for rule, line, message, _help in _found(PACKED_HANDLERS)]
+    assert found == [
+        ("AGL306", 17, "`dtype_only` handles `_to_copy` but ignores the requested device"),
+    ]

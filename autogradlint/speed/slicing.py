@@ -267,11 +267,13 @@ def custom_op_spans(statements: list[ast.stmt]) -> list[tuple[int, int]]:
 def registers_handler(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """`@implements(aten.empty_like.default)` and the like: a decorator naming an `aten` op
     whose caller chooses dtype, device or size (preselect's `_HANDLER` is the text twin), on
-    a def that takes `args` and `kwargs` as a dispatch handler does. The check reads only
+    a def that takes `args` and `kwargs` as a dispatch handler does (or packed in `*args`). The check reads only
     those: a decomposition or lowering registered for the op (`@register_lowering(aten.
     empty_like)` takes the op's own parameters) is never parsed."""
     named = {arg.arg for arg in (*node.args.posonlyargs, *node.args.args)}
-    if "args" not in named or "kwargs" not in named:
+    # `def _to_copy(func, *args, **kwargs)`: args and kwargs packed (the check reads where
+    # the file's __torch_dispatch__ passes them)
+    if ("args" not in named or "kwargs" not in named) and node.args.vararg is None:
         return False
     for decorator in node.decorator_list:
         for sub in walk_ast(decorator):
