@@ -815,3 +815,30 @@ def test_the_legacy_call_gets_no_rewrite_that_drops_the_constructor_arguments() 
     result = lint_source(LEGACY_INSTANCES, "example.py", settings=Settings())
     direct = [f for f in result.findings if f.rule_id == "AGL407"]
     assert direct and all(f.fixable is None for f in direct)
+
+
+# --- AGL409: indexing a saved tensor with a tensor copies (semantics D5.4) --------------------
+
+SAVED_INDEXED = """\
+import torch
+
+
+class Mean(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, row, rowcount, value):
+        ctx.save_for_backward(row, rowcount)
+        return value * 2
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        row, rowcount = ctx.saved_tensors
+        count = rowcount[row].clamp_(min=1)  # advanced indexing: a copy of the saved tensor
+        first = rowcount[0]
+        first.zero_()  # basic indexing: a view, the caller's `rowcount` changes (found)
+        return None, None, grad_out * count.pow_(-1)
+"""
+
+
+def test_a_write_into_a_saved_tensor_indexed_by_a_saved_tensor_is_private() -> None:
+    # torch_sparse SPMM.backward: `rowcount[row].to(dtype).clamp_(min=1)` leaves rowcount alone
+    assert _found(SAVED_INDEXED, "AGL409") == [("AGL409", 15)]

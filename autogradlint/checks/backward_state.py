@@ -13,6 +13,7 @@ from ..analysis.flow import MethodFlow
 from ..analysis.helper_effects import helper_calls
 from ..analysis.names import dotted
 from ..analysis.source_text import code_of
+from ..analysis.tensor_kinds import TensorKinds
 from ..analysis.walk import FastVisitor
 from ..preconditions import Unproven
 from .base import Check
@@ -211,7 +212,7 @@ class BackwardState(Check):
     ) -> None:
         """AGL409 when `written` (changed in place at `where`) is a saved tensor or a tensor
         kept on ctx, once per slot or attribute."""
-        slot = _saved_slot(written, flow, where.order, ctx_name)
+        slot = _saved_slot(written, flow, where.order, ctx_name, self.ctx.contract().kinds(flow))
         if slot is not None and slot[1] in saved:
             name, index = slot
             if index in reported:
@@ -259,6 +260,7 @@ class BackwardState(Check):
         `element_mul_kernel` scaling the gradient forward saved): a write the version counter
         never hears of, so even a second backward does not raise (semantics D9.5)."""
         summaries = self.ctx.summaries
+        kinds = self.ctx.contract().kinds(flow)
         for site in flow.calls:
             call = site.node
             written = dotted(call.func)
@@ -269,7 +271,7 @@ class BackwardState(Check):
                 for position, arg in enumerate(call.args)
                 if arg.keyword is None
                 and not arg.star
-                and (slot := _saved_slot(arg.value, flow, site.order, ctx_name)) is not None
+                and (slot := _saved_slot(arg.value, flow, site.order, ctx_name, kinds)) is not None
                 and slot[1] in saved
                 and slot[1] not in reported
             }
@@ -666,10 +668,16 @@ def _is_saved(expr: cst.BaseExpression | None, ctx_name: str | None) -> bool:
 
 
 def _saved_slot(
-    expr: cst.BaseExpression, flow: MethodFlow, order: int, ctx_name: str | None, depth: int = 0
+    expr: cst.BaseExpression,
+    flow: MethodFlow,
+    order: int,
+    ctx_name: str | None,
+    kinds: TensorKinds,
+    depth: int = 0,
 ) -> tuple[str, int] | None:
     """(the name shown, the slot of `ctx.saved_tensors`) when `expr` is a saved tensor or a
-    view of one: `x` after `x, w = ctx.saved_tensors`, `ctx.saved_tensors[0]`, `x.view(-1)`."""
+    view of one: `x` after `x, w = ctx.saved_tensors`, `ctx.saved_tensors[0]`, `x.view(-1)`.
+    Indexing with a tensor, a list or a mask copies (semantics D5.4): `count[row]` is not."""
     if depth > 20:
         return None
     if isinstance(expr, cst.Subscript):
@@ -678,17 +686,19 @@ def _saved_slot(
             if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
                 return code_of(expr), int(index.value.value)
             return None
-        return _saved_slot(expr.value, flow, order, ctx_name, depth + 1)
+        if kinds.index_copies(expr, order):
+            return None
+        return _saved_slot(expr.value, flow, order, ctx_name, kinds, depth + 1)
     base = _view_base(expr)  # a view of a saved tensor is that tensor's storage
     if base is not expr:
-        return _saved_slot(base, flow, order, ctx_name, depth + 1)
+        return _saved_slot(base, flow, order, ctx_name, kinds, depth + 1)
     if not isinstance(expr, cst.Name):
         return None
     definition = flow.definition_before(expr.value, order)
     if definition is None or definition.value is None:
         return None
     if definition.kind == "augassign":
-        return _saved_slot(cst.Name(expr.value), flow, definition.order, ctx_name, depth + 1)
+        return _saved_slot(cst.Name(expr.value), flow, definition.order, ctx_name, kinds, depth + 1)
     value = definition.expression
     assert value is not None  # neither a parameter nor an augmented assignment
     if definition.kind == "unpack":
@@ -697,7 +707,7 @@ def _saved_slot(
         return None
     if definition.kind != "assign":
         return None
-    found = _saved_slot(value, flow, definition.order, ctx_name, depth + 1)
+    found = _saved_slot(value, flow, definition.order, ctx_name, kinds, depth + 1)
     return None if found is None else (expr.value, found[1])
 
 
