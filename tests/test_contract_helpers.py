@@ -542,3 +542,70 @@ def test_agl404_an_unannotated_parameter_with_a_number_default_saved() -> None:
     assert _found(NUMBER_DEFAULT) == [("AGL404", 7)]
     fixed = NUMBER_DEFAULT.replace("(x, w, scale)", "(x, w)").replace("x, w, _ = ctx", "x, w = ctx")
     assert _found(fixed) == []
+
+
+# --- AGL405: a collective writes an input of forward (semantics D5.1, B2.4) -----------------
+
+FORWARD_COLLECTIVE = """\
+import torch
+import torch.distributed as dist
+
+
+def _reduce(input_):
+    if dist.get_world_size() == 1:
+        return input_
+    dist.all_reduce(input_)
+    return input_
+
+
+class ReduceFromRegion(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, input_):
+        return _reduce(input_)  # the caller's tensor is summed in place
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output
+
+
+class ReduceDirect(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, input_):
+        dist.all_reduce(input_)
+        return input_
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output
+
+
+class ReduceCopy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, input_):
+        return _reduce(input_.clone())
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output
+
+
+class GatherReads(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, input_):
+        out = input_.new_empty((2, *input_.shape))
+        dist.all_gather_into_tensor(out, input_)  # only reads its input (B2.7)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output[0]
+"""
+
+
+def test_forward_handing_an_input_to_a_collective_that_writes_it() -> None:
+    # Megatron's _ReduceFromModelParallelRegion.forward returns _reduce(input_), which
+    # all-reduces the caller's tensor in place without ctx.mark_dirty
+    assert [f for f in _found(FORWARD_COLLECTIVE) if f[0] == "AGL405"] == [
+        ("AGL405", 15),
+        ("AGL405", 25),
+    ]

@@ -11,6 +11,7 @@ from ..analysis.flow import MethodFlow
 from ..analysis.helper_effects import helper_calls
 from ..analysis.names import dotted
 from .base import Check
+from .gradient_collectives import GradientCollectives
 from .tensor_evidence import gradient_evidence
 
 
@@ -18,6 +19,7 @@ class InputMutation(Check):
     """AGL405 in forward and in the static helpers forward hands its inputs to."""
 
     _sites: ApplySites | None = None
+    _collectives: GradientCollectives | None = None
 
     def _no_stale_history(
         self, info: ClassInfo, flow: MethodFlow, origin: str, node: cst.CSTNode
@@ -115,6 +117,18 @@ class InputMutation(Check):
                 if origin and origin not in dirty and origin not in reported:
                     reported.add(origin)
                     self.report("AGL405", statement, cls=info.name, name=origin)
+        # `dist.all_reduce(x)` on an input, or `_reduce(x)` reaching one (Megatron's
+        # _ReduceFromModelParallelRegion): the collective writes the caller's tensor in place
+        if self._collectives is None:
+            self._collectives = GradientCollectives(self.ctx)
+        for write in self._collectives.writes(flow, inputs):
+            origin = write.origin
+            if origin in dirty or origin in reported:
+                continue
+            if self._no_stale_history(info, flow, origin, write.node):
+                continue
+            reported.add(origin)
+            self.report("AGL405", write.node, cls=info.name, name=origin)
         self._project_helper_writes(info, flow, inputs, tensors, helpers, dirty | reported)
 
     def _project_helper_writes(
