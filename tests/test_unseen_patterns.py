@@ -676,3 +676,58 @@ def test_a_handler_given_args_and_kwargs_packed_in_star_args() -> None:
     assert found == [
         ("AGL306", 17, "`dtype_only` handles `_to_copy` but ignores the requested device"),
     ]
+
+
+# --- Family A in a backward step written apart (diffusers' attention backward ops) -----------
+
+CTX_STEP = """\
+import torch
+
+
+def _attention_backward_op(ctx: torch.autograd.function.FunctionCtx, grad_out, *args):
+    query, key = ctx.saved_tensors
+    query.requires_grad_(True)
+    out = query @ key.T
+    (grad_query,) = torch.autograd.grad(out, [query], grad_out)
+    return grad_query, None
+
+
+class Attention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, query, key, backward_op):
+        ctx.save_for_backward(query, key)
+        ctx.backward_op = backward_op
+        return query @ key.T
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        grad_query, grad_key = ctx.backward_op(ctx, grad_out)
+        return grad_query, grad_key, None
+
+
+def attention(query, key):
+    return Attention.apply(query, key, _attention_backward_op)
+"""
+
+
+def test_a_backward_step_typed_with_the_ctx_is_read_as_a_backward() -> None:
+    """`ctx: FunctionCtx` and a read of `ctx.saved_tensors` say the function runs inside a
+    backward (here through `ctx.backward_op(ctx, grad_out)`), with grad mode off in training:
+    `out` has no graph and autograd.grad raises (A2.1). Under enable_grad it works, and
+    without create_graph a double backward drops the term (A3.3): `requires_grad_` on the
+    saved tensor itself makes no private leaf."""
+    assert [(r, line) for r, line, _m, _h in _found(CTX_STEP)] == [("AGL101", 8)]
+    enabled = CTX_STEP.replace(
+        "    out = query @ key.T\n    (grad_query,) = torch.autograd.grad(out, [query], grad_out)\n",
+        "    with torch.enable_grad():\n        out = query @ key.T\n"
+        "        (grad_query,) = torch.autograd.grad(out, [query], grad_out)\n",
+    )
+    assert [(r, line) for r, line, _m, _h in _found(enabled)] == [("AGL105", 9)]
+    fixed = enabled.replace("grad_out)\n", "grad_out, create_graph=create_graph)\n").replace(
+        "    query, key = ctx.saved_tensors\n",
+        "    create_graph = torch.is_grad_enabled()  # on entry: True under create_graph\n"
+        "    query, key = ctx.saved_tensors\n",
+    )
+    assert _found(fixed) == []
+    untyped = CTX_STEP.replace("ctx: torch.autograd.function.FunctionCtx", "ctx")
+    assert _found(untyped) == []  # nothing says what calls it

@@ -198,6 +198,8 @@ def kept_ranges(
     calls += instance_call_offsets(text, names)
     custom_ops = _custom_op_chunks(text, starts) if "register_autograd" in text else set()
     custom_ops |= op_definition_chunks(text, starts)  # AGL413 reads the op definitions
+    if "FunctionCtx" in text or "BackwardCFunction" in text:
+        custom_ops |= _ctx_step_chunks(text, starts)  # backward steps written apart (AGL1xx)
     if not function_offsets and not hook_offsets and not calls and not custom_ops:
         return None
     marks = _Marks(
@@ -271,6 +273,19 @@ def _custom_op_chunks(text: str, starts: list[int]) -> set[int]:
     named = [m.start() + 1 for m in _DEF_NAME.finditer(text) if m.group(1) in words]
     named += [m.start() for literal in literals for m in re.finditer(re.escape(literal), text)]
     return calls | {i for i in chunk_of(starts, named) if _NOT_MODULE_SCOPE.match(text, bounds[i])}
+
+
+def _ctx_step_chunks(text: str, starts: list[int]) -> set[int]:
+    """Module-level defs that name `FunctionCtx` and read `.saved_tensors`: slicing's
+    `ctx_step_spans` is the `ast` twin (this may keep more, never less)."""
+    bounds = [*starts, len(text)]
+    marks = [m.start() for m in re.finditer(r"FunctionCtx|BackwardCFunction", text)]
+    return {
+        index
+        for index in chunk_of(starts, marks)
+        if text.startswith(("def ", "async def ", "@"), bounds[index])
+        and ".saved_tensors" in text[bounds[index] : bounds[index + 1]]
+    }
 
 
 def _helper_chunks(text: str, starts: list[int], bounds: list[int], callers: set[int]) -> set[int]:

@@ -228,6 +228,31 @@ def _blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
+def ctx_step_spans(statements: list[ast.stmt]) -> list[tuple[int, int]]:
+    """Module-level defs whose first parameter is annotated `...FunctionCtx` and that read
+    `ctx.saved_tensors`: backward steps written apart, which family A reads as backwards
+    (reentrant.ctx_backward_step decides; preselect's `_ctx_step_chunks` is the text twin)."""
+    spans = []
+    for stmt in statements:
+        if not isinstance(stmt, _DEFS):
+            continue
+        params = [*stmt.args.posonlyargs, *stmt.args.args]
+        if not params or params[0].annotation is None:
+            continue
+        if not ast.unparse(params[0].annotation).endswith(("FunctionCtx", "BackwardCFunction")):
+            continue
+        ctx = params[0].arg
+        if any(
+            isinstance(sub, ast.Attribute)
+            and sub.attr == "saved_tensors"
+            and isinstance(sub.value, ast.Name)
+            and sub.value.id == ctx
+            for sub in walk_ast(stmt)
+        ):
+            spans.append(_span(stmt))
+    return spans
+
+
 def custom_op_spans(statements: list[ast.stmt]) -> list[tuple[int, int]]:
     """A torch.library custom op's autograd, at module level: each `register_autograd(...)`
     call, the functions it names (backward, setup_context) and the op's own definition
@@ -525,6 +550,7 @@ def slice_source(
     function_like = _function_like_names(tree, known_functions, statements)
     call_lines = _direct_call_lines(text, function_like, statements)
     custom_ops = custom_op_spans(tree.body) + op_definition_spans(tree.body)
+    custom_ops += ctx_step_spans(tree.body)
     if (
         not call_lines
         and not custom_ops
