@@ -609,3 +609,57 @@ def test_forward_handing_an_input_to_a_collective_that_writes_it() -> None:
         ("AGL405", 15),
         ("AGL405", 25),
     ]
+
+
+# --- AGL405: a Triton kernel launched in forward stores into an input (D5.1, B3.5) -----------
+
+FORWARD_KERNEL = """\
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _rotate(Q, stride, cos, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    q = tl.load(Q + row * stride + offs, mask=offs < n_cols)
+    c = tl.load(cos + offs, mask=offs < n_cols)
+    tl.store(Q + row * stride + offs, q * c, mask=offs < n_cols)
+
+
+class Rotary(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, Q, cos):
+        n_rows, n_cols = Q.shape
+        Q = Q.reshape(n_rows, n_cols)  # a view of the caller's tensor when it is contiguous
+        _rotate[(n_rows,)](Q, Q.stride(0), cos, n_cols, BLOCK=128)
+        ctx.save_for_backward(cos)
+        return Q
+
+    @staticmethod
+    def backward(ctx, g):
+        (cos,) = ctx.saved_tensors
+        return g * cos, None
+
+
+class RotaryCopy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, Q, cos):
+        n_rows, n_cols = Q.shape
+        out = Q.clone()
+        _rotate[(n_rows,)](out, out.stride(0), cos, n_cols, BLOCK=128)
+        ctx.save_for_backward(cos)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (cos,) = ctx.saved_tensors
+        return g * cos, None
+"""
+
+
+def test_forward_launching_a_kernel_that_stores_into_an_input() -> None:
+    # unsloth's Fast_RoPE_Embedding and Megatron's ApplyMLARotaryEmbQ rotate the caller's
+    # tensor in place through tl.store; `n_cols`, in the store's offsets, is no write
+    assert [f for f in _found(FORWARD_KERNEL) if f[0] == "AGL405"] == [("AGL405", 20)]

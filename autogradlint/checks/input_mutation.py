@@ -10,6 +10,7 @@ from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
 from ..analysis.helper_effects import helper_calls
 from ..analysis.names import dotted
+from ..analysis.triton_writes import written_params
 from .base import Check
 from .gradient_collectives import GradientCollectives
 from .tensor_evidence import gradient_evidence
@@ -129,7 +130,54 @@ class InputMutation(Check):
                 continue
             reported.add(origin)
             self.report("AGL405", write.node, cls=info.name, name=origin)
+        self._kernel_writes(info, flow, inputs, tensors, helpers, dirty | reported)
         self._project_helper_writes(info, flow, inputs, tensors, helpers, dirty | reported)
+
+    def _kernel_writes(
+        self,
+        info: ClassInfo,
+        flow: MethodFlow,
+        inputs: set[str],
+        tensors: set[str],
+        helpers: dict[str, StaticHelper],
+        done: set[str],
+    ) -> None:
+        """An input (or a view of it: `Q.reshape(...)`) handed to a Triton kernel launched in
+        forward (`_rope_embedding[grid](Q, ...)`) that stores through that parameter: the
+        caller's tensor changes without mark_dirty (D5.1), and the version counter never
+        hears of a raw write (B3.5). Reported at the argument. Only an input forward shows
+        to be a tensor: a size in the store's offset arithmetic is no write."""
+        contract = self.ctx.contract()
+        summaries = self.ctx.summaries
+        for site in flow.calls:
+            call = site.node
+            if site.in_nested_def or not isinstance(call.func, cst.Subscript):
+                continue
+            name = dotted(call.func.value)
+            found = summaries.function(name) if name is not None else None
+            if found is None:
+                continue
+            kernel = found[1]
+            written = written_params(kernel)
+            if not written:
+                continue
+            params = [a.arg for a in (*kernel.args.posonlyargs, *kernel.args.args)]
+            for position, arg in enumerate(call.args):
+                if arg.star:
+                    break
+                if arg.keyword is not None:
+                    param: str | None = arg.keyword.value
+                else:
+                    param = params[position] if position < len(params) else None
+                if param not in written:
+                    continue
+                origin = contract.alias_of(arg.value, flow, site.order, inputs, helpers, info.name)
+                if not origin or origin in done or origin not in tensors:
+                    continue
+                if self._no_stale_history(info, flow, origin, call):
+                    continue
+                done.add(origin)
+                self.report("AGL405", arg.value, cls=info.name, name=origin)
 
     def _project_helper_writes(
         self,
