@@ -842,3 +842,28 @@ class Mean(torch.autograd.Function):
 def test_a_write_into_a_saved_tensor_indexed_by_a_saved_tensor_is_private() -> None:
     # torch_sparse SPMM.backward: `rowcount[row].to(dtype).clamp_(min=1)` leaves rowcount alone
     assert _found(SAVED_INDEXED, "AGL409") == [("AGL409", 15)]
+
+
+SAVED_SETITEM = """\
+import torch
+
+
+class VocabCrossEntropy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, logits, target):
+        softmax = torch.softmax(logits, dim=-1)
+        ctx.save_for_backward(softmax, target)
+        return softmax.sum()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        softmax, target = ctx.saved_tensors
+        rows = torch.arange(softmax.size(0))
+        softmax[rows, target] -= 1.0  # written through an advanced index: softmax changes
+        return softmax * grad_output, None
+"""
+
+
+def test_a_write_through_an_advanced_index_still_writes_the_saved_tensor() -> None:
+    # Megatron's vocab-parallel cross entropy: `grad_2d[arange_1d, target] -= ...` (D9.3)
+    assert _found(SAVED_SETITEM, "AGL409") == [("AGL409", 15)]

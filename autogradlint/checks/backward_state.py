@@ -212,7 +212,9 @@ class BackwardState(Check):
     ) -> None:
         """AGL409 when `written` (changed in place at `where`) is a saved tensor or a tensor
         kept on ctx, once per slot or attribute."""
-        slot = _saved_slot(written, flow, where.order, ctx_name, self.ctx.contract().kinds(flow))
+        kinds = self.ctx.contract().kinds(flow)
+        setitem = isinstance(where.node, cst.AugAssign)
+        slot = _saved_slot(written, flow, where.order, ctx_name, kinds, setitem=setitem)
         if slot is not None and slot[1] in saved:
             name, index = slot
             if index in reported:
@@ -674,10 +676,12 @@ def _saved_slot(
     ctx_name: str | None,
     kinds: TensorKinds,
     depth: int = 0,
+    setitem: bool = False,
 ) -> tuple[str, int] | None:
     """(the name shown, the slot of `ctx.saved_tensors`) when `expr` is a saved tensor or a
     view of one: `x` after `x, w = ctx.saved_tensors`, `ctx.saved_tensors[0]`, `x.view(-1)`.
-    Indexing with a tensor, a list or a mask copies (semantics D5.4): `count[row]` is not."""
+    Indexing with a tensor, a list or a mask copies (semantics D5.4): `count[row]` is not,
+    except as the target it is written through (`setitem`: `x[rows, cols] -= v` writes x)."""
     if depth > 20:
         return None
     if isinstance(expr, cst.Subscript):
@@ -686,7 +690,7 @@ def _saved_slot(
             if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
                 return code_of(expr), int(index.value.value)
             return None
-        if kinds.index_copies(expr, order):
+        if not setitem and kinds.index_copies(expr, order):
             return None
         return _saved_slot(expr.value, flow, order, ctx_name, kinds, depth + 1)
     base = _view_base(expr)  # a view of a saved tensor is that tensor's storage
