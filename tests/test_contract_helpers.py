@@ -663,3 +663,42 @@ def test_forward_launching_a_kernel_that_stores_into_an_input() -> None:
     # unsloth's Fast_RoPE_Embedding and Megatron's ApplyMLARotaryEmbQ rotate the caller's
     # tensor in place through tl.store; `n_cols`, in the store's offsets, is no write
     assert [f for f in _found(FORWARD_KERNEL) if f[0] == "AGL405"] == [("AGL405", 20)]
+
+
+FORWARD_COLLECTIVE_MARKED = """\
+import torch
+import torch.distributed as dist
+
+
+def _reduce(ctx, input_):
+    if ctx:
+        ctx.mark_dirty(input_)
+    dist.all_reduce(input_)
+    return input_
+
+
+class ReduceMarked(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, input_):
+        return _reduce(ctx, input_)  # the helper marks the input dirty with forward's ctx
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output
+
+
+class ReduceUnmarked(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, input_):
+        return _reduce(None, input_)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output
+"""
+
+
+def test_a_helper_that_marks_the_input_dirty_with_forwards_ctx() -> None:
+    # fairscale's _ReduceFromModelParallelRegion: `_reduce(ctx, input_)` calls
+    # `ctx.mark_dirty(input_)` before the all-reduce, so torch knows of the change
+    assert [f for f in _found(FORWARD_COLLECTIVE_MARKED) if f[0] == "AGL405"] == [("AGL405", 25)]

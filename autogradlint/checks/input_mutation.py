@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from ..analysis.apply_sites import FROZEN, PARAMETER, ApplySites
@@ -82,6 +84,11 @@ class InputMutation(Check):
                     )
                     if origin:
                         dirty.add(origin)
+            elif ctx_name is not None:
+                for marked in self._marked_in_helper(site.node, ctx_name):
+                    origin = contract.alias_of(marked, flow, site.order, inputs, helpers, info.name)
+                    if origin:
+                        dirty.add(origin)
         reported: set[str] = set()
         tensors = tensors | gradient_evidence(contract, info, flow)
         for node, order in flow.statements:
@@ -132,6 +139,43 @@ class InputMutation(Check):
             self.report("AGL405", write.node, cls=info.name, name=origin)
         self._kernel_writes(info, flow, inputs, tensors, helpers, dirty | reported)
         self._project_helper_writes(info, flow, inputs, tensors, helpers, dirty | reported)
+
+    def _marked_in_helper(self, call: cst.Call, ctx_name: str) -> list[cst.BaseExpression]:
+        """The arguments of `call` that the project function it runs, handed forward's ctx,
+        marks dirty with it (fairscale's `_reduce(ctx, input_)`: `if ctx:
+        ctx.mark_dirty(input_)`, then the all-reduce)."""
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        if len(positional) != len(call.args) or not any(
+            isinstance(a.value, cst.Name) and a.value.value == ctx_name for a in positional
+        ):
+            return []
+        written = dotted(call.func)
+        found = self.ctx.summaries.function(written) if written is not None else None
+        if found is None:
+            return []
+        function = found[1]
+        params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        given = dict(zip(params, (a.value for a in positional), strict=False))
+        holders = {
+            name
+            for name, value in given.items()
+            if isinstance(value, cst.Name) and value.value == ctx_name
+        }
+        marked: list[cst.BaseExpression] = []
+        for node in ast.walk(function):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "mark_dirty"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id in holders
+            ):
+                marked += [
+                    given[arg.id]
+                    for arg in node.args
+                    if isinstance(arg, ast.Name) and arg.id in given
+                ]
+        return marked
 
     def _kernel_writes(
         self,
