@@ -335,3 +335,33 @@ def test_a_helper_in_another_module_is_read_from_its_file(tmp_path: Path) -> Non
     results = lint_paths(discover([str(tmp_path)], config).files, config)
     flagged = [(Path(r.path).name, f.line) for r in results for f in r.findings]
     assert flagged == [("layers.py", 14)]
+
+
+class _Backwards(set):  # type: ignore[type-arg]
+    """A set of paths that iterates in the reverse of its sorted order: another hash seed."""
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(sorted(super().__iter__(), key=repr, reverse=True))
+
+
+def test_the_path_a_message_tells_does_not_depend_on_the_hash_seed() -> None:
+    # megatron LinearWithGradAccumulationAndAsyncCommunication.backward: `total_input` unset
+    # when `wgrad_compute` is false, on paths where `ctx.sequence_parallel` was true or false;
+    # the message named one or the other as the set of paths happened to iterate.
+    import libcst as cst
+
+    from autogradlint.analysis.unbound import Path, _Walker
+
+    read = cst.parse_expression("total")
+    told = []
+    for kind in (set, _Backwards):
+        walker = _Walker({"total"})
+        paths = kind(
+            {
+                Path(frozenset(), frozenset({("ctx.sequence_parallel", True)})),
+                Path(frozenset(), frozenset({("ctx.sequence_parallel", False)})),
+            }
+        )
+        walker.read_all([read], paths, returned=True)
+        told.append(walker.found["total"].facts)
+    assert told[0] == told[1] == {("ctx.sequence_parallel", False)}

@@ -190,9 +190,12 @@ class _Walker:
     ) -> None:
         if self.returns_only and not returned:
             return
+        # The first path that leaves a name unset is the one the message tells: take the paths
+        # in an order of their own, not the set's (which changes with the hash seed).
+        ordered = sorted(paths, key=lambda p: (sorted(p.facts), sorted(p.bound)))
         for expr in exprs:
             if expr is not None:
-                for path in paths:
+                for path in ordered:
                     self.reads(expr, path)
 
     def small(self, node: cst.CSTNode, paths: set[Path]) -> set[Path]:

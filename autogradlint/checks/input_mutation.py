@@ -14,12 +14,18 @@ from ..analysis.helper_effects import helper_calls
 from ..analysis.names import dotted
 from ..analysis.triton_writes import written_params
 from .base import Check
+from .gates import function_gate
 from .gradient_collectives import GradientCollectives
+from .reads import Reads
 from .tensor_evidence import gradient_evidence
 
 
 class InputMutation(Check):
     """AGL405 in forward and in the static helpers forward hands its inputs to."""
+
+    codes = ("AGL405",)
+    gate = function_gate()
+    reads = Reads(functions=True)
 
     _sites: ApplySites | None = None
     _collectives: GradientCollectives | None = None
