@@ -213,7 +213,7 @@ def kept_ranges(
     tails = reads.call_tails + ((".apply(",) if reads.apply_arity else ())
     # on Functions of this file or imported ones
     calls = direct_call_offsets(text, names, tails) if tails else []
-    if "()(" in reads.call_tails:  # the legacy `Fn(k)(x)`, `f = Fn(k); f(x)` (AGL407)
+    if "()(" in reads.call_tails:  # the legacy `Fn(k)(x)`, `f = Fn(k); f(x)`
         calls += instance_call_offsets(text, names)
     custom_ops: set[int] = set()
     if reads.custom_ops and "register_autograd" in text:
@@ -221,7 +221,7 @@ def kept_ranges(
     if reads.op_definitions:
         custom_ops |= op_definition_chunks(text, starts)
     if reads.functions and ("FunctionCtx" in text or "BackwardCFunction" in text):
-        custom_ops |= _ctx_step_chunks(text, starts)  # backward steps written apart (AGL1xx)
+        custom_ops |= _ctx_step_chunks(text, starts)  # backward steps written apart
     if not function_offsets and not hook_offsets and not calls and not custom_ops:
         return None
     loader_offsets = _loader_offsets(text, loaders) if reads.functions else []

@@ -392,7 +392,7 @@ def _direct_call_lines(
     may not take: the many that fit a forward of this file are decided here, from `ast`, and
     never reach libcst. Only the statements on those lines are walked."""
     offsets = direct_call_offsets(text, function_like, reads.call_tails) if reads.call_tails else []
-    if "()(" in reads.call_tails:  # the legacy `Fn(k)(x)`, `f = Fn(k); f(x)` (AGL407)
+    if "()(" in reads.call_tails:  # the legacy `Fn(k)(x)`, `f = Fn(k); f(x)`
         offsets += instance_call_offsets(text, function_like)
     lines = {text.count("\n", 0, offset) + 1 for offset in offsets}
     if lines and "is_grad_enabled" in text:
@@ -576,7 +576,7 @@ def slice_source(
     if reads.op_definitions:
         custom_ops += op_definition_spans(tree.body)
     if reads.functions:
-        custom_ops += ctx_step_spans(tree.body)  # backward steps written apart (AGL1xx)
+        custom_ops += ctx_step_spans(tree.body)  # backward steps written apart
     if (
         not call_lines
         and not custom_ops
