@@ -304,13 +304,12 @@ class ReentrantAutograd(Check):
         shown = source_of(module, outputs)
         method = self.method
         where = route.where(site)
+        call = fixes.GradCall(method, flow, provenance, site, outputs)
         if producers and producers <= {DEFAULT}:
             fix = (
                 None
                 if route.at
-                else fixes.wrap_in_enable_grad(
-                    method, flow, provenance, site, outputs, self._unproven_outside("AGL101")
-                )
+                else fixes.wrap_in_enable_grad(call, self._unproven_outside("AGL101"))
             )
             # Under create_graph=True backward runs with grad mode on, so the same call builds
             # and walks a graph there, and drops the second-order term (A3.2). AGL101's fix
@@ -325,9 +324,7 @@ class ReentrantAutograd(Check):
             fix = (
                 None
                 if route.at
-                else fixes.no_grad_to_enable_grad(
-                    method, flow, provenance, site, outputs, self._unproven_outside("AGL102")
-                )
+                else fixes.no_grad_to_enable_grad(call, self._unproven_outside("AGL102"))
             )
             self._report("AGL102", where, fix, outputs=shown)
             return
