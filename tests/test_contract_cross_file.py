@@ -4,6 +4,7 @@ is held to it exactly as when both classes sit in one file."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from autogradlint.cache import Cache
@@ -325,3 +326,79 @@ def test_a_setup_context_imported_from_another_module_is_read_there(tmp_path: Pa
     # fixed in setup.py: the cached result of ops.py depended on it
     (pkg / "setup.py").write_text(SETUP_MODULE.replace("context, inputs", "ctx, inputs"))
     assert _found(tmp_path, "ops.py", cache=True) == []
+
+
+MIXIN_BACKWARD = """\
+import torch
+import torch.distributed as dist
+
+
+class GradMixin:
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+{body}
+        return grad_x, grad_w
+"""
+
+MIXED_FORWARD = """\
+import torch
+
+from .mixins import GradMixin
+
+
+class Fn(GradMixin, torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return x * w
+
+
+def model(x, w):
+    return Fn.apply(x, w)
+"""
+
+# Each hazard in the backward a mixin of another module gives a Function, and the same backward
+# fixed: torch runs the mixin's backward (oracle K16, K32, K46, K47).
+MIXIN_HAZARDS = [
+    (  # AGL406: writes into the incoming gradient, which autograd shares with other consumers
+        "AGL406",
+        "h = g.view(-1)\nh[0] = 0.0\ngrad_x, grad_w = g * w, g * x",
+        "h = g.clone().view(-1)\nh[0] = 0.0\ngrad_x, grad_w = h.view_as(g) * w, g * x",
+    ),
+    (  # AGL406: a collective writes its result into the gradient it is given
+        "AGL406",
+        "dist.all_reduce(g)\ngrad_x, grad_w = g * w, g * x",
+        "g = g.clone()\ndist.all_reduce(g)\ngrad_x, grad_w = g * w, g * x",
+    ),
+    (  # AGL412: UnboundLocalError once x does not require grad
+        "AGL412",
+        "if ctx.needs_input_grad[0]:\n    grad_x = g * w\ngrad_w = g * x",
+        "grad_x = None\nif ctx.needs_input_grad[0]:\n    grad_x = g * w\ngrad_w = g * x",
+    ),
+]
+
+
+def test_a_backward_from_a_mixin_of_another_module_is_checked(tmp_path: Path) -> None:
+    for rule, bad, fixed in MIXIN_HAZARDS:
+        for body, expected in ((bad, [("mixins.py", rule)]), (fixed, [])):
+            text = MIXIN_BACKWARD.format(body=textwrap.indent(body, " " * 8))
+            _project(tmp_path, {"mixins.py": text, "main.py": MIXED_FORWARD})
+            found = [(name, code) for name, code, _line in _found(tmp_path, "mixins.py")]
+            assert found == expected, (rule, body)
+
+
+NON_STATIC_MIXIN = """\
+class GradMixin:
+    def backward(self, g):  # through an instance, `self` is the instance, not ctx: TypeError
+        x, w = self.saved_tensors
+        return g * w, g * x
+"""
+
+
+def test_a_non_static_backward_in_a_mixin_of_another_module(tmp_path: Path) -> None:
+    _project(tmp_path, {"mixins.py": NON_STATIC_MIXIN, "main.py": MIXED_FORWARD})
+    assert _found(tmp_path, "mixins.py") == [("mixins.py", "AGL402", 2)]
+    fixed = NON_STATIC_MIXIN.replace("    def backward", "    @staticmethod\n    def backward")
+    (tmp_path / "pkg" / "mixins.py").write_text(fixed)
+    assert _found(tmp_path, "mixins.py") == []

@@ -369,6 +369,15 @@ class ContractView:
                 # the legacy NestedIOFunction API (and torch's own) is non-static
                 yield info
 
+    def backward_classes(self) -> Iterator[ClassInfo]:
+        """The classes whose own backward torch runs: the Function classes, and the plain
+        mixins a Function of the project derives from (`class Fn(GradMixin, Function)` runs
+        `GradMixin.backward`, whichever module defines it: `FileView.mixins`)."""
+        yield from self.classes()
+        for info in self.facts.classes:
+            if "mixin" in info.kinds and not info.is_function:
+                yield info
+
     def method(self, info: ClassInfo, name: str) -> cst.FunctionDef | None:
         """`name` as `info` resolves it: its own, else its first known base's (memoised, so a
         long chain of subclasses costs one step per class)."""

@@ -50,7 +50,7 @@ class BackwardState(Check):
     _collectives: GradientCollectives | None = None
 
     def run(self) -> None:
-        for info in self.ctx.contract().classes():
+        for info in self.ctx.contract().backward_classes():
             backward = info.methods.get("backward")
             if backward is None:
                 continue

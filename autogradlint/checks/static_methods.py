@@ -15,7 +15,7 @@ class StaticMethods(Check):
     """AGL402 over every autograd.Function class."""
 
     def run(self) -> None:
-        for info in self.ctx.contract().classes():
+        for info in self.ctx.contract().backward_classes():
             self.ctx.enter(info.node)
             self._class(info)
 

@@ -32,7 +32,7 @@ class UnsetGradients(Check):
     project functions backward calls (one call deep)."""
 
     def run(self) -> None:
-        for info in self.ctx.contract().classes():
+        for info in self.ctx.contract().backward_classes():
             backward = info.methods.get("backward")
             if backward is not None:
                 self.ctx.enter(info.node)
