@@ -402,3 +402,45 @@ def test_a_non_static_backward_in_a_mixin_of_another_module(tmp_path: Path) -> N
     fixed = NON_STATIC_MIXIN.replace("    def backward", "    @staticmethod\n    def backward")
     (tmp_path / "pkg" / "mixins.py").write_text(fixed)
     assert _found(tmp_path, "mixins.py") == []
+
+
+PACKING_BASE = """\
+import torch
+
+
+def _pack(*grads):
+    return tuple(grads)
+
+
+class Base(torch.autograd.Function):
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return _pack(g * w * ctx.scale, g * x * ctx.scale, None, g)
+"""
+
+PACKED_CHILD = """\
+from .base import Base
+
+
+class Fn(Base):
+    @staticmethod
+    def forward(ctx, x, w, scale=2.0):  # apply passes 3: the 4th gradient `g` is one too many
+        ctx.save_for_backward(x, w)
+        ctx.scale = scale
+        return x * w * scale
+
+
+def model(x, w):
+    return Fn.apply(x, w, 3.0)
+"""
+
+
+def test_a_helper_packing_an_inherited_backward_is_read_in_its_own_module(
+    tmp_path: Path,
+) -> None:
+    # `_pack` is base.py's: the inherited backward's count is asked there (oracle K13, K62)
+    _project(tmp_path, {"base.py": PACKING_BASE, "main.py": PACKED_CHILD})
+    assert _found(tmp_path, "main.py") == [("main.py", "AGL401", 6)]
+    (tmp_path / "pkg" / "base.py").write_text(PACKING_BASE.replace("None, g)", "None)"))
+    assert _found(tmp_path, "main.py") == []

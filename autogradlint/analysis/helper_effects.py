@@ -44,8 +44,9 @@ class Effects:
     # the slot's object (ctx) loses state a second backward reads -> how (`del c.k`)
     consumes: dict[int, str] = field(default_factory=dict)
     # the slot's object (ctx) gets attributes holding these slots (`c.k = v`, `setattr(c, n,
-    # v)`): value slot -> the attribute's name, or the slot of the parameter naming it
-    keeps: dict[int, dict[int, str | int]] = field(default_factory=dict)
+    # v)`): (value slot, the attribute's name or the slot of the parameter naming it), every
+    # one (`setattr(c, n, v); c.kept = v` keeps v under two names)
+    keeps: dict[int, list[tuple[int, str | int]]] = field(default_factory=dict)
     # the slot's object (ctx): its `save_for_backward` calls (one in a loop counts as two)
     saves: dict[int, int] = field(default_factory=dict)
     # returns `tuple(args)` / `args` of its `*args`: as many values as it is given
@@ -218,7 +219,7 @@ class _Reader:
             if direct is not None and direct != VARARG:
                 kept = self.root(value)
                 if kept is not None:
-                    self.effects.keeps.setdefault(direct, {})[kept] = target.attr
+                    self.effects.keeps.setdefault(direct, []).append((kept, target.attr))
                 if _is_none(value) and (direct, target.attr) in self.seen and not self.branches:
                     # `s = ctx.k; ctx.k = None`: a second backward reads None (D8.3)
                     self.effects.consumes.setdefault(direct, ast.unparse(stmt))
@@ -279,7 +280,7 @@ class _Reader:
             owner = self.root(call.args[0])
             kept = self.root(call.args[2])
             if owner is not None and owner != VARARG and kept is not None:
-                self.effects.keeps.setdefault(owner, {})[kept] = self._name(call.args[1])
+                self.effects.keeps.setdefault(owner, []).append((kept, self._name(call.args[1])))
         self._deeper(call, loop)
 
     def _name(self, expr: ast.expr) -> str | int:
@@ -326,11 +327,11 @@ class _Reader:
             if theirs in inner.saves:
                 count = inner.saves[theirs] * (2 if loop else 1)
                 own.saves[outer] = own.saves.get(outer, 0) + count
-            for kept, attr in inner.keeps.get(theirs, {}).items():
+            for kept, attr in inner.keeps.get(theirs, []):
                 if kept in at:
                     if isinstance(attr, int):  # named by what this one hands that slot
                         attr = names.get(attr, "?")
-                    own.keeps.setdefault(outer, {})[at[kept]] = attr
+                    own.keeps.setdefault(outer, []).append((at[kept], attr))
 
 
 def _own_nodes(stmt: ast.stmt) -> list[ast.AST]:

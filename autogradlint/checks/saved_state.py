@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import libcst as cst
 
@@ -12,6 +13,7 @@ from ..analysis.contract import (
     METADATA_USES,
     ForwardInputs,
     is_tensor_annotation,
+    number_default,
     plain_inputs,
     returned_names,
     save_for_backward_calls,
@@ -36,14 +38,17 @@ class SavedState(Check):
         for info, seen in contract.forwards():
             self.ctx.enter(info.node)
             readers = self._readers(info)
+            # an input backward returns a gradient for is a tensor (autograd refuses one for
+            # anything else), annotated or not (shown by tests/oracle, K19, K20)
+            tensors = seen.tensors | gradient_evidence(contract, info, seen.flow)
             if seen.ctx_name is None:
                 # the setup_context style: forward has no ctx, setup_context keeps what
                 # backward needs (semantics D3: the same checks apply there)
                 setup = contract.method(info, "setup_context")
                 if setup is not None:
-                    positions = {
-                        i for i, p in enumerate(seen.inputs) if p.name.value in seen.tensors
-                    }
+                    positions = {i for i, p in enumerate(seen.inputs) if p.name.value in tensors}
+                    if readers is not None:  # setup_context keeps; it does not read
+                        readers = [method for method in readers if method is not setup]
                     self._setup_context(info.name, setup, positions, readers, len(seen.inputs))
                     self._helper_keeps_setup(info, seen, setup, readers)
                     self._setup_saves(info, seen, setup)
@@ -51,7 +56,7 @@ class SavedState(Check):
             kinds = TensorKinds(
                 seen.flow,
                 self.ctx.facts.imports,
-                seen.tensors,
+                tensors,
                 plain_inputs(seen.flow),
                 lambda call: compiled_callee(call, self.ctx.facts, self.ctx.settings) is not None,
             )
@@ -59,7 +64,7 @@ class SavedState(Check):
                 info.name,
                 seen.flow,
                 seen.ctx_name,
-                seen.tensors,
+                tensors,
                 readers,
                 forward=kinds,
                 parts=_vararg_parts(seen.flow, seen.vararg),
@@ -126,14 +131,27 @@ class SavedState(Check):
 
     def _readers(self, info: ClassInfo) -> list[cst.FunctionDef] | None:
         """The methods that read what forward keeps: the class's own others, and backward
-        wherever it is defined; None when backward cannot be read (then every attribute
-        counts as read for its values)."""
+        wherever it is defined (or those of this file's subclasses inheriting forward); None
+        when backward cannot be read (then every attribute counts as read for its values)."""
         readers = [m for name, m in info.methods.items() if name != "forward"]
         if "backward" not in info.methods:
-            inherited = self.ctx.contract().method(info, "backward")
-            if inherited is None:
+            contract = self.ctx.contract()
+            inherited = contract.method(info, "backward")
+            if inherited is not None:
+                return [*readers, inherited]
+            # the backwards of this file's subclasses that inherit this forward
+            forward = info.methods.get("forward")
+            found = [
+                backward
+                for other in contract.classes()
+                if other is not info
+                and forward is not None
+                and contract.method(other, "forward") is forward
+                and (backward := contract.method(other, "backward")) is not None
+            ]
+            if not found:
                 return None
-            readers.append(inherited)
+            readers += found
         return readers
 
     def _ctx_stash(
@@ -158,6 +176,7 @@ class SavedState(Check):
             for p in (*flow.function.params.posonly_params, *flow.function.params.params)
             if p.annotation is not None and is_tensor_annotation(p.annotation.annotation)
         }
+        stash = _Stash(tensors, inputs_name, positions, forward, parts, outputs, declared)
         found: list[tuple[cst.CSTNode, str, str]] = list(stashed or [])
         for node, order in flow.statements:
             if not isinstance(node, cst.Assign):
@@ -179,28 +198,17 @@ class SavedState(Check):
                         and isinstance(t.value, cst.Name)
                         and t.value.value == ctx_name
                     ):
-                        index = _constant_index(v, inputs_name) if inputs_name else None
-                        if index is not None and index in positions:  # `ctx.x = inputs[0]`
-                            found.append((node, t.attr.value, f"{inputs_name}[{index}]"))
-                            continue
-                        if forward is None:
-                            base = v
-                            while isinstance(base, cst.Subscript):
-                                base = base.value
-                            if isinstance(base, cst.Name) and base.value in tensors:
-                                found.append((node, t.attr.value, base.value))
-                            continue
-                        # `ctx.w = w`, `ctx.w = w[0]`, `ctx.w = w.contiguous()`: the value,
-                        # or a view of it (the same storage, the same hazard)
-                        root = receiver_root(v)
-                        if _slices_part(v, parts) or (
-                            root is not None and _names_part(forward, root, node, order, parts)
-                        ):
-                            continue
-                        if root is not None and _holds_tensor(
-                            forward, root, node, order, outputs, declared
-                        ):
-                            found.append((node, t.attr.value, root))
+                        # a list or tuple literal holds the very tensors (`ctx.ws = [w]`, K18)
+                        values = (
+                            [e.value for e in v.elements if not isinstance(e, cst.StarredElement)]
+                            if isinstance(v, (cst.List, cst.Tuple))
+                            else [v]
+                        )
+                        for value in values:
+                            shown = _kept(value, node, order, stash)
+                            if shown is not None:
+                                found.append((node, t.attr.value, shown))
+                                break
         if not found:
             return
         harmless = self._harmless(readers, ctx_name)
@@ -393,7 +401,7 @@ class SavedState(Check):
             for slot, value in bound:
                 if not (isinstance(value, cst.Name) and value.value == ctx_name):
                     continue
-                for kept, attr in effects.keeps.get(slot, {}).items():
+                for kept, attr in effects.keeps.get(slot, []):
                     held = given.get(kept)
                     if not (isinstance(held, cst.Name) and held.value in tensors):
                         continue
@@ -438,22 +446,42 @@ class SavedState(Check):
         return False
 
 
+@dataclass(frozen=True)
+class _Stash:
+    """What `_ctx_stash` knows of the method keeping values on ctx."""
+
+    tensors: set[str]  # names known to hold tensors (setup_context's)
+    inputs_name: str | None  # setup_context's `inputs`
+    positions: frozenset[int] | set[int]  # the tensor inputs' positions in it
+    forward: TensorKinds | None  # forward's kinds (None in setup_context)
+    parts: frozenset[str]  # a vararg split into parts
+    outputs: set[str]  # the names forward returns
+    declared: set[str]  # inputs annotated as tensors
+
+
+def _kept(value: cst.BaseExpression, node: cst.CSTNode, order: int, stash: _Stash) -> str | None:
+    """The tensor a value kept on ctx holds, as the finding names it, if any."""
+    index = _constant_index(value, stash.inputs_name) if stash.inputs_name else None
+    if index is not None and index in stash.positions:  # `ctx.x = inputs[0]`
+        return f"{stash.inputs_name}[{index}]"
+    # `ctx.w = w`, `ctx.w = w[0]`, `ctx.w = w.detach()`: the value, or a view of it (the same
+    # storage, the same hazard)
+    root = receiver_root(value)
+    kinds = stash.forward
+    if root is None:
+        return None
+    if kinds is None:
+        return root if root in stash.tensors else None
+    if _slices_part(value, stash.parts) or _names_part(kinds, root, node, order, stash.parts):
+        return None
+    held = _holds_tensor(kinds, root, node, order, stash.outputs, stash.declared)
+    return root if held else None
+
+
 def _number_defaults(inputs: list[cst.Param]) -> set[str]:
     """Unannotated inputs whose default is a number literal (`scale=2.0`): numbers, as far as
     forward's own text says."""
-    return {
-        p.name.value
-        for p in inputs
-        if p.annotation is None
-        and p.default is not None
-        and isinstance(_unsigned(p.default), (cst.Integer, cst.Float))
-    }
-
-
-def _unsigned(expr: cst.BaseExpression) -> cst.BaseExpression:
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        return expr.expression
-    return expr
+    return {p.name.value for p in inputs if number_default(p)}
 
 
 def _saves_all_of(later: cst.Call, earlier: cst.Call) -> bool:

@@ -22,7 +22,9 @@ def gradient_evidence(contract: ContractView, info: ClassInfo, forward: MethodFl
     seen = contract.forward_of(info, forward.function)
     if seen.vararg is not None:
         return set()  # positions past the named inputs are unknowable
-    inputs = [p.name.value for p in seen.inputs]
+    # Only inputs every call passes: where a default is not passed, what backward returns in
+    # its slot is an extra gradient, not one for a non-tensor (shown by tests/oracle).
+    inputs = [p.name.value if p.default is None else "" for p in seen.inputs]
     backwards = [contract.method(info, "backward")]
     if backwards[0] is None:
         backwards = [
@@ -55,7 +57,7 @@ def _returned_for(contract: ContractView, backward: cst.FunctionDef, inputs: lis
         else:
             continue
         for name, gradient in zip(inputs, gradients, strict=False):
-            if _never_none(gradient, incoming):
+            if name and _never_none(gradient, incoming):
                 found.add(name)
     return found
 
