@@ -444,3 +444,46 @@ def test_a_helper_packing_an_inherited_backward_is_read_in_its_own_module(
     assert _found(tmp_path, "main.py") == [("main.py", "AGL401", 6)]
     (tmp_path / "pkg" / "base.py").write_text(PACKING_BASE.replace("None, g)", "None)"))
     assert _found(tmp_path, "main.py") == []
+
+
+OPS = """\
+import torch
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x**3
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 3 * x**2
+"""
+
+CALLER = """\
+from pkg.ops import Fn
+
+scaled_op = Fn.apply
+
+
+def model(x):
+    return scaled_op(x, 1.0)  # TypeError: forward takes 1 input
+
+
+def keyword(x):
+    return Fn.apply(x, scale=3.0)  # TypeError: unexpected keyword argument 'scale'
+
+
+def fixed(x):
+    return scaled_op(x) + Fn.apply(x=x)
+"""
+
+
+def test_apply_through_an_alias_or_with_a_keyword_for_a_function_of_another_module(
+    tmp_path: Path,
+) -> None:
+    # oracle K41 (the alias) and K43 (the keyword): the index hands over forward's names
+    _project(tmp_path, {"ops.py": OPS, "main.py": CALLER})
+    assert _found(tmp_path, "main.py") == [("main.py", "AGL410", 7), ("main.py", "AGL410", 11)]

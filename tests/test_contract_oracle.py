@@ -337,3 +337,37 @@ def test_a_helper_keeping_a_tensor_under_two_names() -> None:
         'ctx.save_for_backward(x)\n        _keep(ctx, "w", w)', "ctx.save_for_backward(x, w)"
     ).replace("(x,) = ctx.saved_tensors\n        w_kept = ctx.w", "x, w_kept = ctx.saved_tensors")
     assert _found(fixed, "AGL403") == []
+
+
+# --- AGL407 / AGL410: calls through a name bound to apply or forward (K34, K41) ---------------
+
+ALIASED = """\
+import torch
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return torch.round(x * 4.0) / 4.0
+
+    @staticmethod
+    def backward(ctx, g):
+        return g  # the straight-through gradient autograd cannot derive
+
+
+scaled_op = Fn.apply
+
+
+def model(x):
+    f = Fn.forward
+    return f(None, x) + scaled_op(x, 1.0)
+"""
+
+
+def test_a_name_bound_to_apply_or_forward_is_checked_at_its_calls() -> None:
+    # `f(None, x)` skips the custom backward (round's gradient is 0); `scaled_op(x, 1.0)`
+    # raises TypeError: forward takes 1 input
+    assert _found(ALIASED, "AGL407") == [("AGL407", 19)]
+    assert _found(ALIASED, "AGL410") == [("AGL410", 19)]
+    fixed = ALIASED.replace("f(None, x) + scaled_op(x, 1.0)", "Fn.apply(x) + scaled_op(x)")
+    assert _found(fixed, "AGL407") == _found(fixed, "AGL410") == []

@@ -26,7 +26,7 @@ from ..settings import (
 )
 from ..text.bindings import Bindings
 from ..text.hierarchy import function_like
-from ..text.marks import direct_call_offsets, holds_graph_call, word_char
+from ..text.marks import alias_offsets, direct_call_offsets, holds_graph_call, word_char
 from ..text.outline import module_imports
 from ..text.statements import body_start, chunk_of, chunk_starts, class_members, is_bare_string
 from .op_definitions import op_definition_chunks
@@ -190,6 +190,7 @@ def kept_ranges(
     # keeps only the defs a decorator registers; a mark elsewhere only keeps more for it to see.
     hook_offsets += [m.start() for m in _HANDLER.finditer(text) if not _commented(text, m.start())]
     calls = direct_call_offsets(text, names)  # on Functions of this file or imported ones
+    calls += alias_offsets(text, names)  # and through a name bound to `Fn.apply`
     custom_ops = _custom_op_chunks(text, starts) if "register_autograd" in text else set()
     custom_ops |= op_definition_chunks(text, starts)  # AGL413 reads the op definitions
     if not function_offsets and not hook_offsets and not calls and not custom_ops:

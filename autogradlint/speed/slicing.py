@@ -23,7 +23,7 @@ from ..text.ast_walk import walk as walk_ast
 from ..text.bindings import Binding, Bindings
 from ..text.functions import forward_parameters
 from ..text.hierarchy import function_like
-from ..text.marks import direct_call_offsets, holds_graph_call
+from ..text.marks import alias_offsets, direct_call_offsets, holds_graph_call
 from ..text.statements import blank_outside, chunk_starts
 from .op_definitions import op_definition_spans
 from .preselect import kept_ranges, triton_kernels
@@ -353,6 +353,7 @@ def _direct_call_lines(text: str, function_like: set[str], statements: list[ast.
     count forward may not take (AGL410): the many that fit a forward of this file are decided
     here, from `ast`, and never reach libcst. Only the statements on those lines are walked."""
     offsets = direct_call_offsets(text, function_like, (".forward(", "()("))
+    offsets += alias_offsets(text, function_like)  # `op = Fn.apply` and `op(...)`: every one
     lines = {text.count("\n", 0, offset) + 1 for offset in offsets}
     if lines and "is_grad_enabled" in text:
         # `if torch.is_grad_enabled(): return Fn.apply(x)` before `Fn.forward(None, x)`: the
