@@ -371,3 +371,37 @@ def test_a_name_bound_to_apply_or_forward_is_checked_at_its_calls() -> None:
     assert _found(ALIASED, "AGL410") == [("AGL410", 19)]
     fixed = ALIASED.replace("f(None, x) + scaled_op(x, 1.0)", "Fn.apply(x) + scaled_op(x)")
     assert _found(fixed, "AGL407") == _found(fixed, "AGL410") == []
+
+
+# --- AGL405: advanced indexing in a helper copies (K26) ---------------------------------------
+
+INDEXED_HELPER = """\
+import torch
+
+
+def _scale_rows(t):
+    t[[0, 1]].mul_(2.0)  # advanced indexing: a copy is scaled, t is unchanged
+    return t
+
+
+def _scale_first(t):
+    t[0:2].mul_(2.0)  # a slice is a view: t itself changes
+    return t
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        out = x * 2.0
+        _scale_rows(x)
+        _scale_first(x)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2.0
+"""
+
+
+def test_a_helper_writing_into_an_advanced_index_writes_a_copy() -> None:
+    assert _found(INDEXED_HELPER, "AGL405") == [("AGL405", 19)]

@@ -118,6 +118,8 @@ class _Reader:
             if isinstance(expr, ast.Name):
                 return self.alias.get(expr.id)
             if isinstance(expr, ast.Subscript):
+                if _copying_index(expr.slice):
+                    return None  # `t[[0, 1]]`: advanced indexing reads a copy (D5.4)
                 expr = expr.value
             elif isinstance(expr, ast.Attribute) and expr.attr in _VIEWS:
                 expr = expr.value
@@ -332,6 +334,13 @@ class _Reader:
                     if isinstance(attr, int):  # named by what this one hands that slot
                         attr = names.get(attr, "?")
                     own.keeps.setdefault(outer, []).append((at[kept], attr))
+
+
+def _copying_index(index: ast.expr) -> bool:
+    """An index that makes a read copy: a list (`[0, 1]`, a comprehension), alone or among
+    others (`t[:, [0, 1]]`)."""
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    return any(isinstance(part, (ast.List, ast.ListComp)) for part in parts)
 
 
 def _own_nodes(stmt: ast.stmt) -> list[ast.AST]:
