@@ -487,3 +487,54 @@ def test_apply_through_an_alias_or_with_a_keyword_for_a_function_of_another_modu
     # oracle K41 (the alias) and K43 (the keyword): the index hands over forward's names
     _project(tmp_path, {"ops.py": OPS, "main.py": CALLER})
     assert _found(tmp_path, "main.py") == [("main.py", "AGL410", 7), ("main.py", "AGL410", 11)]
+
+
+KEEPING_BASE = """\
+import torch
+
+
+def _keep(ctx, name, value):
+    setattr(ctx, name, value)
+
+
+class Base(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w, b):
+        ctx.save_for_backward(x)
+        ctx.w = w  # nothing here says w is a tensor: no backward in this file
+        _keep(ctx, "b", b)
+        return x * w + b
+"""
+
+READING_CHILD = """\
+from .base import Base
+
+
+class Fn(Base):
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * ctx.w, g * x, g * ctx.b  # gradients for w and b: both are tensors
+"""
+
+
+def test_a_tensor_kept_by_a_forward_of_another_module_is_reported_where_it_is_read(
+    tmp_path: Path,
+) -> None:
+    # oracle K17: a change to w or b in place between forward and backward silently changes
+    # the gradient; only the child's file has the gradients proving them tensors
+    _project(tmp_path, {"base.py": KEEPING_BASE, "main.py": READING_CHILD})
+    assert _found(tmp_path, "main.py", "base.py") == [
+        ("main.py", "AGL403", 8),
+        ("main.py", "AGL403", 8),
+    ]
+    # fixed: saved with save_for_backward, read back from ctx.saved_tensors
+    base = KEEPING_BASE.replace("ctx.save_for_backward(x)", "ctx.save_for_backward(x, w, b)")
+    base = base.replace(
+        "        ctx.w = w  # nothing here says w is a tensor: no backward in this file\n", ""
+    )
+    base = base.replace('        _keep(ctx, "b", b)\n', "")
+    child = READING_CHILD.replace("(x,) = ctx.saved_tensors", "x, w, b = ctx.saved_tensors")
+    child = child.replace("g * ctx.w, g * x, g * ctx.b", "g * w, g * x, g * b")
+    _project(tmp_path, {"base.py": base, "main.py": child})
+    assert _found(tmp_path, "main.py", "base.py") == []

@@ -375,15 +375,16 @@ def _is_none(expr: ast.expr) -> bool:
 
 
 def helper_calls(
-    summaries: Summaries, calls: list[CallSite]
+    summaries: Summaries, calls: list[CallSite], path: str | None = None
 ) -> Iterator[tuple[CallSite, Effects, list[tuple[int, cst.BaseExpression]]]]:
     """A method's own calls into project helpers: each with the helper's effects and the
-    arguments with the slot each binds (every argument `*args` takes binds VARARG)."""
+    arguments with the slot each binds (every argument `*args` takes binds VARARG). `path`:
+    the file the method is defined in, when it is another than the one linted."""
     for site in calls:
         call = site.node
         if site.in_nested_def or any(arg.star for arg in call.args):
             continue
-        found = effects_of_call(summaries, dotted(call.func))
+        found = effects_of_call(summaries, dotted(call.func), path)
         if found is None:
             continue
         effects, function = found

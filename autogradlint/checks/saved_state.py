@@ -33,45 +33,35 @@ from .tensor_evidence import gradient_evidence
 class SavedState(Check):
     """AGL403 (tensors stashed as ctx attributes) and AGL404 (save_for_backward misuse)."""
 
+    # With a forward inherited from another module: the backward of this file whose reads
+    # the findings are reported at, and the names only its gradients prove to be tensors
+    # (the other file reports the rest itself).
+    _read_in: cst.FunctionDef | None = None
+    _only: set[str] | None = None
+
     def run(self) -> None:
         contract = self.ctx.contract()
         for info, seen in contract.forwards():
             self.ctx.enter(info.node)
-            readers = self._readers(info)
-            # an input backward returns a gradient for is a tensor (autograd refuses one for
-            # anything else), annotated or not (shown by tests/oracle, K19, K20)
-            tensors = seen.tensors | gradient_evidence(contract, info, seen.flow)
-            if seen.ctx_name is None:
-                # the setup_context style: forward has no ctx, setup_context keeps what
-                # backward needs (semantics D3: the same checks apply there)
-                setup = contract.method(info, "setup_context")
-                if setup is not None:
-                    positions = {i for i, p in enumerate(seen.inputs) if p.name.value in tensors}
-                    if readers is not None:  # setup_context keeps; it does not read
-                        readers = [method for method in readers if method is not setup]
-                    self._setup_context(info.name, setup, positions, readers, len(seen.inputs))
-                    self._helper_keeps_setup(info, seen, setup, readers)
-                    self._setup_saves(info, seen, setup)
+            self._kept_by(info, seen)
+        for info in contract.classes():
+            backward = info.methods.get("backward")
+            forward = contract.method(info, "forward")
+            if backward is None or "forward" in info.methods or forward is None:
                 continue
-            kinds = TensorKinds(
-                seen.flow,
-                self.ctx.facts.imports,
-                tensors,
-                plain_inputs(seen.flow),
-                lambda call: compiled_callee(call, self.ctx.facts, self.ctx.settings) is not None,
-            )
-            self._ctx_stash(
-                info.name,
-                seen.flow,
-                seen.ctx_name,
-                tensors,
-                readers,
-                forward=kinds,
-                parts=_vararg_parts(seen.flow, seen.vararg),
-            )
-            self._save_for_backward(info, seen, seen.ctx_name)
-            self._helper_saves(info, seen.flow, seen.ctx_name)
-            self._helper_keeps_forward(info, seen, readers)
+            if not contract.is_foreign(forward):
+                continue  # this file's: checked with the class that defines it
+            # forward (or setup_context) of another module keeps what this backward reads:
+            # only this file has the gradients that prove an input a tensor (oracle K17)
+            self.ctx.enter(info.node)
+            seen = contract.forward_of(info, forward)
+            proven = gradient_evidence(contract, info, seen.flow) - seen.tensors
+            if proven:
+                self._read_in, self._only = backward, proven
+                try:
+                    self._kept_by(info, seen)
+                finally:
+                    self._read_in = self._only = None
         for op in self.ctx.facts.custom_ops:
             if op.setup_context is None or op.schema is None:
                 continue
@@ -84,6 +74,45 @@ class SavedState(Check):
             readers = [op.backward] if op.backward is not None else None
             total = len(op.schema.params.params)
             self._setup_context(op.op, op.setup_context, positions, readers, total)
+
+    def _kept_by(self, info: ClassInfo, seen: ForwardInputs) -> None:
+        """What the forward (or setup_context) of a class keeps on ctx and saves."""
+        contract = self.ctx.contract()
+        readers = self._readers(info)
+        # an input backward returns a gradient for is a tensor (autograd refuses one for
+        # anything else), annotated or not (shown by tests/oracle, K19, K20)
+        tensors = seen.tensors | gradient_evidence(contract, info, seen.flow)
+        if seen.ctx_name is None:
+            # the setup_context style: forward has no ctx, setup_context keeps what
+            # backward needs (semantics D3: the same checks apply there)
+            setup = contract.method(info, "setup_context")
+            if setup is not None:
+                positions = {i for i, p in enumerate(seen.inputs) if p.name.value in tensors}
+                if readers is not None:  # setup_context keeps; it does not read
+                    readers = [method for method in readers if method is not setup]
+                self._setup_context(info.name, setup, positions, readers, len(seen.inputs))
+                self._helper_keeps_setup(info, seen, setup, readers)
+                self._setup_saves(info, seen, setup)
+            return
+        kinds = TensorKinds(
+            seen.flow,
+            self.ctx.facts.imports,
+            tensors,
+            plain_inputs(seen.flow),
+            lambda call: compiled_callee(call, self.ctx.facts, self.ctx.settings) is not None,
+        )
+        self._ctx_stash(
+            info.name,
+            seen.flow,
+            seen.ctx_name,
+            tensors,
+            readers,
+            forward=kinds,
+            parts=_vararg_parts(seen.flow, seen.vararg),
+        )
+        self._save_for_backward(info, seen, seen.ctx_name)
+        self._helper_saves(info, seen.flow, seen.ctx_name)
+        self._helper_keeps_forward(info, seen, readers)
 
     def _setup_context(
         self,
@@ -233,7 +262,33 @@ class SavedState(Check):
                     f"save `{shown}` with `ctx.save_for_backward` and read it back from "
                     "`ctx.saved_tensors`"
                 )
-            self.report("AGL403", node, cls=name, attr=attr, name=shown, advice=advice)
+            self._report_kept(node, name, attr, shown, advice)
+
+    def _report_kept(self, node: cst.CSTNode, cls: str, attr: str, shown: str, advice: str) -> None:
+        """AGL403 where the tensor is kept; or, kept by a forward of another module, at this
+        file's backward reading it back (where the gradient that proves it a tensor is)."""
+        if self._read_in is None:
+            self.report("AGL403", node, cls=cls, attr=attr, name=shown, advice=advice)
+            return
+        if self._only is not None and shown.split("[", 1)[0] not in self._only:
+            return  # proven a tensor in its own file: reported there
+        flow = self.ctx.flow(self._read_in)
+        ctx_name = flow.params[0] if flow.params else "ctx"
+        read = next(
+            (
+                a
+                for a in flow.attribute_reads
+                if isinstance(a.value, cst.Name)
+                and a.value.value == ctx_name
+                and a.attr.value == attr
+            ),
+            None,
+        )
+        if read is not None:
+            where = "the forward this class inherits from another module keeps it"
+            self.report(
+                "AGL403", read, cls=cls, attr=attr, name=shown, advice=f"{advice} ({where})"
+            )
 
     def _harmless(
         self, readers: list[cst.FunctionDef] | None, ctx_name: str
@@ -396,7 +451,8 @@ class SavedState(Check):
         """A tensor handed, with ctx, to a helper that keeps it as a ctx attribute (`ctx.w =
         w`, `setattr(ctx, name, w)`), one or two calls deep: reported at the call."""
         harmless = self._harmless(readers, ctx_name)
-        for site, effects, bound in helper_calls(self.ctx.summaries, flow.calls):
+        home = self.ctx.contract().foreign_paths.get(id(flow.function))  # helpers of its file
+        for site, effects, bound in helper_calls(self.ctx.summaries, flow.calls, home):
             given = dict(bound)  # slot -> argument (VARARG: the last one; names are not there)
             for slot, value in bound:
                 if not (isinstance(value, cst.Name) and value.value == ctx_name):
@@ -418,9 +474,7 @@ class SavedState(Check):
                         f"`{code_of(site.node)}` keeps it: save `{shown}` with "
                         "`ctx.save_for_backward` and read it back from `ctx.saved_tensors`"
                     )
-                    self.report(
-                        "AGL403", site.node, cls=info.name, attr=attr, name=shown, advice=advice
-                    )
+                    self._report_kept(site.node, info.name, attr, shown, advice)
                     return
 
     @staticmethod
