@@ -538,3 +538,37 @@ def test_a_tensor_kept_by_a_forward_of_another_module_is_reported_where_it_is_re
     child = child.replace("g * ctx.w, g * x, g * ctx.b", "g * w, g * x, g * b")
     _project(tmp_path, {"base.py": base, "main.py": child})
     assert _found(tmp_path, "main.py", "base.py") == []
+
+
+WRITING_BASE = """\
+import torch
+
+
+class Base(torch.autograd.Function):
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        grad_x, grad_w = g * w, g * x
+        x.view(-1).mul_(2.0)  # x is the caller's input when the forward saved it
+        return grad_x, grad_w
+"""
+
+SAVING_CHILD = """\
+from .base import Base
+
+
+class Fn(Base):
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return x * w
+"""
+
+
+def test_a_backward_of_another_module_writing_what_this_forward_saved(tmp_path: Path) -> None:
+    # oracle K39: base.py alone has no forward to say what was saved; reported at the forward
+    _project(tmp_path, {"base.py": WRITING_BASE, "main.py": SAVING_CHILD})
+    assert _found(tmp_path, "main.py", "base.py") == [("main.py", "AGL409", 6)]
+    fixed = WRITING_BASE.replace("x.view(-1).mul_(2.0)", "x = x * 2.0")
+    (tmp_path / "pkg" / "base.py").write_text(fixed)
+    assert _found(tmp_path, "main.py", "base.py") == []
