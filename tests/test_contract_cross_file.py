@@ -572,3 +572,36 @@ def test_a_backward_of_another_module_writing_what_this_forward_saved(tmp_path: 
     fixed = WRITING_BASE.replace("x.view(-1).mul_(2.0)", "x = x * 2.0")
     (tmp_path / "pkg" / "base.py").write_text(fixed)
     assert _found(tmp_path, "main.py", "base.py") == []
+
+
+ITEM_WRITING_BASE = """\
+import torch
+
+
+class Base(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        x[0] = 0.5  # a list or an int would be harmless: nothing here says x is a tensor
+        return x * 2.0
+"""
+
+GRADIENT_CHILD = """\
+from .base import Base
+
+
+class Fn(Base):
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2.0  # a gradient for x: autograd takes one only for a tensor input
+"""
+
+
+def test_an_item_write_in_a_forward_of_another_module_proven_a_tensor_here(
+    tmp_path: Path,
+) -> None:
+    # oracle K27: the caller's x changes in place; the evidence is this file's backward
+    _project(tmp_path, {"base.py": ITEM_WRITING_BASE, "main.py": GRADIENT_CHILD})
+    assert _found(tmp_path, "main.py", "base.py") == [("main.py", "AGL405", 6)]
+    fixed = ITEM_WRITING_BASE.replace("x[0] = 0.5", "x = x.clone()\n        x[0] = 0.5")
+    (tmp_path / "pkg" / "base.py").write_text(fixed)
+    assert _found(tmp_path, "main.py", "base.py") == []

@@ -18,6 +18,11 @@ class InputMutation(Check):
     """AGL405 in forward and in the static helpers forward hands its inputs to."""
 
     _sites: ApplySites | None = None
+    # A forward of another module held to this file's backward: the inputs only its gradients
+    # prove to be tensors, and the backward AGL405 is then reported at (once: the write has
+    # no place here; the other file reports every write it has the evidence for).
+    _only: set[str] | None = None
+    _at: cst.FunctionDef | None = None
 
     def _no_stale_history(
         self, info: ClassInfo, flow: MethodFlow, origin: str, node: cst.CSTNode
@@ -58,6 +63,37 @@ class InputMutation(Check):
                 seen.ctx_name,
                 contract.helpers(info.name),
             )
+        for info in contract.classes():
+            backward = info.methods.get("backward")
+            forward = contract.method(info, "forward")
+            if backward is None or "forward" in info.methods or forward is None:
+                continue
+            if not contract.is_foreign(forward):
+                continue
+            # `t[0] = v` / `t *= v` in a forward of another module: only this file's backward
+            # proves `t` a tensor (oracle K27)
+            seen = contract.forward_of(info, forward)
+            proven = gradient_evidence(contract, info, seen.flow) - seen.tensors
+            if not proven:
+                continue
+            self.ctx.enter(info.node)
+            self._only, self._at = proven, backward
+            try:
+                self._forward_inplace(
+                    info, forward, seen.flow, seen.names, seen.tensors, seen.ctx_name, {}
+                )
+            finally:
+                self._only = self._at = None
+
+    def _report(self, node: cst.CSTNode, cls: str, origin: str, evidenced: bool) -> None:
+        """AGL405 at the write; for a forward of another module, once at this file's backward
+        and only for a write whose tensor evidence is the backward's (`evidenced`)."""
+        at = self._at
+        if at is None:
+            self.report("AGL405", node, cls=cls, name=origin)
+        elif evidenced and self._only is not None and origin in self._only:
+            self._at = None
+            self.report("AGL405", at, anchor=at.name, cls=cls, name=origin)
 
     def _forward_inplace(
         self,
@@ -101,7 +137,7 @@ class InputMutation(Check):
                     if self._no_stale_history(info, flow, origin, node):
                         continue
                     reported.add(origin)
-                    self.report("AGL405", found[1], cls=info.name, name=origin)
+                    self._report(found[1], info.name, origin, not isinstance(node, cst.Call))
         for site in flow.calls:  # helpers that mutate what forward hands them
             helper = contract.helper_of(site.node, helpers, info.name)
             if helper is None:
@@ -114,7 +150,7 @@ class InputMutation(Check):
                 )
                 if origin and origin not in dirty and origin not in reported:
                     reported.add(origin)
-                    self.report("AGL405", statement, cls=info.name, name=origin)
+                    self._report(statement, info.name, origin, False)
         self._project_helper_writes(info, flow, inputs, tensors, helpers, dirty | reported)
 
     def _project_helper_writes(
@@ -130,7 +166,8 @@ class InputMutation(Check):
         project file) that writes it in place, one or two calls deep: reported at the call."""
         contract = self.ctx.contract()
         tensors = tensors | gradient_evidence(contract, info, flow)
-        for site, effects, bound in helper_calls(self.ctx.summaries, flow.calls):
+        home = contract.foreign_paths.get(id(flow.function))  # helpers of its own file
+        for site, effects, bound in helper_calls(self.ctx.summaries, flow.calls, home):
             for slot, value in bound:
                 if slot not in effects.writes:
                     continue
@@ -141,7 +178,7 @@ class InputMutation(Check):
                 if slot not in effects.method_writes and origin not in tensors:
                     continue
                 done.add(origin)
-                self.report("AGL405", site.node, cls=info.name, name=origin)
+                self._report(site.node, info.name, origin, slot not in effects.method_writes)
 
 
 def _returned(flow: MethodFlow, name: str, call: cst.Call) -> bool:
