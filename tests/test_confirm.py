@@ -107,6 +107,7 @@ BASE = """
 """
 
 
+@pytest.mark.slow  # seconds of torch subprocesses; CI runs it with -m slow
 def test_a_hanging_target_could_not_run(tmp_path: Path) -> None:
     outcome = run_target(_target(tmp_path, BASE, "A", "Hangs"), ["cpu"], timeout=3)
     assert outcome.verdict == "could_not_run"
@@ -210,6 +211,7 @@ def test_a_file_name_is_never_run_as_code(tmp_path: Path, monkeypatch: pytest.Mo
     assert not list(tmp_path.rglob("INJECTED"))
 
 
+@pytest.mark.slow  # seconds of torch subprocesses; CI runs it with -m slow
 def test_a_probes_grandchild_does_not_survive_the_timeout(tmp_path: Path) -> None:
     pid_file = tmp_path / "grandchild.pid"
     source = (
@@ -249,6 +251,7 @@ def test_probes_run_outside_the_project_with_a_memory_limit(tmp_path: Path) -> N
     assert "MemoryError" in outcome.devices["cpu"]["evidence"][0]
 
 
+@pytest.mark.slow  # seconds of torch subprocesses; CI runs it with -m slow
 def test_probes_sharing_one_process_are_isolated_from_each_other(tmp_path: Path) -> None:
     """One module's probes share one interpreter (torch imported once), each in a fork with its
     own timeout: a hang and a crash cost their own probe only, and the next still runs."""
@@ -332,6 +335,7 @@ CUSTOM_OPS = """
 """
 
 
+@pytest.mark.slow  # seconds of torch subprocesses; CI runs it with -m slow
 def test_custom_op_backwards_are_probed_like_functions(tmp_path: Path) -> None:
     """A torch.library custom op is called as is, its inputs built from its own signature; the
     narrow view torch.cat's backward hands it is among the layouts (pytorch/pytorch#194719)."""
@@ -465,6 +469,7 @@ torch.library.register_autograd("agl_schema::short", _short_backward, setup_cont
 """
 
 
+@pytest.mark.slow  # seconds of torch subprocesses; CI runs it with -m slow
 def test_an_op_defined_from_a_schema_string_is_probed_with_inputs_from_its_schema(
     tmp_path: Path,
 ) -> None:
@@ -494,6 +499,7 @@ NO_FAKE = """
 """
 
 
+@pytest.mark.slow  # seconds of torch subprocesses; CI runs it with -m slow
 def test_a_custom_ops_opcheck_results_are_evidence_of_their_own(tmp_path: Path) -> None:
     """A custom op with a correct backward and no fake implementation: probe A reproduces
     nothing, and opcheck's test_faketensor fails (torch.compile and torch.export would).

@@ -87,6 +87,7 @@ def test_a_process_that_leaves_the_session_at_import_dies_with_the_run(
     assert not _alive(int(pid_file.read_text()))
 
 
+@pytest.mark.slow  # seconds of torch subprocesses; CI runs it with -m slow
 def test_the_timeout_covers_the_import(tmp_path: Path) -> None:
     """A module that takes 30 s to import, with a 3 s timeout: it is stopped before it ends."""
     done = tmp_path / "import-finished"
@@ -99,6 +100,7 @@ def test_the_timeout_covers_the_import(tmp_path: Path) -> None:
     assert not done.exists()
 
 
+@pytest.mark.slow  # seconds of torch subprocesses; CI runs it with -m slow
 def test_output_is_capped_and_the_verdict_survives_it(tmp_path: Path) -> None:
     """4 MB printed at import (64 times what is kept, many times the pipe's buffer): the parent
     keeps the head and the tail, and still reads the verdict."""

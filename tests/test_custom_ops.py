@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import textwrap
 
+from conftest import BUT_FAKES
+
 from autogradlint.engine.door import lint
 from autogradlint.engine.request import LintRequest
-from autogradlint.meta import all_rules
-
-# These ops have no fake on purpose: AGL413 (custom-op-without-fake) is tests/test_custom_op_fake.py's.
-BUT_FAKES = frozenset(all_rules()) - {"AGL413"}
 
 
 def _found(source: str) -> list[tuple[str, int]]:

@@ -108,6 +108,34 @@ class F(torch.autograd.Function):
     def backward(ctx, g):
         return g
 """,
+    # An is_grad_enabled() test says grad mode is off after it only in the function that calls
+    # Fn.forward directly (AGL407 reads it); a test elsewhere in the file is not kept (unsloth
+    # fp8.py: the whole-file selection once kept every test of the file, the text scan one).
+    "grad_mode_test_elsewhere": """\
+import torch
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+def unrelated(x):
+    if torch.is_grad_enabled():
+        x = x + 1
+    return x
+
+
+def fast_path(x):
+    if torch.is_grad_enabled():
+        return Fn.apply(x)
+    return Fn.forward(None, x)
+""",
 }
 
 

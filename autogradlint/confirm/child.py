@@ -736,6 +736,76 @@ def probe_fake(fn: Any, devices: list[str], factory: Callable[..., Any] | None) 
     return per_device
 
 
+def probe_shared(fn: Any, devices: list[str], factory: Callable[..., Any] | None) -> dict[str, Any]:
+    """A gradient backward writes into (AGL406): autograd hands the same gradient to every
+    consumer of an output, so a write shows in another consumer and in the caller's tensor
+    (semantics B2.1, B2.4). Run on two gloo ranks holding different gradients, where a
+    collective into the gradient shows too (one rank reduces nothing); without gloo, on one."""
+    from . import ranks
+
+    per_device: dict[str, Any] = {}
+    for dev in devices:
+        mark(f"shared gradient {dev}, two gloo ranks")
+        try:
+            if dev == "cpu":
+                found = ranks.on_two_ranks(partial(_shared_run, fn, factory, dev))
+            else:  # gloo's collectives are CPU ones: a CUDA run is a run of one
+                found = [_shared_run(fn, factory, dev, 0)]
+        except ranks.RanksFailed as exc:
+            per_device[dev] = {"verdict": COULD_NOT_RUN, "evidence": [str(exc)]}
+            continue
+        evidence = [line for lines in found for line in lines]
+        per_device[dev] = {
+            "verdict": CONFIRMED if evidence else NOT_REPRODUCED,
+            "evidence": evidence,
+        }
+    return per_device
+
+
+def _shared_run(fn: Any, factory: Callable[..., Any] | None, dev: str, rank: int) -> list[str]:
+    """One rank: `fn(x) + V(b)` with V an identity Function, made first so that fn's backward
+    runs first (the node made last runs first), backward with a gradient that differs between
+    ranks; what V received and the caller's gradient must still be that gradient."""
+    import torch
+
+    class Passes(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            return g.clone()
+
+    args = [_leaf(a) for a in inputs_for(fn, factory, torch.float64, dev, (3,), SEEDS[0])]
+    reseed(SEEDS[0])
+    shape = caller(fn)(*[_leaf(a, copy=True) for a in args]).shape
+    b = torch.zeros(shape, dtype=torch.float64, device=dev, requires_grad=True)
+    other = Passes.apply(b)
+    reseed(SEEDS[0])
+    out = caller(fn)(*args)
+    sent = probe_tensor(torch.float64, dev, tuple(shape), SEEDS[0]) * (rank + 1)
+    kept = sent.clone()
+    (out + other).backward(sent)
+    lines = []
+    if b.grad is None or not torch.equal(b.grad, kept):
+        lines.append(
+            f"rank {rank}: another consumer of the same output received a changed gradient "
+            "(backward wrote into the gradient autograd shares between them)"
+        )
+    if not torch.equal(sent, kept):
+        counted = (
+            f"version {sent._version}"
+            if sent._version
+            else "its version unchanged: a write autograd's version counter never sees"
+        )
+        lines.append(
+            f"rank {rank}: the caller's gradient (the tensor passed to .backward) changed "
+            f"({counted})"
+        )
+    return lines
+
+
 PROBES = {
     "A": probe_a,
     "B": probe_b,
@@ -743,6 +813,7 @@ PROBES = {
     "arity": probe_arity,
     "fake": probe_fake,
     "needs": probe_needs,
+    "shared": probe_shared,
 }
 
 

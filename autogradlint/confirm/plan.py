@@ -12,10 +12,12 @@ PROBE_OF_FAMILY = {"A": "A", "B": "B"}
 # AGL409 (backward writes a saved tensor): the B probe compares forward's inputs before and after.
 # AGL412 (a gradient set only on some paths): backward with each input in turn not requiring grad.
 # AGL413 (a custom op without a fake): opcheck's test_faketensor.
+# AGL406 (backward writes into its gradient): another consumer of the gradient, on 2 gloo ranks.
 PROBE_OF_RULE = {
     "AGL301": "C",
     "AGL302": "C",
     "AGL401": "arity",
+    "AGL406": "shared",
     "AGL409": "B",
     "AGL412": "needs",
     "AGL413": "fake",
@@ -26,7 +28,7 @@ PROBE_OF_RULE = {
 class Target:
     """One class to execute with one probe, and the findings it would confirm (none: clean)."""
 
-    kind: str  # A | B | C | arity | fake | needs
+    kind: str  # A | B | C | arity | fake | needs | shared
     path: str
     line: int
     module: str

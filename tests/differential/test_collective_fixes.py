@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 
+import pytest
 from collective_programs import grad_collectives
 from gloo_ranks import on_ranks
 from hypothesis import given, settings
@@ -53,6 +54,7 @@ def _differences_on_rank(pairs: list[tuple[str, str]], rank: int) -> list[str]:
     return out
 
 
+@pytest.mark.slow  # seconds of torch subprocesses; CI runs it with -m slow
 def test_copy_first_is_unsafe_and_keeps_what_gloo_reduces_right() -> None:
     pairs: list[tuple[str, str]] = []
     for program in _drawn():
