@@ -7,7 +7,7 @@ import functools
 import os
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -451,12 +451,7 @@ def load_file(path: Path, *, chain: tuple[Path, ...] = ()) -> Config | None:
             import tomllib
         else:  # pragma: no cover
             import tomli as tomllib
-        try:
-            doc = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-        except RecursionError:  # arrays or tables nested thousands deep
-            raise ConfigError(f"{path}: invalid TOML: {_TOO_DEEP}") from None
+        doc = _parse(path, text, "TOML", tomllib.loads, tomllib.TOMLDecodeError)
         tool = doc.get("tool", {})
         if not isinstance(tool, dict):
             raise ConfigError(f"{path}: `tool` must be a table")
@@ -467,13 +462,24 @@ def load_file(path: Path, *, chain: tuple[Path, ...] = ()) -> Config | None:
 
     import yaml  # only YAML configs need it
 
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
-    except RecursionError:  # sequences or mappings nested thousands deep
-        raise ConfigError(f"{path}: invalid YAML: {_TOO_DEEP}") from None
+    doc = _parse(path, text, "YAML", yaml.safe_load, yaml.YAMLError)
     return from_mapping(doc, str(path), path.parent, chain=chain)
+
+
+def _parse(
+    path: Path,
+    text: str,
+    kind: str,
+    parse: Callable[[str], Any],
+    invalid: type[Exception],
+) -> Any:
+    """`text` read by `parse`, its errors as the file's ConfigError."""
+    try:
+        return parse(text)
+    except invalid as exc:
+        raise ConfigError(f"{path}: invalid {kind}: {exc}") from None
+    except RecursionError:  # arrays, tables, sequences or mappings nested thousands deep
+        raise ConfigError(f"{path}: invalid {kind}: {_TOO_DEEP}") from None
 
 
 def discover(start: Path) -> Config:

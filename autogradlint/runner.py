@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .analysis.dependencies import Current
-from .checks.gates import Memo, can_hold_findings, declarations
+from .checks.gates import Memo, declarations
+from .checks.registry import can_hold_findings
 from .config import Config
 from .engine.request import LintRequest
 from .gitignore import IgnoreRule, is_ignored, parse_gitignore
 from .model import FileError, FileResult
 from .source_io import decode_problem, kind_of, read_source
+from .text.functions import may_name_function
 from .text.outline import Outline, module_imports, outline
 from .view import EMPTY, Details, FileView, Record, build_index, record_of, view_key
 
@@ -209,7 +211,7 @@ def _read_batch(batch: list[tuple[str, frozenset[str]]], hashed: bool) -> list[_
 
             digest = content_hash(data)
         details = None
-        if any("Function" in base for _name, bases, _flag in decls for base in bases):
+        if any(may_name_function(base) for _name, bases, _flag in decls for base in bases):
             # The index will resolve this file's imports: reading them here, in a reader
             # process, keeps that off the main process.
             details = Details(imports=module_imports(data))

@@ -212,18 +212,19 @@ def test_fix_round_trip_on_a_copy_of_the_corpus(corpus: Path, tmp_path: Path) ->
 
 def test_pre_slicing_selects_what_the_whole_file_selects(corpus: Path) -> None:
     """On real code, the text scan never changes what reaches libcst (see test_slicing.py)."""
-    from autogradlint.checks.gates import can_hold_findings, function_index
+    from autogradlint.checks.registry import can_hold_findings
     from autogradlint.meta import all_rules
     from autogradlint.speed.slicing import slice_source
     from autogradlint.text.outline import class_declarations
+    from autogradlint.view import build_index
 
     enabled = frozenset(all_rules())
     data = {path: path.read_bytes() for path in corpus.rglob("*.py")}
-    decls = {path: class_declarations(raw) for path, raw in data.items()}
-    index = function_index(list(decls.values()))
+    project = build_index(corpus, list(data))
     compared = 0
     for path, raw in data.items():
-        if not can_hold_findings(raw, enabled, index, decls[path]):
+        index = project.view(str(path)).seeds  # what the engine slices with
+        if not can_hold_findings(raw, enabled, index, class_declarations(raw)):
             continue
         text = raw.decode("utf-8", "replace")
         try:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import ast
+import re
 import string
+from pathlib import Path
 
 import pytest
 import yaml
 
 from autogradlint.checks import REGISTRY
+from autogradlint.checks.gates import Gate
+from autogradlint.checks.reads import Reads
 from autogradlint.engine.hygiene import HYGIENE
 from autogradlint.meta import RuleFileError, all_rules, get_rule, parse_rule, rules_dir
 
@@ -15,7 +20,7 @@ RULES = all_rules()
 
 
 def test_every_rule_has_exactly_one_check_and_back() -> None:
-    reported = [rule_id for _check, gate in REGISTRY for rule_id in gate.ids]
+    reported = [rule_id for check in REGISTRY for rule_id in check.codes]
     reported += sorted(HYGIENE)  # suppression-comment rules: engine/hygiene.py's, no check's
     assert len(reported) == len(set(reported))
     assert sorted(reported) == sorted(RULES)
@@ -98,3 +103,50 @@ def test_headlines_fit_on_one_line(rule_id: str) -> None:
     assert len(worst) <= 100 + 32 * len(names), worst
     if meta.family != "S":
         assert meta.help, "the why and the what-to-do go on the help line"
+
+
+PACKAGE = Path(__file__).resolve().parent.parent / "autogradlint"
+
+
+def _check_classes() -> dict[str, str]:
+    """Every Check subclass defined in checks/, by name, with its module's file name."""
+    found: dict[str, str] = {}
+    for path in sorted((PACKAGE / "checks").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and any(
+                isinstance(base, ast.Name) and base.id == "Check" for base in node.bases
+            ):
+                found[node.name] = path.name
+    return found
+
+
+def test_the_registry_is_the_one_place_that_lists_checks() -> None:
+    """A rule is its YAML, its check module and one registry line: no other module of the
+    package names a check class (the gate table and the slicer's selection are derived from
+    the checks' own declarations), and every check class is registered."""
+    classes = _check_classes()
+    assert set(classes) == {check.__name__ for check in REGISTRY}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name == "registry.py" and path.parent.name == "checks":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)
+            if isinstance(node, ast.alias):
+                name = node.name
+            if name in classes and path.name != classes[name]:
+                raise AssertionError(f"{path.relative_to(PACKAGE)} names the check {name}")
+
+
+def test_every_check_declares_its_codes_gate_and_reads() -> None:
+    for check in REGISTRY:
+        assert check.codes and set(check.codes) <= set(RULES), check
+        assert isinstance(check.gate, Gate), check
+        assert isinstance(check.reads, Reads) and check.reads != Reads(), check
+
+
+def test_the_tree_front_end_knows_no_rule() -> None:
+    """What the slicer keeps comes from the enabled checks' declarations (`Check.reads`): no
+    module of speed/ (code, comments or strings) names a rule."""
+    for path in sorted((PACKAGE / "speed").rglob("*.py")):
+        found = re.findall(r"AGL\d{3}", path.read_text(encoding="utf-8"))
+        assert not found, (path.name, found)

@@ -17,6 +17,7 @@ from conftest import ROOT, SQUARE_BUG
 from test_rebuild import _corpus_files
 from test_slicing import CASES
 
+from autogradlint.checks import REGISTRY, Check
 from autogradlint.engine import pipeline
 from autogradlint.engine.door import lint
 from autogradlint.engine.pipeline import Pass, examine
@@ -81,6 +82,54 @@ def test_the_fast_path_reports_what_the_whole_file_reports() -> None:
     parsed = len(routes.get("rebuilt", [])) + len(routes.get("slice", []))
     assert len(routes.get("slice", [])) <= parsed // 20, routes.get("slice")
     assert set(routes) <= {"", "rebuilt", "slice"}
+
+
+# Parts of a file only some checks read, which no rule example shows on its own, with what
+# they hold (written out: a part no check declared would be missing from any run's findings).
+PARTS = [
+    (
+        "a dispatch handler registered by decorator",
+        "import torch\naten = torch.ops.aten\n\n"
+        "@implements(aten.empty_like.default)\n"
+        "def _empty_like(func, types, args, kwargs):\n"
+        "    return Wrapper(torch.empty_like(args[0]._data))\n",
+        [("AGL306", 5)],
+    ),
+    (
+        "a custom op's backward",
+        "import torch\n\n"
+        '@torch.library.custom_op("mylib::square", mutates_args=())\n'
+        "def square(x: torch.Tensor) -> torch.Tensor:\n    return x * x\n\n"
+        "def _backward(ctx, grad):\n    x, = ctx.saved_tensors\n    y = x * x\n"
+        "    grad.mul_(2)\n    return torch.autograd.grad(y, x, grad)[0]\n\n"
+        "def _setup(ctx, inputs, output):\n    ctx.save_for_backward(inputs[0])\n\n"
+        'torch.library.register_autograd("mylib::square", _backward, setup_context=_setup)\n',
+        [("AGL413", 4), ("AGL406", 10), ("AGL101", 11)],
+    ),
+]
+
+
+@pytest.mark.parametrize("check", REGISTRY, ids=lambda check: check.__name__)
+def test_each_check_alone_reads_only_what_it_declares(check: type[Check]) -> None:
+    """With one check enabled, the slicer keeps only what that check declares it reads
+    (`Check.reads`, checks/reads.py): the fast path must still report that check's findings
+    of the whole file with every rule enabled (where the slicer keeps what every check reads).
+    A check reading a part of the file it does not declare fails here."""
+    enabled = frozenset(check.codes)
+    problems: list[str] = []
+    for name, source in _sources():
+        alone = examine(LintRequest(source, "example.py", enabled=enabled), "rebuilt")
+        every = examine(LintRequest(source, "example.py"), "whole")
+        assert alone.result.error is None, (name, alone.result.error)
+        wanted = [finding for finding in every.reported if finding.rule_id in enabled]
+        if alone.reported != wanted:
+            problems.append(f"{name}: alone {alone.reported} / with every rule {wanted}")
+    for name, source, held in PARTS:
+        alone = examine(LintRequest(source, "example.py", enabled=enabled), "rebuilt")
+        found = [(finding.rule_id, finding.line) for finding in alone.reported]
+        if found != [(rule, line) for rule, line in held if rule in enabled]:
+            problems.append(f"{name}: alone {found} / it holds {held}")
+    assert problems == []
 
 
 def test_a_crash_on_the_rebuilt_tree_is_reported_not_rerun_on_libcst(

@@ -5,7 +5,8 @@ from __future__ import annotations
 # Methods whose result can share storage with the receiver: views, and conversions that return
 # the tensor itself when nothing changes (`.float()` on a float32 tensor, `.contiguous()` on a
 # contiguous one). Writing through the result writes into the original.
-ALIASING_METHODS = frozenset(
+# Methods that return a view of their receiver (a tensor in, a tensor out, the same storage).
+VIEW_METHODS = frozenset(
     {
         "view",
         "view_as",
@@ -22,6 +23,10 @@ ALIASING_METHODS = frozenset(
         "permute",
         "narrow",
         "select",
+    }
+)
+ALIASING_METHODS = VIEW_METHODS | frozenset(
+    {
         "as_strided",
         "movedim",
         "moveaxis",

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from .aliasing import ALIASING_METHODS
+from .aliasing import ALIASING_METHODS, VIEW_METHODS
 from .branches import Branches
 from .flow import Definition, MethodFlow
 from .names import ImportTable, dotted
@@ -85,26 +85,11 @@ PLAIN_ATTRIBUTES = frozenset(
     }
 )
 # Tensor methods that return a tensor (their receiver is one too).
-TENSOR_METHODS = frozenset(
+TENSOR_METHODS = VIEW_METHODS | frozenset(
     {
         "clone",
         "contiguous",
         "detach",
-        "view",
-        "view_as",
-        "reshape",
-        "reshape_as",
-        "flatten",
-        "unflatten",
-        "squeeze",
-        "unsqueeze",
-        "expand",
-        "expand_as",
-        "t",
-        "transpose",
-        "permute",
-        "narrow",
-        "select",
         "movedim",
         "type_as",
         "new_empty",

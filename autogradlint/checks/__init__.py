@@ -3,6 +3,6 @@
 from __future__ import annotations
 
 from .base import Check, CheckContext
-from .registry import REGISTRY, checks_for
+from .registry import REGISTRY, can_hold_findings, checks_for, reads_for
 
-__all__ = ["REGISTRY", "Check", "CheckContext", "checks_for"]
+__all__ = ["REGISTRY", "Check", "CheckContext", "can_hold_findings", "checks_for", "reads_for"]

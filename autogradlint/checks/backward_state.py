@@ -17,9 +17,11 @@ from ..analysis.walk import FastVisitor
 from ..preconditions import Unproven
 from .base import Check
 from .common import source_of, string_value
+from .gates import function_gate
 from .gradient_collectives import GradientCollectives
 from .gradient_copy import copy_gradient_first
 from .gradient_layout import reads_layout
+from .reads import Reads
 
 # What forward saved in a slot: its description, or the intermediate's expression (its text is
 # read only when a finding shows it), and whether the caller holds the tensor.
@@ -46,6 +48,10 @@ def _described(saved: _Saved) -> tuple[str, bool]:
 class BackwardState(Check):
     """AGL406 (in-place change of an incoming gradient), AGL408 (ctx state consumed) and
     AGL409 (in-place change of a saved input or output)."""
+
+    codes = ("AGL406", "AGL408", "AGL409")
+    gate = function_gate(custom_ops=True)
+    reads = Reads(functions=True, custom_ops=True)
 
     _collectives: GradientCollectives | None = None
     # A backward of another module held to this file's forward: AGL409 is reported once, at

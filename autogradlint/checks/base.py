@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import libcst as cst
 
@@ -19,6 +20,8 @@ from ..model import Violation
 from ..native.modules import ProjectNative
 from ..settings import Settings
 from ..text.torch_name import TorchNames
+from .gates import Gate
+from .reads import Reads
 
 
 @dataclass
@@ -115,7 +118,15 @@ class CheckContext:
 
 class Check:
     """Base class: a check reads the shared facts in run() and reports through report().
-    Which rules it reports, and which files can hold them, is checks/registry.py's."""
+
+    Each check declares, beside its code, the rules it reports (`codes`), the byte gate every
+    file that can hold one of them passes (`gate`, checks/gates.py) and what of a file it
+    reads (`reads`, checks/reads.py): the registry derives the gate table and the slicer's
+    selection from the enabled checks' declarations."""
+
+    codes: ClassVar[tuple[str, ...]] = ()
+    gate: ClassVar[Gate]
+    reads: ClassVar[Reads] = Reads()
 
     def __init__(self, ctx: CheckContext) -> None:
         self.ctx = ctx

@@ -35,7 +35,9 @@ from ..text.ast_walk import walk as walk_ast
 from .base import Check
 from .common import BackwardOf, backward_methods, keyword, positional, source_of
 from .fix_proofs import subclassed_elsewhere, torch_unreachable
+from .gates import function_gate
 from .gradient_copy import copy_gradient_first
+from .reads import Reads
 
 ALIASING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data"})
 
@@ -105,6 +107,10 @@ class GradState:
 
 class CompiledGradients(Check):
     """AGL201 (raw read) and AGL202 (write into a shared grad buffer)."""
+
+    codes = ("AGL201", "AGL202")
+    gate = function_gate(b"def backward", custom_ops=True)
+    reads = Reads(functions=True, custom_ops=True)
 
     def run(self) -> None:
         facts = self.ctx.facts

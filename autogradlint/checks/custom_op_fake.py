@@ -29,6 +29,8 @@ from ..analysis.fake_kernels import (
 from ..analysis.names import dotted
 from ..text.ast_walk import ast_dotted, parse_quietly
 from .base import Check
+from .gates import Gate, pattern
+from .reads import Reads
 
 CUSTOM_OP = frozenset({"torch.library.custom_op", "torch._library.custom_ops.custom_op"})
 DEFINE = frozenset({"torch.library.define"})
@@ -54,6 +56,13 @@ class OpDefinition:
 
 class CustomOpFake(Check):
     """AGL413 on the file's module-level op definitions."""
+
+    codes = ("AGL413",)
+    gate = Gate(
+        (pattern(b"custom_op", rb"custom_op[ \t]*\("), pattern(b"define", rb"define[ \t]*\(")),
+        (b"torch",),
+    )
+    reads = Reads(op_definitions=True)
 
     _project: Registrations | None = None
 

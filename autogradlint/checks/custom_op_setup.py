@@ -6,6 +6,8 @@ import libcst as cst
 
 from ..analysis.names import dotted
 from .base import Check
+from .gates import CUSTOM_OP_AUTOGRAD, Gate, pattern
+from .reads import Reads
 
 # torch.library calls setup_context(ctx=..., inputs=..., output=...) by keyword (semantics D11.2)
 KEYWORDS = ("ctx", "inputs", "output")
@@ -13,6 +15,12 @@ KEYWORDS = ("ctx", "inputs", "output")
 
 class CustomOpSetup(Check):
     """AGL411 on every `register_autograd(..., setup_context=...)` of the file."""
+
+    codes = ("AGL411",)
+    gate = Gate(
+        (pattern(CUSTOM_OP_AUTOGRAD, rb"register_autograd[ \t]*\("),), (CUSTOM_OP_AUTOGRAD,)
+    )
+    reads = Reads(custom_ops=True)
 
     def run(self) -> None:
         for op in self.ctx.facts.custom_ops:

@@ -13,10 +13,16 @@ from ..analysis.walk import FastVisitor
 from ..edits import Edits, Fix
 from ..text.marks import alias_offsets, direct_call_offsets
 from .base import Check
+from .gates import function_gate
+from .reads import Reads
 
 
 class DirectCalls(Check):
     """AGL407 at call sites anywhere in the module, for Functions of this file and others."""
+
+    codes = ("AGL407", "AGL410")
+    gate = function_gate()
+    reads = Reads(functions=True, call_tails=(".forward(", "()("), apply_arity=True)
 
     def run(self) -> None:
         facts = self.ctx.facts

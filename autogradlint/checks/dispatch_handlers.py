@@ -16,6 +16,8 @@ from ..analysis.walk import FastVisitor, names_in
 from ..settings import DISPATCH_REQUEST_OPS, DISPATCH_SIZED_OPS
 from .base import Check
 from .common import string_value
+from .gates import Gate, pattern
+from .reads import Reads
 
 REQUESTING_OPS = DISPATCH_REQUEST_OPS
 SIZED_OPS = DISPATCH_SIZED_OPS
@@ -46,6 +48,16 @@ def registered_ops(decorator: cst.BaseExpression) -> set[str]:
 
 class DispatchHandlers(Check):
     """AGL306 on `if func is aten.<op>...:` branches of `__torch_dispatch__`."""
+
+    codes = ("AGL306",)
+    gate = Gate(
+        (
+            pattern(b"__torch_dispatch__", rb"def\s+__torch_dispatch__"),
+            # a handler registered by decorator for one of the ops (starts with a literal)
+            pattern(b"aten.", rb"aten\.(?:" + "|".join(sorted(READ_OPS)).encode() + rb")\b"),
+        )
+    )
+    reads = Reads(overrides=True, handler_ops=READ_OPS)
 
     def run(self) -> None:
         for info in self.ctx.facts.classes:

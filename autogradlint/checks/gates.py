@@ -1,19 +1,18 @@
 """Byte-level gates: which files can hold a finding, decided without parsing (or importing libcst).
 
-Each check has a gate: the rules it reports, a regex one of whose matches every reportable file
-contains, and substrings all of them contain. A file no enabled gate admits is never parsed.
+Each check declares its gate beside its code (`Check.gate`): patterns one of whose matches every
+reportable file contains, and substrings all of them contain. A file no enabled check's gate
+admits is never parsed; checks/registry.py puts the enabled checks' gates together.
 """
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..settings import DISPATCH_REQUEST_OPS, DISPATCH_SIZED_OPS
-from ..text.hierarchy import function_like
+from ..text.functions import FUNCTION_ALIAS, may_name_function
 from ..text.outline import ClassDecl, class_declarations
 
 
@@ -41,7 +40,9 @@ _DECLS = "class statements"
 
 @dataclass(frozen=True)
 class Gate:
-    ids: tuple[str, ...]
+    """A byte test a check declares (`Check.gate`): every file that can hold one of its
+    findings passes it."""
+
     patterns: tuple[Pattern, ...]  # a reportable file matches one of them
     requires: tuple[bytes, ...] = ()
     # Checks that start from autograd.Function classes: a file subclassing a Function defined
@@ -67,7 +68,7 @@ class Gate:
                 continue
             if regex not in memo:
                 if by_decls:
-                    memo[regex] = any(_FUNCTION_WORD.search(base) for base in _bases(raw, memo))
+                    memo[regex] = any(may_name_function(base) for base in _bases(raw, memo))
                 else:
                     memo[regex] = regex.search(raw) is not None
             if memo[regex]:
@@ -106,124 +107,44 @@ def _contains(raw: bytes, token: bytes, memo: Memo) -> bool:
     return found
 
 
-# A Function subclass is a class statement naming `...Function` among its bases, or a class in a
-# file that imports Function under another name (`from torch.autograd import Function as F`).
-# Each pattern starts with a literal so `re` skips ahead instead of trying every byte (a leading
-# `\b` or `^`, or an alternation of the two, makes the same search five to ten times slower).
-# The first is answered from the class statements the index reads: a base (as written) that
-# names `Function`; the regex says the same of the text, where comments and strings match too.
-_FUNCTION_CLASS = (
-    pattern(b"Function", rb"class\s+\w+\s*\([^)]*Function\b", by_decls=True),
-    pattern(b"Function", rb"Function\s+as\s+\w+"),
+# A Function subclass is a class statement with a base that may name a Function
+# (text/functions.py's may_name_function), or a class in a file that imports such a name under
+# another (`from torch.autograd import Function as F`: FUNCTION_ALIAS). Each pattern starts with
+# a literal so `re` skips ahead instead of trying every byte (a leading `\b` or `^`, or an
+# alternation of the two, makes the same search five to ten times slower). The first is
+# answered from the class statements the index reads; the regex says the same of the text,
+# where comments and strings match too.
+FUNCTION_CLASS = (
+    pattern(b"Function", rb"class\s+\w+\s*\([^)]*Function", by_decls=True),
+    pattern(b"Function", FUNCTION_ALIAS.encode()),
 )
-_FUNCTION_WORD = re.compile(r"Function\b")
 CUSTOM_OP_AUTOGRAD = b"register_autograd"
-# Required tokens are tested in order, each only where the ones before it are present:
-# `autograd` first (the custom-op test has looked for it already), then the rarer ones.
-REENTRANT = Gate(
-    ("AGL101", "AGL102", "AGL103", "AGL104", "AGL105"),
-    _FUNCTION_CLASS,
-    (b"autograd", b"def backward", b"Function"),
-    True,
-    (CUSTOM_OP_AUTOGRAD,),
-)
-COMPILED_GRADS = Gate(
-    ("AGL201", "AGL202"),
-    _FUNCTION_CLASS,
-    (b"autograd", b"def backward", b"Function"),
-    True,
-    (CUSTOM_OP_AUTOGRAD,),
-)
-TORCH_FUNCTION = Gate(
-    ("AGL301", "AGL302"),
-    (pattern(b"__torch_", rb"def\s+__torch_(function|dispatch)__"),),
-    (b"__torch_",),
-)
-DISPATCH_HANDLERS = Gate(
-    ("AGL306",),
-    (
-        pattern(b"__torch_dispatch__", rb"def\s+__torch_dispatch__"),
-        # a handler registered by decorator for one of the ops (the pattern starts with a literal)
-        pattern(
-            b"aten.",
-            rb"aten\.(?:"
-            + "|".join(sorted(DISPATCH_REQUEST_OPS | DISPATCH_SIZED_OPS)).encode()
-            + rb")\b",
-        ),
-    ),
-)
-OVERRIDES = Gate(
-    ("AGL303", "AGL304", "AGL305"),
-    (pattern(b"__torch_function__", rb"def\s+__torch_function__"),),
-    (b"__torch_",),
-)
 
 
-def _contract(*ids: str, custom_ops: bool = False) -> Gate:
-    """The gate of a Function-contract check (every Function class can break the contract);
-    `custom_ops`: the check also reads torch.library custom ops' backwards."""
+def function_gate(*requires: bytes, custom_ops: bool = False) -> Gate:
+    """The gate of a check that starts from autograd.Function classes: a Function class
+    statement, in a file holding `autograd`, `requires` and `Function` (tested in that order,
+    each only where the ones before it are present: `autograd` first, the custom-op test has
+    looked for it already, then the rarer ones). `custom_ops`: the check also reads
+    torch.library custom ops' backwards (`register_autograd` admits the file on its own)."""
     also = (CUSTOM_OP_AUTOGRAD,) if custom_ops else ()
-    return Gate(ids, _FUNCTION_CLASS, (b"autograd", b"Function"), True, also)
+    return Gate(FUNCTION_CLASS, (b"autograd", *requires, b"Function"), True, also)
 
 
-GRADIENT_COUNT = _contract("AGL401", custom_ops=True)
-STATIC_METHODS = _contract("AGL402")
-SAVED_STATE = _contract("AGL403", "AGL404", custom_ops=True)
-INPUT_MUTATION = _contract("AGL405")
-BACKWARD_STATE = _contract("AGL406", "AGL408", "AGL409", custom_ops=True)
-DIRECT_CALLS = _contract("AGL407", "AGL410")
-UNSET_GRADIENTS = _contract("AGL412", custom_ops=True)
-CUSTOM_OP_FAKE = Gate(
-    ("AGL413",),
-    (pattern(b"custom_op", rb"custom_op[ \t]*\("), pattern(b"define", rb"define[ \t]*\(")),
-    (b"torch",),
-)
-CUSTOM_OP_SETUP = Gate(
-    ("AGL411",),
-    (pattern(CUSTOM_OP_AUTOGRAD, rb"register_autograd[ \t]*\("),),
-    (CUSTOM_OP_AUTOGRAD,),
-)
-CONTRACT = (
-    GRADIENT_COUNT,
-    STATIC_METHODS,
-    SAVED_STATE,
-    INPUT_MUTATION,
-    BACKWARD_STATE,
-    DIRECT_CALLS,
-    UNSET_GRADIENTS,
-    CUSTOM_OP_SETUP,
-    CUSTOM_OP_FAKE,
-)
 # Suppression hygiene (engine/hygiene.py, not a check): a file whose comments can name autogradlint.
+SUPPRESSION_CODES = ("AGL901", "AGL902", "AGL903")
 SUPPRESSIONS = Gate(
-    ("AGL901", "AGL902", "AGL903"),
     (
         pattern(b"AGL", rb"AGL\d"),
         pattern(b"agl", rb"agl\d"),
         pattern(b"autogradlint:", rb"autogradlint:"),
     ),
 )
-GATES: tuple[Gate, ...] = (
-    REENTRANT,
-    COMPILED_GRADS,
-    TORCH_FUNCTION,
-    DISPATCH_HANDLERS,
-    OVERRIDES,
-    *CONTRACT,
-    SUPPRESSIONS,
-)
 
 
-def gates_for(enabled: Iterable[str]) -> list[Gate]:
-    wanted = set(enabled)
-    return [gate for gate in GATES if wanted.intersection(gate.ids)]
-
-
-@functools.lru_cache(maxsize=64)
-def _admitting_gates(enabled: frozenset[str]) -> tuple[Gate, ...]:
-    """The gates of `enabled` that can change a yes/no answer: a gate with the same patterns
-    as another and more required tokens admits nothing the other does not."""
-    gates = gates_for(enabled)
+def admitting(gates: Sequence[Gate]) -> tuple[Gate, ...]:
+    """The gates that can change a yes/no answer: a gate with the same patterns as another
+    and more required tokens admits nothing the other does not."""
     return tuple(
         gate
         for gate in gates
@@ -237,50 +158,16 @@ def _admitting_gates(enabled: frozenset[str]) -> tuple[Gate, ...]:
     )
 
 
-def can_hold_findings(
-    source: bytes,
-    enabled: Iterable[str],
-    index: frozenset[str] = frozenset(),
-    decls: Sequence[ClassDecl] | None = None,
-    memo: Memo | None = None,
-) -> bool:
-    """Whether an enabled gate admits the file, or it subclasses a Function of the index.
-
-    `decls` are the file's class_declarations when the caller already has them; `memo`, what
-    earlier tests of the same bytes found (declarations() puts the class statements there)."""
-    gates = _admitting_gates(frozenset(enabled))
+def declared(memo: Memo | None, decls: Sequence[ClassDecl] | None) -> Memo:
+    """`memo` (a fresh one for None) knowing the file's class statements when the caller
+    has them already."""
     memo = {} if memo is None else memo
     if decls is not None:
         memo.setdefault(_DECLS, list(decls))
-    if any(gate.admits(source, memo) for gate in gates):
-        return True
-    if not index or not any(gate.starts_from_functions for gate in gates):
-        return False
-    return subclasses_index(declarations(source, memo), index)
+    return memo
 
 
 def subclasses_index(decls: Sequence[ClassDecl], index: frozenset[str]) -> bool:
     """Whether one of these class statements names (by its last component) a class of the
     project's Function index."""
     return any(base.rsplit(".", 1)[-1] in index for _, bases, _ in decls for base in bases)
-
-
-# No `^` anchor (it would defeat the literal-prefix search): the line start is checked by hand.
-def function_index(declarations: Sequence[Sequence[ClassDecl]]) -> frozenset[str]:
-    """Names of the project's autograd.Function classes, across files.
-
-    Seeds are classes whose base is spelled `...Function` in a file that mentions autograd;
-    any class whose base names a known Function joins them (to a fixpoint), so a subclass of
-    `MyBase` in one file is recognised when `MyBase(torch.autograd.Function)` is in another.
-    """
-    seeds = {
-        name
-        for decls in declarations
-        for name, bases, autograd in decls
-        if autograd and _FUNCTION_BASES.intersection(b.rsplit(".", 1)[-1] for b in bases)
-    }
-    classes = ((name, bases) for decls in declarations for name, bases, _ in decls)
-    return frozenset(function_like(classes, seeds, seed=lambda lasts: False))
-
-
-_FUNCTION_BASES = {"Function", "InplaceFunction"}

@@ -12,10 +12,16 @@ from ..analysis.helper_effects import effects_of_call
 from ..analysis.names import dotted
 from ..analysis.source_text import code_of
 from .base import Check
+from .gates import function_gate
+from .reads import Reads
 
 
 class GradientCount(Check):
     """AGL401 on every return of every Function's backward."""
+
+    codes = ("AGL401",)
+    gate = function_gate(custom_ops=True)
+    reads = Reads(functions=True, custom_ops=True)
 
     _sites: ApplySites | None = None
 

@@ -11,11 +11,17 @@ from ..analysis.flow import MethodFlow
 from ..analysis.helper_effects import helper_calls
 from ..analysis.names import dotted
 from .base import Check
+from .gates import function_gate
+from .reads import Reads
 from .tensor_evidence import gradient_evidence
 
 
 class InputMutation(Check):
     """AGL405 in forward and in the static helpers forward hands its inputs to."""
+
+    codes = ("AGL405",)
+    gate = function_gate()
+    reads = Reads(functions=True)
 
     _sites: ApplySites | None = None
     # A forward of another module held to this file's backward: the inputs only its gradients

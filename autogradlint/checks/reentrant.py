@@ -19,6 +19,8 @@ from . import reentrant_fix_builders as fixes
 from .base import Check
 from .common import backward_methods, is_literal, keyword, positional, source_of
 from .fix_proofs import backward_called_directly, decorator_may_catch, torch_unreachable
+from .gates import function_gate
+from .reads import Reads
 
 GRAD_FUNCTIONS = frozenset({"torch.autograd.grad"})
 BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward"})
@@ -26,6 +28,10 @@ BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward"})
 
 class ReentrantAutograd(Check):
     """AGL101-AGL105: one pass over each backward, classifying every grad/backward call."""
+
+    codes = ("AGL101", "AGL102", "AGL103", "AGL104", "AGL105")
+    gate = function_gate(b"def backward", custom_ops=True)
+    reads = Reads(functions=True, custom_ops=True)
 
     def run(self) -> None:
         facts = self.ctx.facts

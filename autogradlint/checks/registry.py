@@ -1,13 +1,14 @@
-"""Which check reports which rules, and the byte gate of the files that can hold them.
-
-Adding a rule is its YAML file, its check module, and a line here; no check imports the speed
-layer, and the speed layer never imports a check (it must stay free of libcst)."""
+"""The one list of checks, in the order they run. Each check declares beside its code the rules
+it reports (`codes`), the byte gate of the files that can hold them (`gate`) and what of a file
+it reads (`reads`); everything else (the gate table, what the slicer keeps) is derived here from
+the enabled checks. Adding a rule is its YAML file, its check module, and a line here."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+from collections.abc import Iterable, Sequence
 
-from . import gates
+from ..text.outline import ClassDecl
 from .backward_state import BackwardState
 from .base import Check
 from .compiled_grads import CompiledGradients
@@ -15,8 +16,19 @@ from .custom_op_fake import CustomOpFake
 from .custom_op_setup import CustomOpSetup
 from .direct_calls import DirectCalls
 from .dispatch_handlers import DispatchHandlers
+from .gates import (
+    SUPPRESSION_CODES,
+    SUPPRESSIONS,
+    Gate,
+    Memo,
+    admitting,
+    declarations,
+    declared,
+    subclasses_index,
+)
 from .gradient_count import GradientCount
 from .input_mutation import InputMutation
+from .reads import Reads, union
 from .reentrant import ReentrantAutograd
 from .saved_state import SavedState
 from .static_methods import StaticMethods
@@ -24,25 +36,67 @@ from .torch_function import TorchFunctionConversions
 from .torch_function_hygiene import TorchFunctionHygiene
 from .unset_gradients import UnsetGradients
 
-REGISTRY: tuple[tuple[type[Check], gates.Gate], ...] = (
-    (ReentrantAutograd, gates.REENTRANT),
-    (CompiledGradients, gates.COMPILED_GRADS),
-    (TorchFunctionConversions, gates.TORCH_FUNCTION),
-    (DispatchHandlers, gates.DISPATCH_HANDLERS),
-    (TorchFunctionHygiene, gates.OVERRIDES),
-    (GradientCount, gates.GRADIENT_COUNT),
-    (StaticMethods, gates.STATIC_METHODS),
-    (SavedState, gates.SAVED_STATE),
-    (InputMutation, gates.INPUT_MUTATION),
-    (BackwardState, gates.BACKWARD_STATE),
-    (DirectCalls, gates.DIRECT_CALLS),
-    (CustomOpSetup, gates.CUSTOM_OP_SETUP),
-    (UnsetGradients, gates.UNSET_GRADIENTS),
-    (CustomOpFake, gates.CUSTOM_OP_FAKE),
+REGISTRY: tuple[type[Check], ...] = (
+    ReentrantAutograd,
+    CompiledGradients,
+    TorchFunctionConversions,
+    DispatchHandlers,
+    TorchFunctionHygiene,
+    GradientCount,
+    StaticMethods,
+    SavedState,
+    InputMutation,
+    BackwardState,
+    DirectCalls,
+    CustomOpSetup,
+    UnsetGradients,
+    CustomOpFake,
 )
 
 
-def checks_for(enabled: Iterable[str]) -> list[tuple[type[Check], gates.Gate]]:
-    """The checks that report at least one enabled rule, with their gates."""
+def checks_for(enabled: Iterable[str]) -> list[type[Check]]:
+    """The checks that report at least one enabled rule, in registry order."""
     wanted = set(enabled)
-    return [(check, gate) for check, gate in REGISTRY if wanted.intersection(gate.ids)]
+    return [check for check in REGISTRY if wanted.intersection(check.codes)]
+
+
+def gates_for(enabled: Iterable[str]) -> list[Gate]:
+    """The gates of the enabled checks, and the suppression audit's (engine/hygiene.py)."""
+    wanted = set(enabled)
+    gates = [check.gate for check in checks_for(wanted)]
+    return gates + [SUPPRESSIONS] if wanted.intersection(SUPPRESSION_CODES) else gates
+
+
+@functools.lru_cache(maxsize=64)
+def _admitting_gates(enabled: frozenset[str]) -> tuple[Gate, ...]:
+    return admitting(gates_for(enabled))
+
+
+def can_hold_findings(
+    source: bytes,
+    enabled: Iterable[str],
+    index: frozenset[str] = frozenset(),
+    decls: Sequence[ClassDecl] | None = None,
+    memo: Memo | None = None,
+) -> bool:
+    """Whether an enabled gate admits the file, or it subclasses a Function of the index.
+
+    `decls` are the file's class_declarations when the caller already has them; `memo`, what
+    earlier tests of the same bytes found (gates.declarations puts the class statements there)."""
+    gates = _admitting_gates(frozenset(enabled))
+    memo = declared(memo, decls)
+    if any(gate.admits(source, memo) for gate in gates):
+        return True
+    if not index or not any(gate.starts_from_functions for gate in gates):
+        return False
+    return subclasses_index(declarations(source, memo), index)
+
+
+# What every check reads: what the slicer keeps when no rule is disabled.
+EVERY_CHECK_READS = union(check.reads for check in REGISTRY)
+
+
+@functools.lru_cache(maxsize=64)
+def reads_for(enabled: frozenset[str]) -> Reads:
+    """What the enabled checks read together: all the slicer keeps."""
+    return union(check.reads for check in checks_for(enabled))

@@ -27,12 +27,17 @@ from ..analysis.tensor_kinds import OTHER, TENSOR, TensorKinds, receiver_root
 from ..analysis.walk import FastVisitor
 from .base import Check
 from .common import source_of, statement_in_block
+from .gates import function_gate
+from .reads import Reads
 from .tensor_evidence import gradient_evidence
 
 
 class SavedState(Check):
     """AGL403 (tensors stashed as ctx attributes) and AGL404 (save_for_backward misuse)."""
 
+    codes = ("AGL403", "AGL404")
+    gate = function_gate(custom_ops=True)
+    reads = Reads(functions=True, custom_ops=True)
     # With a forward inherited from another module: the backward of this file whose reads
     # the findings are reported at, and the names only its gradients prove to be tensors
     # (the other file reports the rest itself).

@@ -9,10 +9,16 @@ from ..preconditions import Unproven
 from .base import Check
 from .common import add_decorator_fix
 from .fix_proofs import instances_of
+from .gates import function_gate
+from .reads import Reads
 
 
 class StaticMethods(Check):
     """AGL402 over every autograd.Function class."""
+
+    codes = ("AGL402",)
+    gate = function_gate()
+    reads = Reads(functions=True)
 
     def run(self) -> None:
         for info in self.ctx.contract().backward_classes():

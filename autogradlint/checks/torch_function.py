@@ -14,6 +14,8 @@ from ..analysis.source_text import code_of
 from ..analysis.walk import FastVisitor, names_in
 from .base import Check
 from .common import keyword, positional, source_of, string_value
+from .gates import Gate, pattern
+from .reads import Reads
 
 HOOKS = ("__torch_function__", "__torch_dispatch__")
 DTYPE_METHODS = frozenset({"float", "half", "bfloat16", "double", "int", "long", "short"})
@@ -623,6 +625,10 @@ def _target_names(target: cst.BaseExpression) -> list[str]:
 
 class TorchFunctionConversions(Check):
     """AGL301 (dtype) and AGL302 (device) changed in an override before redispatch."""
+
+    codes = ("AGL301", "AGL302")
+    gate = Gate((pattern(b"__torch_", rb"def\s+__torch_(function|dispatch)__"),), (b"__torch_",))
+    reads = Reads(overrides=True)
 
     def run(self) -> None:
         facts = self.ctx.facts

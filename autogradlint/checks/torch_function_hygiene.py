@@ -15,6 +15,8 @@ from ..edits import Edits, Fix
 from ..preconditions import Unproven
 from .base import Check
 from .common import add_decorator_fix, super_calls
+from .gates import Gate, pattern
+from .reads import Reads
 
 # Tensor attributes and methods implemented in C: reading them on a subclass instance goes
 # through __torch_function__ again (semantics C1.1, C1.3).
@@ -67,6 +69,10 @@ def _decorated(method: cst.FunctionDef, name: str) -> bool:
 
 
 class TorchFunctionHygiene(Check):
+    codes = ("AGL303", "AGL304", "AGL305")
+    gate = Gate((pattern(b"__torch_function__", rb"def\s+__torch_function__"),), (b"__torch_",))
+    reads = Reads(overrides=True)
+
     def run(self) -> None:
         for info in self.ctx.facts.classes:
             self.ctx.enter(info.node)

@@ -25,11 +25,17 @@ from ..preconditions import Unproven, verdict
 from .base import Check
 from .common import body_start
 from .fix_proofs import introspects_locals
+from .gates import function_gate
+from .reads import Reads
 
 
 class UnsetGradients(Check):
     """AGL412 on every Function backward and custom-op backward of the file, and on the
     project functions backward calls (one call deep)."""
+
+    codes = ("AGL412",)
+    gate = function_gate(custom_ops=True)
+    reads = Reads(functions=True, custom_ops=True)
 
     def run(self) -> None:
         for info in self.ctx.contract().backward_classes():

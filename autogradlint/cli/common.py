@@ -118,25 +118,22 @@ class Overrides:
     extend_per_file_ignores: tuple[str, ...] = ()
 
     def apply(self, config: Config) -> Config:
-        if self.select:
-            config = replace(config, select=_split(self.select))
-        if self.extend_select:
-            config = replace(
-                config, extend_select=config.extend_select + _split(self.extend_select)
-            )
-        if self.ignore:
-            config = replace(config, ignore=config.ignore + _split(self.ignore))
-        if self.exclude:
-            config = replace(config, exclude=_split(self.exclude))
-        if self.extend_exclude:
-            config = replace(
-                config, extend_exclude=config.extend_exclude + _split(self.extend_exclude)
-            )
-        if self.per_file_ignores:
-            config = replace(config, per_file_ignores=_per_file(self.per_file_ignores))
-        if self.extend_per_file_ignores:
-            extra = _per_file(self.extend_per_file_ignores)
-            config = replace(config, per_file_ignores=config.per_file_ignores + extra)
+        # (flag values, the setting they change, whether they add to it, how they are read),
+        # in the order ruff applies them: `--per-file-ignores` replaces, then the extension adds.
+        changes = (
+            (self.select, "select", False, _split),
+            (self.extend_select, "extend_select", True, _split),
+            (self.ignore, "ignore", True, _split),
+            (self.exclude, "exclude", False, _split),
+            (self.extend_exclude, "extend_exclude", True, _split),
+            (self.per_file_ignores, "per_file_ignores", False, _per_file),
+            (self.extend_per_file_ignores, "per_file_ignores", True, _per_file),
+        )
+        for given, setting, adds, read in changes:
+            if given:
+                value: Any = read(given)
+                value = getattr(config, setting) + value if adds else value
+                config = replace(config, **{setting: value})
         expand_selectors(config.select + config.extend_select + config.ignore)
         for _pattern, codes in config.per_file_ignores:
             expand_selectors(codes)

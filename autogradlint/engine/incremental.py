@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 
 from ..meta import all_rules
 from ..model import FileResult, Finding
+from ..text.functions import may_name_function
 from ..text.statements import body_start, chunk_starts, line_breaks
 from .door import lint
 from .hygiene import audit
@@ -137,7 +138,7 @@ def split(text: str, seeds: frozenset[str] = frozenset()) -> list[Chunk]:
         if match is not None:
             header = piece[match.end() : piece.find(":", match.end()) + 1]
             bases = set(_NAME.findall(header))
-            if "Function" in header or _HOOK.search(piece) or bases & seeds:
+            if may_name_function(header) or _HOOK.search(piece) or bases & seeds:
                 name = match.group(1)
         pieces.append((start, end, line, name, bases))
         line += line_breaks(piece)

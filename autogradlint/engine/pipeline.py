@@ -14,7 +14,7 @@ from ..analysis.facts import FileFacts, collect_facts
 from ..analysis.names import ImportTable
 from ..analysis.parsing import parse_module
 from ..analysis.source_text import NeedsParse, rebuilt_tree
-from ..checks import Check, CheckContext, checks_for
+from ..checks import Check, CheckContext, checks_for, reads_for
 from ..checks.gates import SUPPRESSIONS, Memo, declarations, subclasses_index
 from ..meta import all_rules
 from ..model import FileError, Finding, Violation
@@ -86,8 +86,8 @@ def analyse(
     )
     checks = [
         check
-        for check, gate in checks_for(enabled)
-        if gate.admits(raw, memo) or (mentions_index and gate.starts_from_functions)
+        for check in checks_for(enabled)
+        if check.gate.admits(raw, memo) or (mentions_index and check.gate.starts_from_functions)
     ]
     if not checks:
         return Analysis(path)
@@ -116,6 +116,7 @@ def analyse(
             project.seeds if mentions_index else frozenset(),
             loaders=settings.loaders,
             whole=full,
+            reads=reads_for(enabled),
         )
     except SyntaxError as exc:
         if _nesting_depth(text) > MAX_NESTING:
@@ -144,21 +145,22 @@ def analyse(
         if line_map:
             where = line_map[refused.line - 1] if refused.line <= len(line_map) else None
         return Analysis(path, text=text, error=FileError(path, refused.describe(), where))
+    # What the checks run with, on the rebuilt tree or on libcst's (it holds no state).
+    run = _Run(
+        path,
+        text,
+        parse_input,
+        checks,
+        enabled,
+        settings,
+        project,
+        imports,
+        extra_triton,
+        record_depends,
+    )
     if rebuild and tree is not None and not full:
         # Most files hold nothing to report: check them on a tree built from `ast` (rebuild.py),
         # and let libcst parse only the statements a finding or a quote needs (twins.py).
-        run = _Run(
-            path,
-            text,
-            parse_input,
-            checks,
-            enabled,
-            settings,
-            project,
-            imports,
-            extra_triton,
-            record_depends,
-        )
         quick = run.on_rebuilt(Layout(line_map, tree, kept))
         if isinstance(quick, Analysis):
             return quick
@@ -186,18 +188,6 @@ def analyse(
         return Analysis(path, text=text, error=FileError(path, "too deeply nested to parse"))
     except Exception as exc:  # noqa: BLE001 - libcst raises bare exceptions on odd input
         return Analysis(path, text=text, error=FileError(path, f"cannot parse: {exc}"))
-    run = _Run(
-        path,
-        text,
-        parse_input,
-        checks,
-        enabled,
-        settings,
-        project,
-        imports,
-        extra_triton,
-        record_depends,
-    )
     try:
         facts, ctx = run.checks_on(module)
     except Exception as exc:  # noqa: BLE001 - a bug of ours must not stop the run

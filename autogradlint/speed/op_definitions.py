@@ -1,4 +1,4 @@
-"""The module-level statements that define a custom op (AGL413 reads them): kept in the slice
+"""The module-level statements that define a custom op (`Reads.op_definitions`): kept in the slice
 libcst parses, found from the text (`op_definition_chunks`, for preselect.py) and from `ast`
 (`op_definition_spans`, for slicing.py, which may keep less, never more).
 

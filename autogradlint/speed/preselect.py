@@ -18,13 +18,11 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from ..settings import (
-    DEFAULT_LOADERS,
-    DISPATCH_REQUEST_OPS,
-    DISPATCH_SIZED_OPS,
-    HELPER_DEPTH,
-)
+from ..checks.reads import Reads
+from ..checks.registry import EVERY_CHECK_READS
+from ..settings import DEFAULT_LOADERS, HELPER_DEPTH
 from ..text.bindings import Bindings
+from ..text.functions import FUNCTION_ALIAS
 from ..text.hierarchy import function_like
 from ..text.marks import alias_offsets, direct_call_offsets, holds_graph_call, word_char
 from ..text.outline import module_imports
@@ -34,11 +32,7 @@ from .op_definitions import op_definition_chunks
 _CLASS_DECL = re.compile(r"class[ \t]+(\w+)[ \t]*(\()?")
 # A hook defined as a method, or bound as a class attribute (`__torch_function__ = impl`).
 _HOOK_NAME = re.compile(r"__torch_(?:function|dispatch)__(?=[ \t]*(?:\(|=[^=]))")
-# A dispatch handler registered by decorator for an op AGL306 checks (`@implements(aten.to...`).
-_HANDLER = re.compile(
-    r"aten\.(?:" + "|".join(sorted(DISPATCH_REQUEST_OPS | DISPATCH_SIZED_OPS)) + r")\b"
-)
-_FUNCTION_ALIAS = re.compile(r"Function[ \t]+as[ \t]+(\w+)")
+_FUNCTION_ALIAS = re.compile(FUNCTION_ALIAS)
 _IMPORT = re.compile(r"import[ \t\\(]")
 _TRITON = re.compile(r"@[ \t]*triton\.")
 _DEF_NAME = re.compile(r"\n(?:async[ \t]+)?def[ \t]+(\w+)")
@@ -63,6 +57,12 @@ def _class_decls(text: str) -> list[tuple[int, str, str]]:
                 bases = text[match.end() : close]
         out.append((match.start(), match.group(1), bases))
     return out
+
+
+@functools.lru_cache(maxsize=8)
+def _handler(ops: frozenset[str]) -> re.Pattern[str]:
+    """A dispatch handler registered by decorator for one of `ops` (`@implements(aten.to...`)."""
+    return re.compile(r"aten\.(?:" + "|".join(sorted(ops)) + r")\b")
 
 
 def _commented(text: str, offset: int) -> bool:
@@ -169,35 +169,58 @@ def kept_ranges(
     starts: list[int],
     known_functions: frozenset[str],
     loaders: tuple[str, ...] = DEFAULT_LOADERS,
+    reads: Reads | None = None,
 ) -> list[tuple[int, int]] | None:
     """The (start, end) offsets of the statements a check may read, in order, found from the
     text; None when nothing in it can matter. Top-level statements (whose chunks begin at
     `starts`) are kept whole, except large defs and classes that merely contain something of
-    interest: those keep their header and, recursively, the statements of their body that do."""
+    interest: those keep their header and, recursively, the statements of their body that do.
+    `reads`: what the enabled checks read (checks/reads.py); None: what every check reads."""
+    reads = EVERY_CHECK_READS if reads is None else reads
     decls = [decl for decl in _class_decls(text) if _at_line_start(text, decl[0])]
-    # The same rule as slicing's _function_like_names, over the class statements' text (a
-    # keyword base such as `metaclass=...` counts by its name: more is kept, never less).
-    names = function_like(
-        (
-            (name, [base.split("=", 1)[0].strip() for base in bases.split(",")])
-            for _, name, bases in decls
-        ),
-        set(known_functions) | set(_FUNCTION_ALIAS.findall(text)),
-    )
-    function_offsets = [offset for offset, name, _ in decls if name in names]
-    hook_offsets = [m.start() for m in _HOOK_NAME.finditer(text) if not _commented(text, m.start())]
-    # Anywhere, not only on an `@` line: a decorator's arguments may span lines. The ast side
-    # keeps only the defs a decorator registers; a mark elsewhere only keeps more for it to see.
-    hook_offsets += [m.start() for m in _HANDLER.finditer(text) if not _commented(text, m.start())]
-    calls = direct_call_offsets(text, names)  # on Functions of this file or imported ones
-    calls += alias_offsets(text, names)  # and through a name bound to `Fn.apply`
-    custom_ops = _custom_op_chunks(text, starts) if "register_autograd" in text else set()
-    custom_ops |= op_definition_chunks(text, starts)  # AGL413 reads the op definitions
+    names: set[str] = set()
+    if reads.function_names:
+        # The same rule as slicing's _function_like_names, over the class statements' text (a
+        # keyword base such as `metaclass=...` counts by its name: more is kept, never less).
+        names = function_like(
+            (
+                (name, [base.split("=", 1)[0].strip() for base in bases.split(",")])
+                for _, name, bases in decls
+            ),
+            set(known_functions) | set(_FUNCTION_ALIAS.findall(text)),
+        )
+    function_offsets: list[int] = []
+    if reads.functions:
+        function_offsets = [offset for offset, name, _ in decls if name in names]
+    hook_offsets: list[int] = []
+    if reads.overrides:
+        hook_offsets = [
+            m.start() for m in _HOOK_NAME.finditer(text) if not _commented(text, m.start())
+        ]
+    if reads.handler_ops:
+        # Anywhere, not only on an `@` line: a decorator's arguments may span lines. The ast
+        # side keeps only the defs a decorator registers; a mark elsewhere only keeps more.
+        hook_offsets += [
+            m.start()
+            for m in _handler(reads.handler_ops).finditer(text)
+            if not _commented(text, m.start())
+        ]
+    tails = reads.call_tails + ((".apply(",) if reads.apply_arity else ())
+    # on Functions of this file or imported ones
+    calls = direct_call_offsets(text, names, tails) if tails else []
+    if tails:
+        calls += alias_offsets(text, names)  # and through a name bound to `Fn.apply`
+    custom_ops: set[int] = set()
+    if reads.custom_ops and "register_autograd" in text:
+        custom_ops = _custom_op_chunks(text, starts)
+    if reads.op_definitions:
+        custom_ops |= op_definition_chunks(text, starts)
     if not function_offsets and not hook_offsets and not calls and not custom_ops:
         return None
+    loader_offsets = _loader_offsets(text, loaders) if reads.functions else []
     marks = _Marks(
         function_offsets,
-        sorted(hook_offsets + calls + _loader_offsets(text, loaders)),
+        sorted(hook_offsets + calls + loader_offsets),
         [m.start() for m in _IMPORT.finditer(text)],
         sorted(calls),
     )
@@ -407,7 +430,7 @@ def _member(
 def _inert(text: str, start: int, end: int, marks: _Marks) -> bool:
     """A docstring (a statement that is one string literal): the marks in it are text, not
     code. slicing's selector keeps such a statement only on a line with a direct Function
-    call (found from the text too, AGL407), so one holding such a call stays."""
+    call (found from the text too), so one holding such a call stays."""
     found = marks.calls[bisect_left(marks.calls, start) : bisect_left(marks.calls, end)]
     return not found and is_bare_string(text, start, end)
 

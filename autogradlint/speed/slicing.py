@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from itertools import compress
 
-from ..settings import DEFAULT_LOADERS, DISPATCH_REQUEST_OPS, DISPATCH_SIZED_OPS, HELPER_DEPTH
+from ..checks.reads import Reads
+from ..checks.registry import EVERY_CHECK_READS
+from ..settings import DEFAULT_LOADERS, HELPER_DEPTH
 from ..text.ast_walk import ast_dotted
 from ..text.ast_walk import walk as walk_ast
 from ..text.bindings import Binding, Bindings
-from ..text.functions import forward_parameters
+from ..text.functions import forward_parameters, may_name_function
 from ..text.hierarchy import function_like
 from ..text.marks import alias_offsets, direct_call_offsets, holds_graph_call
 from ..text.statements import blank_outside, chunk_starts
@@ -58,7 +60,7 @@ def _function_like_names(
     for node in statements:  # `from torch.autograd import Function as F` makes `F` one too
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
-                if "Function" in alias.name and alias.asname:
+                if may_name_function(alias.name) and alias.asname:
                     seeds.add(alias.asname)
     return function_like(
         ((node.name, [_decorator_text(base) for base in node.bases]) for node in classes), seeds
@@ -74,10 +76,10 @@ def _is_hook(stmt: ast.stmt) -> bool:
     )
 
 
-def _class_of_interest(node: ast.ClassDef, function_like: set[str]) -> bool:
-    """An autograd Function (every one is read by the contract checks), or a class with a
-    hook."""
-    return node.name in function_like or any(_is_hook(stmt) for stmt in node.body)
+def _class_of_interest(node: ast.ClassDef, function_like: set[str], hooks: bool) -> bool:
+    """An autograd Function (`function_like`: the checks that read them are enabled), or,
+    when `hooks`, a class with a hook."""
+    return node.name in function_like or (hooks and any(_is_hook(stmt) for stmt in node.body))
 
 
 def _decorator_text(node: ast.expr) -> str:
@@ -131,10 +133,11 @@ def _callee_text(expr: ast.expr) -> str:
 class _Selector:
     """Decides which lines of each statement a check may read (see select)."""
 
-    function_like: set[str]
-    loaders: tuple[str, ...]
+    function_like: set[str]  # the Function classes kept whole (none unless they are read)
+    loaders: tuple[str, ...]  # extension loaders (read with the Functions)
     module_aliases: dict[str, str]  # module-scope import bindings: local name -> qualified
-    call_lines: set[int]  # lines with `Fn.forward(` / `Fn()(` (AGL407)
+    call_lines: set[int]  # lines with a direct call the checks read (`Fn.forward(`)
+    reads: Reads
 
     def is_loader(self, call: ast.Call) -> bool:
         """`ext = load(...)` with a configured loader; a name bound at module scope must
@@ -161,13 +164,15 @@ class _Selector:
         costs its own lines, not the block's.
         """
         start, end = _span(stmt)
-        if isinstance(stmt, _DEFS) and registers_handler(stmt):
-            keep.append((start, end))  # a dispatch handler registered for an op (AGL306)
+        if isinstance(stmt, _DEFS) and registers_handler(stmt, self.reads.handler_ops):
+            keep.append((start, end))  # a dispatch handler registered for an op
             return True
         if isinstance(stmt, ast.ClassDef) and stmt.name in self.function_like:
             keep.append((start, end))
             return True
-        if isinstance(stmt, ast.ClassDef) and _class_of_interest(stmt, self.function_like):
+        if isinstance(stmt, ast.ClassDef) and _class_of_interest(
+            stmt, self.function_like, self.reads.overrides
+        ):
             # A class with a hook: the checks read its bases and the hook methods only.
             keep.append((start, max(start, _span(stmt.body[0])[0] - 1)))
             for member in stmt.body:
@@ -186,7 +191,8 @@ class _Selector:
         blocks = _blocks(stmt)
         if not blocks:  # a simple statement
             if (
-                isinstance(stmt, ast.Assign)
+                self.reads.functions
+                and isinstance(stmt, ast.Assign)
                 and isinstance(stmt.value, ast.Call)
                 and self.is_loader(stmt.value)
             ) or any(start <= line <= end for line in self.call_lines):
@@ -264,12 +270,14 @@ def custom_op_spans(statements: list[ast.stmt]) -> list[tuple[int, int]]:
     return spans
 
 
-def registers_handler(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """`@implements(aten.empty_like.default)` and the like: a decorator naming an `aten` op
-    whose caller chooses dtype, device or size (preselect's `_HANDLER` is the text twin), on
-    a def that takes `args` and `kwargs` as a dispatch handler does. The check reads only
-    those: a decomposition or lowering registered for the op (`@register_lowering(aten.
-    empty_like)` takes the op's own parameters) is never parsed."""
+def registers_handler(node: ast.FunctionDef | ast.AsyncFunctionDef, ops: frozenset[str]) -> bool:
+    """`@implements(aten.empty_like.default)` and the like: a decorator naming one of the
+    `aten` ops a check reads handlers of (`Reads.handler_ops`; preselect's `_handler` is the
+    text twin), on a def that takes `args` and `kwargs` as a dispatch handler does. The check
+    reads only those: a decomposition or lowering registered for the op (`@register_lowering(
+    aten.empty_like)` takes the op's own parameters) is never parsed."""
+    if not ops:
+        return False
     named = {arg.arg for arg in (*node.args.posonlyargs, *node.args.args)}
     if "args" not in named or "kwargs" not in named:
         return False
@@ -277,7 +285,7 @@ def registers_handler(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         for sub in walk_ast(decorator):
             if (
                 isinstance(sub, ast.Attribute)
-                and sub.attr in DISPATCH_REQUEST_OPS | DISPATCH_SIZED_OPS
+                and sub.attr in ops
                 and _callee_text(sub.value).rsplit(".", 1)[-1] == "aten"
             ):
                 return True
@@ -348,16 +356,21 @@ def _helper_ranges(stmt: ast.ClassDef, names: set[str]) -> list[tuple[int, int]]
     return [(start, max(start, _span(stmt.body[0])[0] - 1)), *methods]
 
 
-def _direct_call_lines(text: str, function_like: set[str], statements: list[ast.stmt]) -> set[int]:
-    """Lines with `Fn.forward(` / `Fn()(` (AGL407), and the `Fn.apply(` calls whose argument
-    count forward may not take (AGL410): the many that fit a forward of this file are decided
-    here, from `ast`, and never reach libcst. Only the statements on those lines are walked."""
-    offsets = direct_call_offsets(text, function_like, (".forward(", "()("))
-    offsets += alias_offsets(text, function_like)  # `op = Fn.apply` and `op(...)`: every one
+def _direct_call_lines(
+    text: str, function_like: set[str], statements: list[ast.stmt], reads: Reads
+) -> set[int]:
+    """Lines with a direct call on a Function the checks read (`reads.call_tails`: `Fn.forward(`,
+    `Fn()(`), and, for `reads.apply_arity`, the `Fn.apply(` calls whose argument count forward
+    may not take: the many that fit a forward of this file are decided here, from `ast`, and
+    never reach libcst. Only the statements on those lines are walked."""
+    offsets = direct_call_offsets(text, function_like, reads.call_tails) if reads.call_tails else []
+    if reads.call_tails or reads.apply_arity:
+        # `op = Fn.apply` / `f = Fn.forward` and every call through the name
+        offsets += alias_offsets(text, function_like)
     lines = {text.count("\n", 0, offset) + 1 for offset in offsets}
     if lines and "is_grad_enabled" in text:
         # `if torch.is_grad_enabled(): return Fn.apply(x)` before `Fn.forward(None, x)`: the
-        # test says grad mode is off after it (AGL407 reads it). Only a test in the function
+        # test says grad mode is off after it (the check reads it). Only a test in the function
         # that makes the call counts: the text scan keeps that function, and nothing else, so
         # the whole-file and the pre-sliced selections stay the same.
         defs = [_span(stmt) for stmt in statements if isinstance(stmt, _DEFS)]
@@ -376,7 +389,9 @@ def _direct_call_lines(text: str, function_like: set[str], statements: list[ast.
                 lines.update(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
     applies = {
         text.count("\n", 0, offset) + 1
-        for offset in direct_call_offsets(text, function_like, (".apply(",))
+        for offset in direct_call_offsets(
+            text, function_like, (".apply(",) if reads.apply_arity else ()
+        )
     }
     if not applies:
         return lines
@@ -497,18 +512,21 @@ def slice_source(
     *,
     loaders: tuple[str, ...] = DEFAULT_LOADERS,
     whole: bool = False,
+    reads: Reads | None = None,
 ) -> Slice | None:
-    """The lines of `text` a check may read; None when nothing can be found.
+    """The lines of `text` the enabled checks read (`reads`, checks/reads.py; None: what every
+    check reads); None when nothing can be found.
 
     `whole=True` has `ast` parse the whole text (fixes rewrite the whole file). Raises SyntaxError/ValueError when `ast` cannot parse the
     text (the caller then lets libcst parse the whole file, which gives the user-facing error
     or handles newer syntax).
     """
+    reads = EVERY_CHECK_READS if reads is None else reads
     tree: ast.Module | None = None
     starts = chunk_starts(text)
     blanked: list[int] = []  # stretches of lines `ast` did not see (see blank_outside)
     if not whole:
-        spans = kept_ranges(text, starts, known_functions, loaders)
+        spans = kept_ranges(text, starts, known_functions, loaders, reads)
         if spans is None:
             return None
         visible, blanked = blank_outside(text, spans)
@@ -520,15 +538,22 @@ def slice_source(
     if tree is None:
         tree = _parse(text)
     statements = _statements(tree)
-    function_like = _function_like_names(tree, known_functions, statements)
-    call_lines = _direct_call_lines(text, function_like, statements)
-    custom_ops = custom_op_spans(tree.body) + op_definition_spans(tree.body)
+    function_like: set[str] = set()
+    if reads.function_names:
+        function_like = _function_like_names(tree, known_functions, statements)
+    call_lines = _direct_call_lines(text, function_like, statements, reads)
+    kept_functions = function_like if reads.functions else set()
+    custom_ops: list[tuple[int, int]] = []
+    if reads.custom_ops:
+        custom_ops += custom_op_spans(tree.body)
+    if reads.op_definitions:
+        custom_ops += op_definition_spans(tree.body)
     if (
         not call_lines
         and not custom_ops
         and not any(
-            (isinstance(n, ast.ClassDef) and _class_of_interest(n, function_like))
-            or (isinstance(n, _DEFS) and registers_handler(n))
+            (isinstance(n, ast.ClassDef) and _class_of_interest(n, kept_functions, reads.overrides))
+            or (isinstance(n, _DEFS) and registers_handler(n, reads.handler_ops))
             for n in statements
         )
     ):
@@ -537,12 +562,13 @@ def slice_source(
     lines = _LINE.findall(text) if "\r" in text else text.split("\n")
     keep = [False] * (len(lines) + 1)
     selector = _Selector(
-        function_like,
+        kept_functions,
         loaders,
         Bindings(import_bindings(tree)).aliases,
         call_lines,
+        reads,
     )
-    helpers, helper_functions = _function_uses(tree, function_like, lines)
+    helpers, helper_functions = _function_uses(tree, kept_functions, lines)
     for stmt in tree.body:
         ranges: list[tuple[int, int]] = []
         if isinstance(stmt, ast.ClassDef) and stmt.name in helpers:

@@ -18,6 +18,19 @@ FUNCTION_BASES = frozenset(
 )
 # The names torch's Function classes go by (last component): where the filter starts.
 TORCH_FUNCTIONS = frozenset(name.rsplit(".", 1)[-1] for name in FUNCTION_BASES)
+# `from torch.autograd import Function as F`: a name that may be a Function, imported as
+# another (the group). Starts with a literal, so `re` skips ahead at memory speed.
+FUNCTION_ALIAS = r"Function\w*\s+as\s+(\w+)"
+
+
+def may_name_function(base: str) -> bool:
+    """The one text-level rule for "may this base (or import) be an autograd Function": its
+    text holds `Function`, as each of torch's names does (`Function`, `InplaceFunction`,
+    `FunctionBase`, ...; FUNCTION_BASES) and so does a project's `MyFunction`. An
+    over-approximation every byte and text filter shares (the gates, the slicer, the index's
+    reader, the incremental split); what is a Function is decided by resolving imports
+    against FUNCTION_BASES (analysis/facts.py, view.py)."""
+    return "Function" in base
 
 
 class ForwardParameters(NamedTuple):

@@ -1,7 +1,7 @@
 """Which classes inherit from which: one linear walk, shared by every layer that asks.
 
 Each layer (byte gates, text preselection, `ast` slicing, the CST facts) decides which classes
-are autograd Functions the same way: seeds (a base spelled `...Function`, a known class) and
+are autograd Functions the same way: seeds (a base that may name one, text/functions.py, a known class) and
 every class whose base is one of them, transitively. Iterating "until nothing changes" over all
 classes costs one pass per level of the chain (10,000 chained subclasses took 216 s); walking
 from the seeds down a base -> subclasses map visits each class once.
@@ -9,8 +9,10 @@ from the seeds down a base -> subclasses map visits each class once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from typing import TypeVar
+
+from .functions import may_name_function
 
 K = TypeVar("K", bound=Hashable)
 
@@ -45,25 +47,22 @@ def inherited(
 
 
 def function_like(
-    classes: Iterable[tuple[str, Iterable[str]]],
-    known: Iterable[str] = (),
-    seed: Callable[[set[str]], bool] | None = None,
+    classes: Iterable[tuple[str, Iterable[str]]], known: Iterable[str] = ()
 ) -> set[str]:
     """The one rule every text-level layer uses to say which classes may be autograd Functions
     (an over-approximation: analysis/facts.py and the project index decide for real): `known`
-    names, classes whose bases (by last component) satisfy `seed` (a base spelled
-    `...Function`), and every class deriving from one of those, transitively."""
-    seed = seed or _spelled_function
+    names, classes with a base that may name a Function (functions.may_name_function, by its
+    last component), and every class deriving from one of those, transitively."""
     seeds = set(known)
     bases_of: dict[str, set[str]] = {}
     for name, bases in classes:
         lasts = {base.rsplit(".", 1)[-1] for base in bases}
-        if seed(lasts):
+        if _spelled_function(lasts):
             seeds.add(name)
         bases_of.setdefault(name, set()).update(lasts)
     return descendants(seeds, bases_of)
 
 
 def _spelled_function(lasts: set[str]) -> bool:
-    """A base spelled `...Function` (by its last component)."""
-    return any("Function" in last for last in lasts)
+    """A base that may name a Function (functions.may_name_function, by its last component)."""
+    return any(may_name_function(last) for last in lasts)
