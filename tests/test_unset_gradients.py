@@ -5,6 +5,8 @@ one otherwise (D12.3)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -335,3 +337,38 @@ def test_a_helper_in_another_module_is_read_from_its_file(tmp_path: Path) -> Non
     results = lint_paths(discover([str(tmp_path)], config).files, config)
     flagged = [(Path(r.path).name, f.line) for r in results for f in r.findings]
     assert flagged == [("layers.py", 14)]
+
+
+def test_the_message_names_the_same_path_on_every_run() -> None:
+    """Two paths leave `gx` unset; which one the message names must not follow Python's string
+    hashing (it did: the corpus snapshot of megatron's layers.py changed between runs)."""
+    code = backward(
+        """\
+        if ctx.flag:
+            if ctx.other:
+                gx = g * w
+        else:
+            if ctx.third:
+                gx = g
+        return gx, g * x
+        """
+    )
+    script = (
+        "import sys\nfrom autogradlint import lint_source\n"
+        "print(lint_source(sys.stdin.read(), 'ex.py').findings[0].message)"
+    )
+    messages = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            input=code,
+            capture_output=True,
+            text=True,
+            env={"PYTHONHASHSEED": str(seed), "PATH": ""},
+            check=True,
+        ).stdout
+        for seed in range(1, 7)
+    }
+    assert messages == {
+        "`Scale.backward` uses `gx`, which is unset when `ctx.flag` is false and `ctx.third` "
+        "is false\n"
+    }

@@ -347,7 +347,13 @@ class _Walker:
         if isinstance(expr, cst.Name):
             name = expr.value
             if name in self.local and name not in path.bound and name not in shadowed:
-                self.found.setdefault(name, UnboundRead(name, expr, path.facts))
+                known = self.found.get(name)
+                # paths come from a set: of several reaching this read, keep the same one on
+                # every run (the message names its conditions)
+                if known is None or (
+                    known.node is expr and sorted(path.facts) < sorted(known.facts)
+                ):
+                    self.found[name] = UnboundRead(name, expr, path.facts)
             return
         if isinstance(expr, cst.IfExp):
             self.reads(expr.test, path, shadowed)
