@@ -190,9 +190,12 @@ class _Walker:
     ) -> None:
         if self.returns_only and not returned:
             return
+        # The first path that leaves a name unset is the one the message tells: take the paths
+        # in an order of their own, not the set's (which changes with the hash seed).
+        ordered = sorted(paths, key=lambda p: (sorted(p.facts), sorted(p.bound)))
         for expr in exprs:
             if expr is not None:
-                for path in paths:
+                for path in ordered:
                     self.reads(expr, path)
 
     def small(self, node: cst.CSTNode, paths: set[Path]) -> set[Path]:
@@ -347,13 +350,7 @@ class _Walker:
         if isinstance(expr, cst.Name):
             name = expr.value
             if name in self.local and name not in path.bound and name not in shadowed:
-                known = self.found.get(name)
-                # paths come from a set: of several reaching this read, keep the same one on
-                # every run (the message names its conditions)
-                if known is None or (
-                    known.node is expr and sorted(path.facts) < sorted(known.facts)
-                ):
-                    self.found[name] = UnboundRead(name, expr, path.facts)
+                self.found.setdefault(name, UnboundRead(name, expr, path.facts))
             return
         if isinstance(expr, cst.IfExp):
             self.reads(expr.test, path, shadowed)

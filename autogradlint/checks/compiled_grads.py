@@ -22,7 +22,15 @@ from ..analysis.compiled import (
 )
 from ..analysis.flow import CallSite, Definition, MethodFlow
 from ..analysis.names import dotted
-from ..analysis.reading import COMPILED, PYTHON, TORCH, Unreadable, imported_code, unreadable_import
+from ..analysis.reading import (
+    COMPILED,
+    PYTHON,
+    TORCH,
+    UNREAD_SOURCE,
+    Unreadable,
+    imported_code,
+    unreadable_import,
+)
 from ..analysis.source_text import code_of
 from ..analysis.summaries import Reach, last_value
 from ..analysis.torch_api import CONTAINER_METHODS, CTX_METHODS, TENSOR_METHODS
@@ -40,6 +48,9 @@ from .gradient_copy import copy_gradient_first
 from .reads import Reads
 
 ALIASING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data"})
+# Operators that ATen computes element by element (TensorIterator: the result keeps the
+# operand's memory layout); `@` makes a fresh contiguous result.
+_ELEMENTWISE = (cst.Multiply, cst.Divide, cst.Add, cst.Subtract, cst.Power, cst.FloorDivide)
 
 
 _DYNAMIC_IMPORTS = frozenset({"importlib.import_module", "__import__"})
@@ -127,7 +138,6 @@ class CompiledGradients(Check):
 
     def _method(self, info: BackwardOf, method: cst.FunctionDef) -> None:
         """AGL201 / AGL202 for the calls of one backward."""
-        facts = self.ctx.facts
         flow = self.ctx.flow(method)
         self.loaded: set[str] = set()  # names bound to loaded modules (by evidence)
         self._states: dict[int, dict[tuple[int, int], GradState | None]] = {}
@@ -141,7 +151,16 @@ class CompiledGradients(Check):
         self._none_why: dict[int, str | None] = {}  # per method: why a gradient may be None
         self._nested = _nested_defs(method)
         self._methods: frozenset[str] | None = None
+        self._via = ""  # set while a Function's forward is read for the backward calling it
+        self._handed: dict[str, GradState] = {}  # that forward's parameters: what they got
+        self._calls(flow, grads, info.name)
+
+    def _calls(self, flow: MethodFlow, grads: set[str], cls: str) -> None:
+        """AGL201 / AGL202 for the calls of `flow` that take one of `grads`."""
+        facts = self.ctx.facts
         for site in flow.calls:
+            if not self._via and self._through_apply(site, flow, grads, cls):
+                continue
             callee = compiled_callee(site.node, facts, self.ctx.settings, self.ctx.native)
             if (
                 callee is None
@@ -154,16 +173,51 @@ class CompiledGradients(Check):
                 if callee is None:
                     where = self._where(site, flow)
                     if isinstance(where, Unreadable):
-                        self._unreadable(site, flow, grads, where, info.name)
+                        self._unreadable(site, flow, grads, where, cls)
                     elif isinstance(where, tuple):
-                        self._check_call(site, where, flow, grads, info.name)
+                        self._check_call(site, where, flow, grads, cls)
                     elif isinstance(where, list):
-                        self._check_first(site, where, flow, grads, info.name)
+                        self._check_first(site, where, flow, grads, cls)
                     elif where == PYTHON:
-                        self._through_helper(site, flow, grads, info.name)
+                        self._through_helper(site, flow, grads, cls)
                     continue
             if callee is not None:
-                self._check_call(site, callee, flow, grads, info.name)
+                self._check_call(site, callee, flow, grads, cls)
+
+    def _through_apply(self, site: CallSite, flow: MethodFlow, grads: set[str], cls: str) -> bool:
+        """`Other.apply(ctx, g, ...)` in backward, `Other` a Function of this file: its forward
+        gets the gradient (tiny-cuda-nn computes a backward as another Function, so that it
+        has a double backward), and what that forward hands it to is read as backward's own
+        calls. Whether the call was such an `apply`."""
+        written = dotted(site.node.func) or ""
+        owner, _, last = written.rpartition(".")
+        if last != "apply" or not owner or "." in owner or owner == self.info.name:
+            return False
+        contract = self.ctx.contract()
+        found = {c.name: c for c in contract.classes()}.get(owner)
+        forward = contract.method(found, "forward") if found is not None else None
+        if forward is None or contract.is_foreign(forward):
+            return False
+        inner = self.ctx.flow(forward)
+        params = inner.params[1:]  # after ctx: what `apply` is handed, in order
+        handed: dict[str, GradState] = {}
+        for position, arg in enumerate(site.node.args):
+            if arg.star or arg.keyword is not None or position >= len(params):
+                break
+            state = self._state(arg.value, flow, grads, site.order)
+            if state is not None and not (state.read_safe and state.write_safe):
+                handed[params[position]] = state  # guarded as far as it was when handed
+        if not handed:
+            return True
+        method, self.method = self.method, forward
+        self._via = f"`{owner}.apply` hands it to `{owner}.forward`, where "
+        self._handed = handed
+        self._states.pop(id(inner), None)  # traced afresh: another `apply` hands other states
+        try:
+            self._calls(inner, set(handed), cls)
+        finally:
+            self.method, self._via, self._handed = method, "", {}
+        return True
 
     def _guarded_by_decorator(self, method: cst.FunctionDef, read_source: bool = True) -> bool:
         """A decorator that makes every tensor argument contiguous: one whose wrapper calls
@@ -278,13 +332,17 @@ class CompiledGradients(Check):
             )
             return True
         if reach.kind == "triton":
+            stores = self._launch_writes(reach.callee, reach.slot, reach)
+            if stores and not (state.write_safe or reach.copied):
+                stored = f"the Triton kernel `{callee}` stores into it (`tl.store`)."
+                self._write(arg.value, state, flow, callee, cls, f"Through {via}: {stored}")
+                return True
             if state.read_safe or reach.guarded:
                 return False
             if self.ctx.summaries.kernel_reads_one_element(
                 reach.callee, reach.path, reach.slot, reach.keyword
             ):
                 return False  # `tl.load(grad_ptr)`: one element, strides cannot matter
-            stores = self._launch_writes(reach.callee, reach.slot, reach)
             unread = "" if stores is not None else callee
             fix = (
                 None if reach.strides else self._direct_fix(arg, reach, flow, bool(stores), unread)
@@ -579,6 +637,17 @@ class CompiledGradients(Check):
                 # torch made is Python or torch; of what compiled or unread code made, unknown.
                 at = replace(site, order=definition.order)
                 made_by = self._where_written(maker, at, flow, depth + 1)
+                if made_by == PYTHON and depth < 4:
+                    # `buffer = get_buffer(...)`: a project function, judged by what it
+                    # returns (Megatron's DeepEP `Buffer(...)`, a compiled communicator)
+                    unread = self._returned_by(maker, site, flow)
+                    if unread is not None:
+                        return Unreadable(
+                            written,
+                            f"is a method of what `{maker}()` returns, made by "
+                            f"`{unread.callee}`, which {unread.why.removeprefix('is ')}",
+                            unread.compiled,
+                        )
                 if made_by in (TORCH, PYTHON):
                     return made_by
             shown = code_of(value, self.ctx.facts.module)
@@ -587,6 +656,56 @@ class CompiledGradients(Check):
             )
         shown = code_of(value, self.ctx.facts.module) if value is not None else head
         return Unreadable(written, f"is bound to `{shown}`, whose code the linter cannot follow")
+
+    def _returned_by(self, maker: str, site: CallSite, flow: MethodFlow) -> Unreadable | None:
+        """What makes the object the project function `maker` returns, when that is code the
+        linter cannot read: `return Maker(...)`, or `return NAME` where the function (or its
+        module) binds `NAME = Maker(...)`. None when every maker is torch's or Python."""
+        summaries = self.ctx.summaries
+        found = summaries.function(maker)
+        if found is None:
+            return None
+        path, function = found
+        returned: list[ast.expr] = []
+        bound: dict[str, list[ast.expr]] = {}
+        pending: list[ast.AST] = list(function.body)
+        while pending:
+            node = pending.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue  # a nested def returns for itself
+            if isinstance(node, ast.Return) and node.value is not None:
+                returned.append(node.value)
+            elif isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        bound.setdefault(target.id, []).append(node.value)
+            pending.extend(ast.iter_child_nodes(node))
+        makers: list[str | None] = []
+        for value in returned:
+            values: list[ast.expr | None] = [value]
+            if isinstance(value, ast.Name):
+                # bound in the function, else (`global _buffer`) by its module
+                values = list(bound.get(value.id, ())) or [
+                    last_value(summaries.files.top(path, value.id))
+                ]
+            makers += [ast_dotted(v.func) for v in values if isinstance(v, ast.Call)]
+        start = replace(site, order=0)  # the module's names, not backward's
+        for made in makers:
+            if made is None or made.split(".", 1)[0] in flow.defs:
+                continue
+            if path == summaries.path:
+                where = self._where_written(made, start, flow, 7)
+            else:
+                resolved = summaries.files.bindings(path).resolve_dotted(made)
+                code = imported_code(resolved, path, self.ctx.native)
+                where = unreadable_import(resolved, code) or PYTHON
+                if code == COMPILED:
+                    where = "extension", resolved
+            if isinstance(where, Unreadable):
+                return where
+            if isinstance(where, tuple):
+                return Unreadable(where[1].lstrip("."), UNREAD_SOURCE, True)
+        return None
 
     def _table(
         self, table: cst.BaseExpression, site: CallSite, flow: MethodFlow
@@ -819,9 +938,11 @@ class CompiledGradients(Check):
             if definition is None:
                 return None
             if definition.kind == "param":
-                return (
-                    GradState(expr.value, False, False, expr.value) if expr.value in grads else None
-                )
+                if expr.value not in grads:
+                    return None
+                given = self._handed.get(expr.value) if self._via else None
+                safe = (given.read_safe, given.write_safe) if given else (False, False)
+                return GradState(expr.value, *safe, expr.value)
             value = definition.expression
             if value is None or definition.kind == "with":
                 return None
@@ -833,6 +954,31 @@ class CompiledGradients(Check):
             )
         if isinstance(expr, cst.StarredElement):
             return self._state(expr.value, flow, grads, order, depth + 1)
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _ELEMENTWISE):
+            # `g * scale`: a fresh tensor (a write into it harms no one), laid out as ATen's
+            # TensorIterator lays out its result: like `g`, so a transposed `g` gives a
+            # transposed product (tiny-cuda-nn's `doutput * loss_scale`)
+            for side in (expr.left, expr.right):
+                found = self._state(side, flow, grads, order, depth + 1)
+                if found is not None:
+                    return GradState(found.name, found.read_safe, True, found.root)
+            return None
+        if isinstance(expr, cst.IfExp):
+            # `dQ.clone() if not dQ.is_contiguous else dQ`: either branch may be the value,
+            # so it is guarded only as far as both are.
+            states = [
+                self._state(branch, flow, grads, order, depth + 1)
+                for branch in _branches_not_none(expr)
+            ]
+            known = [found for found in states if found is not None]
+            if not known:
+                return None
+            return GradState(
+                known[0].name,
+                all(found.read_safe for found in known),
+                all(found.write_safe for found in known),
+                known[0].root,
+            )
         if isinstance(expr, cst.Subscript):
             return self._state(expr.value, flow, grads, order, depth + 1)
         if isinstance(expr, cst.Attribute):
@@ -885,11 +1031,34 @@ class CompiledGradients(Check):
             if state is None:
                 continue
             found = evidence[position]
-            # A write the C++ shows, or what the Python call looks like (a token-level read
-            # cannot prove that a kernel never writes through a pointer it was handed).
+            if kind == "triton" and not arg.star and self._launch_stores(name, position, arg):
+                # The kernel `tl.store`s through the gradient's pointer (unsloth's RoPE
+                # backward rotates `dY` in place): a write into the buffer autograd shares.
+                found = replace(
+                    found,
+                    writes=True,
+                    write_text=f"The Triton kernel `{name}` stores into it (`tl.store`).",
+                )
+            # A write the C++ (or the Triton kernel) shows, or what the Python call looks like
+            # (a token-level read cannot prove that a kernel never writes through a pointer).
             writes = found.writes or (guessed and not proven)
             if writes and not state.write_safe:
                 self._write(arg.value, state, flow, written, cls, found.write_text)
+            elif state.name in stride_names and not (state.read_safe or stride_safe):
+                asserted = self._asserted_layout(state.name)
+                if asserted is not None:
+                    # Given its own strides, but backward asserts the layout first (Megatron's
+                    # `assert dk.stride(-1) == 1`): the Python twin of a C++ contiguity check.
+                    self._raw_read(
+                        arg.value,
+                        None,
+                        "warning",
+                        callee=written,
+                        cls=cls,
+                        evidence=f"Backward asserts `{asserted}` before the launch: training "
+                        "raises on a gradient laid out otherwise; make it contiguous first "
+                        f"(`{state.name} = {state.name}.contiguous()`) so every caller works.",
+                    )
             elif not state.read_safe and not stride_safe and state.name not in stride_names:
                 if found.safe:
                     continue  # the C++ makes it contiguous or reads it through its strides
@@ -930,16 +1099,21 @@ class CompiledGradients(Check):
         evidence: str,
     ) -> None:
         """AGL202 at the gradient argument `value`, with FIX-B2 (a private dense copy)."""
+        evidence = self._via_text(evidence)
         owner = self.info.name if self.info.node is not None else None
         reason = torch_unreachable(self.ctx, owner, self.method)
-        fix = copy_gradient_first(
-            self.method,
-            flow,
-            state.root,
-            dense=True,
-            title=f"pass a private dense copy of `{state.root}`",
-            rule_id="AGL202",
-            unproven=[Unproven("AGL202", "torch-in-scope", reason) if reason else None],
+        fix = (
+            None
+            if self._via
+            else copy_gradient_first(
+                self.method,
+                flow,
+                state.root,
+                dense=True,
+                title=f"pass a private dense copy of `{state.root}`",
+                rule_id="AGL202",
+                unproven=[Unproven("AGL202", "torch-in-scope", reason) if reason else None],
+            )
         )
         grad = source_of(self.ctx.facts.module, value)
         self.report("AGL202", value, fix=fix, grad=grad, callee=callee, cls=cls, evidence=evidence)
@@ -956,16 +1130,25 @@ class CompiledGradients(Check):
     ) -> None:
         """AGL201 at the gradient argument `value`."""
         grad = source_of(self.ctx.facts.module, value)
+        if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation, cst.IfExp)):
+            grad = f"({grad})"  # the help says `{grad}.contiguous()`: keep the precedence
+        evidence = self._via_text(evidence)
         self.report(
             "AGL201",
             value,
-            fix=fix,
+            fix=None if self._via else fix,
             severity=severity,
             grad=grad,
             callee=callee,
             cls=cls,
             evidence=evidence,
         )
+
+    def _via_text(self, evidence: str) -> str:
+        """The evidence, led by the `apply` the gradient went through (when it did)."""
+        if not self._via:
+            return evidence
+        return self._via + evidence[:1].lower() + evidence[1:]
 
     # --- fixes (FIX-B1; FIX-B2 is gradient_copy.copy_gradient_first) ------------------------
     def _contiguous_fix(
@@ -1029,8 +1212,18 @@ class CompiledGradients(Check):
             return None
         return Unproven("AGL201", "callee-does-not-write", why)
 
+    def _launch_stores(self, kernel: str, position: int, arg: cst.Arg) -> bool:
+        """Whether the Triton kernel launched here stores through the launch argument `arg`
+        (at `position`, or named by its keyword)."""
+        keyword = arg.keyword.value if arg.keyword is not None else None
+        return bool(self._launch_writes(kernel, None if keyword else position, keyword=keyword))
+
     def _launch_writes(
-        self, kernel: str, position: int | None, reach: Reach | None = None
+        self,
+        kernel: str,
+        position: int | None,
+        reach: Reach | None = None,
+        keyword: str | None = None,
     ) -> bool | None:
         """Whether a Triton kernel launched here (or at the end of a helper's `reach`) stores
         through argument `position`; None when the kernel's source is not found (nothing is
@@ -1040,7 +1233,7 @@ class CompiledGradients(Check):
         if summaries.function(kernel.lstrip("."), path) is None:
             return None
         if reach is None:
-            reach = Reach(0, kernel, position, None, False, True, path, (), kind="triton")
+            reach = Reach(0, kernel, position, keyword, False, True, path, (), kind="triton")
         return summaries.kernel_writes(reach)
 
     @staticmethod
@@ -1161,6 +1354,27 @@ class CompiledGradients(Check):
             return name.rsplit(".", 1)[-1] in ("empty", "empty_like", "zeros", "zeros_like")
         return False
 
+    def _asserted_layout(self, name: str) -> str | None:
+        """The condition of an `assert` of backward that asks `name` for its layout
+        (`assert g.stride(-1) == 1`, `assert g.is_contiguous()`), or None."""
+        found: list[cst.BaseExpression] = []
+
+        class _Asserts(FastVisitor):
+            def visit_Assert(self, node: cst.Assert) -> None:
+                found.append(node.test)
+
+        _Asserts().walk(self.method.body)
+        for test in found:
+            for node in _calls_in(test):
+                func = node.func
+                if (
+                    isinstance(func, cst.Attribute)
+                    and func.attr.value in ("stride", "is_contiguous")
+                    and dotted(func.value) == name
+                ):
+                    return code_of(test, self.ctx.facts.module)
+        return None
+
     @staticmethod
     def _stride_arguments(call: cst.Call) -> set[str]:
         """Names whose `.stride(...)` is handed to the kernel: it indexes them stride-aware."""
@@ -1177,6 +1391,36 @@ class CompiledGradients(Check):
         for arg in call.args:
             _Strides().walk(arg.value)
         return names
+
+
+def _calls_in(expr: cst.BaseExpression) -> list[cst.Call]:
+    """Every call inside `expr`."""
+    calls: list[cst.Call] = []
+
+    class _Calls(FastVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            calls.append(node)
+
+    _Calls().walk(expr)
+    return calls
+
+
+def _branches_not_none(expr: cst.IfExp) -> list[cst.BaseExpression]:
+    """The branches of `expr` that may hold a tensor: in `g if g is None else g.contiguous()`
+    (FIX-B1's own form) the first branch is taken only when `g` is None."""
+    test = expr.test
+    if (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].comparator, cst.Name)
+        and test.comparisons[0].comparator.value == "None"
+        and isinstance(test.comparisons[0].operator, (cst.Is, cst.IsNot))
+    ):
+        tested = dotted(test.left)
+        none_branch = expr.body if isinstance(test.comparisons[0].operator, cst.Is) else expr.orelse
+        if tested is not None and dotted(none_branch) == tested:
+            return [expr.orelse if none_branch is expr.body else expr.body]
+    return [expr.body, expr.orelse]
 
 
 def _evaluated_freely(value: cst.BaseExpression) -> bool:

@@ -30,6 +30,7 @@ _ACCESSORS = frozenset(
      "mutable_packed_accessor64"}
 )  # fmt: skip
 _GUARDS = frozenset({"contiguous", "expect_contiguous"})
+_UNWRAPS = frozenset({"value"})  # `c10::optional<at::Tensor>` / `std::optional`: the tensor
 _STRIDES = frozenset({"stride", "strides"})
 _CASTS = frozenset({"static_cast", "reinterpret_cast", "const_cast"})
 _NOT_CASTS = frozenset({"if", "while", "for", "switch", "catch", "sizeof"})
@@ -160,6 +161,8 @@ class _PointerUse:
         self.found = _Found()
         self.followed: set[str] = set()
         self.stride_at: list[int] = []  # sorted token indices that carry the tensor's strides
+        # Those that carry the strides it came with (read before any `g = g.contiguous()`).
+        self.original_stride_at: list[int] = []
         self.stride_reads: list[int] = []  # `g.stride(0)` outside a check: the strides are used
         # Token ranges of the branches taken only when the tensor is contiguous.
         self.contiguous_branches: list[tuple[int, int]] = []
@@ -171,6 +174,12 @@ class _PointerUse:
 
         at = bisect.bisect_left(self.stride_at, first)
         return at < len(self.stride_at) and self.stride_at[at] <= last
+
+    def has_original_stride(self, first: int, last: int) -> bool:
+        import bisect
+
+        at = bisect.bisect_left(self.original_stride_at, first)
+        return at < len(self.original_stride_at) and self.original_stride_at[at] <= last
 
     def _site(self, pointer: _Pointer, index: int, strided: bool) -> None:
         if not self.reads or pointer.guarded:
@@ -218,6 +227,10 @@ class _PointerUse:
                     close = t.match[close + 1]
                 if t.at(first - 1) == "&" and t.unary(first - 1):  # `&p[i]`: an address
                     first, last, offsets = first - 1, close, ranges
+                    if pointer.accessor and _first_of_row(t, ranges[-1]):
+                        # `&acc[n][h][0]`: the row's start, picked through the strides, but
+                        # whatever walks it from there takes the last stride to be 1
+                        pointer = replace(pointer, accessor=False)
                     continue
                 self._element(first, close, pointer, ranges, deref=False)
                 return
@@ -339,6 +352,10 @@ class _PointerUse:
         if is_check(callee):
             return
         close = t.match[opener]
+        if pointer.guarded and self.reads and self.has_original_stride(opener, close):
+            # `kernel(g.contiguous().data_ptr(), g.stride(0), ...)`: a dense copy indexed
+            # with the strides of the tensor it was copied from (detectron2's ROIAlign)
+            self.found.note("raw", t.start[pointer.origin if pointer.origin >= 0 else first])
         self._site(pointer, first, strided=self.has_stride(opener, close))
         position = t.position(opener, first)
         last = callee.rsplit("::", 1)[-1]
@@ -416,7 +433,17 @@ class _TensorUse(_PointerUse):
                 if assigned is None:
                     continue
                 target, equals = assigned
-                if member is not None and member[0] in _GUARDS:
+                if (
+                    member is not None
+                    and member[0] in _UNWRAPS
+                    and equals == index - 1
+                    and t.at(member[1] + 1) == ";"
+                ):
+                    # `auto g = g_.value();`: an optional tensor unwrapped is the tensor
+                    if target not in self.plain and target not in self.copies:
+                        self.plain[target] = equals
+                        pending.append(target)
+                elif member is not None and member[0] in _GUARDS:
                     if target in self.plain:
                         start = self.guarded_from.get(target, len(t))
                         self.guarded_from[target] = min(start, equals)
@@ -431,18 +458,27 @@ class _TensorUse(_PointerUse):
         """Where the tensor's strides are read (`g.stride(0)`, `g.strides()`), and every use
         of a name computed from them (`const auto s0 = g.stride(0);`, `off = i * s0`)."""
         t = self.t
-        found: set[int] = set()
-        pending: list[int] = []
+        seeds: list[int] = []
+        original: list[int] = []
         for alias in self.plain:
             for index in t.occurrences(alias):
                 member = _member(t, index)
                 if member is not None and member[0] in _STRIDES:
-                    found.add(index)
-                    pending.append(index)
+                    seeds.append(index)
+                    if index < self.guarded_from.get(alias, len(t)):
+                        original.append(index)
                     if self._in_check(index):  # `TORCH_CHECK(g.stride(-1) == 1)`
                         self.found.note("checked", t.start[index])
                     else:
                         self.stride_reads.append(index)
+        self.stride_at = self._spread(seeds)
+        self.original_stride_at = self._spread(original)
+
+    def _spread(self, seeds: list[int]) -> list[int]:
+        """The seeds, and every use of a name computed from them (`off = i * s0`), sorted."""
+        t = self.t
+        found = set(seeds)
+        pending = list(seeds)
         names: set[str] = set()
         while pending and len(names) < _MAX_ALIASES:
             assigned = t.assigned(pending.pop())
@@ -453,7 +489,7 @@ class _TensorUse(_PointerUse):
                 if index not in found:
                     found.add(index)
                     pending.append(index)
-        self.stride_at = sorted(found)
+        return sorted(found)
 
     def _branches(self) -> None:
         """`if (g.is_contiguous()) {...}` (or the `else` of `if (!g.is_contiguous())`): what
@@ -599,6 +635,12 @@ def _member(t: Tokens, index: int) -> tuple[str, int, int] | None:
     if t.at(at) == "(" and t.match[at] > at:
         return t.text[method_at], t.match[at], method_at
     return t.text[method_at], -1, method_at
+
+
+def _first_of_row(t: Tokens, last_index: tuple[int, int]) -> bool:
+    """Whether an accessor's last subscript (the token range) is the literal 0."""
+    first, last = last_index
+    return first == last and t.at(first) == "0"
 
 
 def _statement(t: Tokens, first: int) -> tuple[int, int] | None:

@@ -120,12 +120,23 @@ class NativeIndex:
             if binding.kind == "pybind"
             and (last is None or binding.module in ("TORCH_EXTENSION_NAME", last))
         ]
+        within = self.extension_sources(module) if module else frozenset()
         if last is not None and len({path for _, path in candidates}) > 1:
-            # Several extensions bind this name: the build names a TORCH_EXTENSION_NAME module
-            # after its sources, so a file named like the module is the one meant.
+            # Several extensions bind this name: the build names the sources of each
+            # (`CUDAExtension(name=..., sources=[...])`), else a TORCH_EXTENSION_NAME module is
+            # named after its sources, so a file named like the module is the one meant.
+            built = [(b, p) for b, p in candidates if os.path.basename(p) in within]
             named = [(b, p) for b, p in candidates if last in _stems(p)]
-            candidates = named or candidates
-        return self._worst(candidates, position, keyword)
+            candidates = built or named or candidates
+        return self._worst(candidates, position, keyword, within)
+
+    def extension_sources(self, module: str) -> frozenset[str]:
+        """The file names of the sources the build declares for extension `module` (empty
+        when it declares none)."""
+        declared = declared_sources(self.root) if self.root else {}
+        return declared.get(
+            module.lstrip("."), declared.get(module.rsplit(".", 1)[-1], frozenset())
+        )
 
     def arities(self, module: str | None, name: str) -> set[int]:
         """How many parameters the C++ functions bound as `module.name` take (every overload;
@@ -152,7 +163,11 @@ class NativeIndex:
         return self._worst(candidates, position, None)
 
     def _worst(
-        self, candidates: list[tuple[Binding, str]], position: int | None, keyword: str | None
+        self,
+        candidates: list[tuple[Binding, str]],
+        position: int | None,
+        keyword: str | None,
+        within: frozenset[str] = frozenset(),
     ) -> Evidence | None:
         if not candidates:
             return None
@@ -162,7 +177,9 @@ class NativeIndex:
             if not binding.target:  # a lambda or a schema only: the text does not say
                 found.append(Evidence(UNKNOWN, where, (binding.name,), may_write=where))
                 continue
-            found.append(self._read(binding.target, position, keyword, 0, frozenset(), where, path))
+            found.append(
+                self._read(binding.target, position, keyword, 0, frozenset(), where, path, within)
+            )
         return merge(found)
 
     def _read(
@@ -174,18 +191,21 @@ class NativeIndex:
         seen: frozenset[str],
         passed: str,
         bound_in: str = "",
+        within: frozenset[str] = frozenset(),
     ) -> Evidence:
         """The worst evidence over every definition of `function` (overloads, CPU and CUDA);
         `passed`: where the tensor is handed to it. A function the binding's own file
         (`bound_in`) defines is the one bound: another extension's function of the same name
-        (`foo_cpu.cpp` and `foo_cuda.cu` each binding their own `foo`) is not it."""
+        (`foo_cpu.cpp` and `foo_cuda.cu` each binding their own `foo`) is not it. Nor is one
+        outside the sources the build declares for the extension (`within`, file names)."""
         definitions = self.functions(function)
         own = [(d, p) for d, p in definitions if p == bound_in]
-        definitions = own or definitions
+        built = [(d, p) for d, p in definitions if os.path.basename(p) in within]
+        definitions = own or built or definitions
         if not definitions or depth > _FOLLOW or function in seen:
             return Evidence(UNKNOWN, "", (function,), may_write=passed)
         results = [
-            self._read_one(definition, path, position, keyword, depth, seen | {function})
+            self._read_one(definition, path, position, keyword, depth, seen | {function}, within)
             for definition, path in definitions
         ]
         usable = [r for r in results if r is not None]
@@ -201,6 +221,7 @@ class NativeIndex:
         keyword: str | None,
         depth: int,
         seen: frozenset[str],
+        within: frozenset[str] = frozenset(),
     ) -> Evidence | None:
         if keyword is not None:
             if keyword not in definition.params:
@@ -217,14 +238,14 @@ class NativeIndex:
         writes = self._where(path, written) if written else ""
         here = self._where(path, definition.line)
         onward = [
-            self._read(callee, at, None, depth + 1, seen, here)
+            self._read(callee, at, None, depth + 1, seen, here, within=within)
             for index, callee, at in definition.calls
             if index == position
         ]
         # A contiguous copy handed on: its reads say nothing, but a write into it reaches the
         # tensor whenever the tensor was contiguous already.
         copies = [
-            self._read(callee, at, None, depth + 1, seen, self._where(path, at_line))
+            self._read(callee, at, None, depth + 1, seen, self._where(path, at_line), within=within)
             for index, callee, at, at_line, kind in definition.handed
             if index == position and kind == "guarded"
         ]
@@ -406,12 +427,65 @@ def forget() -> None:
     index_for.cache_clear()
     stamp_for.cache_clear()
     _native_files.cache_clear()
+    declared_sources.cache_clear()
 
 
 _DECLARED = re.compile(
     r"""\b(?:CUDAExtension|CppExtension|Extension|Pybind11Extension|SYCLExtension|load|load_inline)"""
     r"""\s*\(\s*(?:name\s*=\s*)?["']([\w.]+)["']"""
 )
+
+
+_EXTENSION_CALL = re.compile(
+    r"""\b(?:CUDAExtension|CppExtension|Extension|Pybind11Extension|SYCLExtension|load)\s*\("""
+)
+_NAME_ARGUMENT = re.compile(r"""^\s*(?:name\s*=\s*)?["']([\w.]+)["']""")
+_LITERAL = re.compile(r"""["']([^"'\n]+)["']""")
+
+
+@functools.lru_cache(maxsize=8)
+def declared_sources(root: str) -> dict[str, frozenset[str]]:
+    """For each extension the build at `root` declares with its sources listed as literals
+    (`CUDAExtension(name="pkg._C", sources=["csrc/a.cpp", ...])`): the file names of those
+    sources, under the module's full and last name."""
+    found: dict[str, frozenset[str]] = {}
+    for name in ("setup.py",):
+        try:
+            with open(os.path.join(root, name), encoding="utf-8", errors="replace") as handle:
+                text = handle.read(2_000_000)
+        except OSError:
+            continue
+        for match in _EXTENSION_CALL.finditer(text):
+            inside = _call_text(text, match.end())
+            named = _NAME_ARGUMENT.match(inside)
+            if named is None:
+                continue
+            files = frozenset(
+                os.path.basename(literal)
+                for literal in _LITERAL.findall(inside)
+                if literal.endswith(SUFFIXES)
+            )
+            if files:
+                module = named.group(1)
+                found[module] = found.get(module, frozenset()) | files
+                last = module.rsplit(".", 1)[-1]
+                found[last] = found.get(last, frozenset()) | files
+    return found
+
+
+def _call_text(text: str, start: int) -> str:
+    """The text of a call's arguments, from just after its `(` to its matching `)`
+    (brackets inside string literals are rare in a build file, and only end it early)."""
+    depth = 1
+    for at in range(start, min(len(text), start + 20_000)):
+        char = text[at]
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth == 0:
+                return text[start:at]
+    return text[start : start + 20_000]
 
 
 _ALIASED = re.compile(

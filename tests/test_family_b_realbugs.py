@@ -1,0 +1,457 @@
+"""Family B on the shapes the real-bug batches (benchmarks/realbugs/) missed: bad code, the
+finding, the fixed code.
+
+Each case is the smallest form of a labelled bug site: a Triton kernel that `tl.store`s into
+the incoming gradient (unsloth's RoPE and RMS-norm backward, Megatron's MLA rotary backward).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from autogradlint import lint_source
+from autogradlint.config import Config
+from autogradlint.native.index import forget
+from autogradlint.native.scan import GUARDED, RAW, STRIDED, Source
+from autogradlint.runner import discover, lint_paths
+
+
+def _b(code: str) -> list[tuple[str, int]]:
+    """(rule, line) of every family-B finding."""
+    return sorted(
+        (f.rule_id, f.line) for f in lint_source(code).findings if f.rule_id.startswith("AGL2")
+    )
+
+
+def _launching(kernel: str, cls: str, backward: str) -> str:
+    """A `@triton.jit` kernel and a Function whose backward launches it: the shape of the
+    Triton sites below."""
+    return (
+        "import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+        f"{kernel}\n\nclass {cls}(torch.autograd.Function):\n    @staticmethod\n"
+        "    def forward(ctx, x):\n        return x * 2\n\n    @staticmethod\n"
+        f"{backward}"
+    )
+
+
+# unsloth/kernels/rope_embedding.py (b02-unsloth-1): the kernel rotates the gradient in place
+# and backward returns it; autograd shares that buffer with every other consumer (B2.1).
+ROPE = _launching(
+    """\
+def _rope(Q, Q_row_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    q = tl.load(Q + row * Q_row_stride + cols, mask=cols < n_cols)
+    tl.store(Q + row * Q_row_stride + cols, q * 2, mask=cols < n_cols)
+""",
+    "Rope",
+    """\
+    def backward(ctx, dY):
+        n_rows, n_cols = dY.shape
+        {guard}
+        _rope[(n_rows,)](dY, dY.stride(0), n_cols, BLOCK=1024)
+        return dY
+""",
+)
+
+
+def test_agl202_a_triton_kernel_that_stores_into_the_gradient() -> None:
+    bad = ROPE.format(guard="dY = dY.reshape(n_rows, n_cols)")
+    assert _b(bad) == [("AGL202", 23)]
+    fixed = ROPE.format(guard="dY = dY.clone(memory_format=torch.contiguous_format)")
+    assert _b(fixed) == []
+
+
+def test_agl202_a_triton_kernel_store_through_a_keyword_argument() -> None:
+    bad = ROPE.format(guard="pass").replace(
+        "](dY, dY.stride(0), n_cols,", "](Q=dY, Q_row_stride=dY.stride(0), n_cols=n_cols,"
+    )
+    assert _b(bad) == [("AGL202", 23)]
+
+
+def test_agl202_a_gradient_that_is_copied_only_on_one_branch() -> None:
+    # unsloth: `dQ.clone() if not dQ.is_contiguous else dQ` (the bound method is always true,
+    # so it is always dQ itself): a copy on one branch guards nothing.
+    bad = ROPE.format(guard="dY = dY.clone() if not dY.is_contiguous else dY")
+    assert _b(bad) == [("AGL202", 23)]
+    fixed = ROPE.format(guard="dY = dY.clone() if dY.is_contiguous() else dY.clone()")
+    assert _b(fixed) == []
+    # FIX-B1's own form passes a None gradient on as it came: that branch holds no tensor
+    fixed = ROPE.format(guard="dY = dY if dY is None else dY.clone()")
+    assert _b(fixed) == []
+
+
+# unsloth/kernels/rms_layernorm.py (c02-unsloth-1): `dX = dY` names the gradient again, and the
+# kernel stores the input gradient through dX, over the incoming gradient.
+RMS = _launching(
+    """\
+def _rms_backward(dY, dY_row_stride, dX, dX_row_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    dy = tl.load(dY + row * dY_row_stride + cols, mask=cols < n_cols)
+    tl.store(dX + row * dX_row_stride + cols, dy * 2, mask=cols < n_cols)
+""",
+    "RMS",
+    """\
+    def backward(ctx, dY):
+        n_rows, n_cols = dY.shape
+        dX = {out}
+        _rms_backward[(n_rows,)](dY, dY.stride(0), dX, dX.stride(0), n_cols, BLOCK=1024)
+        return dX
+""",
+)
+
+
+def test_agl202_the_kernel_output_is_the_gradient_itself() -> None:
+    assert _b(RMS.format(out="dY")) == [("AGL202", 23)]
+    assert _b(RMS.format(out="torch.empty_like(dY)")) == []
+
+
+def test_agl202_a_helper_launches_the_kernel_that_stores_into_the_gradient() -> None:
+    # the launch one call deeper, in a function of the file (unsloth's `_rope_embedding`
+    # wrappers), still writes into the buffer backward was handed
+    helper = ROPE.replace(
+        "class Rope(",
+        "def rotate(t):\n"
+        "    _rope[(t.shape[0],)](t, t.stride(0), t.shape[1], BLOCK=1024)\n"
+        "    return t\n\n\nclass Rope(",
+    ).replace(
+        "        _rope[(n_rows,)](dY, dY.stride(0), n_cols, BLOCK=1024)\n",
+        "        dY = rotate(dY)\n",
+    )
+    assert _b(helper.format(guard="pass")) == [("AGL202", 28)]
+    fixed = helper.format(guard="dY = dY.clone(memory_format=torch.contiguous_format)")
+    assert _b(fixed) == []
+
+
+# --- the C++ reader, on small snippets of the missed sites ---------------------------------
+def _how(text: str, name: str) -> list[str]:
+    """How each definition of `name` reads each of its tensor parameters."""
+    return [how for f in Source("x.cpp", text).functions(name) for how, _ in f.reads]
+
+
+# detectron2 ROIAlign_backward_cpu (b01-detectron2-1): the kernel is handed a contiguous copy's
+# pointer, but indexes it with the ORIGINAL gradient's strides: a transposed or stride-0
+# gradient is read at the wrong places (the copy is dense, the strides are not).
+ROI = """\
+template <typename T>
+void RoiBackward(int n, const T* grad, T* out, int n_stride, int c_stride) {
+  for (int i = 0; i < n; i++) out[i] = grad[(i / 7) * n_stride + (i % 7) * c_stride];
+}
+
+at::Tensor roi_backward(const at::Tensor& grad, int n) {
+  auto out = at::zeros({n}, grad.options());
+  int n_stride = grad.stride(0);
+  int c_stride = grad.stride(1);
+  RoiBackward<float>(n, grad.contiguous().data_ptr<float>(), out.data_ptr<float>(),
+                     n_stride, c_stride);
+  return out;
+}
+"""
+
+
+def test_a_contiguous_copy_indexed_with_the_original_strides_is_a_raw_read() -> None:
+    assert _how(ROI, "roi_backward") == [RAW]
+    # the fix: the strides of what is read (or the tensor itself, read through its strides)
+    fixed = ROI.replace("grad.contiguous().data_ptr<float>()", "grad.data_ptr<float>()")
+    assert _how(fixed, "roi_backward") == [STRIDED]
+    # the copy's own strides are its layout: made contiguous first, then read
+    copied = (
+        ROI.replace(
+            "  int n_stride = grad.stride(0);\n",
+            "  auto g = grad.contiguous();\n  int n_stride = g.stride(0);\n",
+        )
+        .replace("grad.stride(1)", "g.stride(1)")
+        .replace("grad.contiguous().data_ptr", "g.data_ptr")
+    )
+    assert _how(copied, "roi_backward") == [GUARDED]
+
+
+# fast-transformers local_product_cpu.cpp (b01-fasttransformers-1): the accessor picks the row
+# through the strides, but `&ga[n][h][l][0]` then goes to a loop that walks E floats one after
+# another: the last dimension's stride is taken to be 1.
+ROWS = """\
+inline float dot(const float *A, const float *B, int D) {
+    float s = 0;
+    for (int i=0; i<D; i++) { s += (*A) * (*B); A++; B++; }
+    return s;
+}
+
+torch::Tensor local_backward(const torch::Tensor grad, torch::Tensor values) {
+    int N = grad.size(0);
+    int E = grad.size(1);
+    auto out = torch::zeros({N}, grad.options());
+    auto ga = grad.accessor<float, 2>();
+    auto va = values.accessor<float, 2>();
+    auto oa = out.accessor<float, 1>();
+    for (int n = 0; n < N; n++) {
+        oa[n] = dot(&ga[n][0], &va[n][0], E);
+    }
+    return out;
+}
+"""
+
+
+def test_the_address_of_an_accessor_row_walked_densely_is_a_raw_read() -> None:
+    assert _how(ROWS, "local_backward") == [RAW, RAW]
+    # element by element through the accessor: its strides, every dimension
+    fixed = ROWS.replace(
+        "oa[n] = dot(&ga[n][0], &va[n][0], E);",
+        "for (int e = 0; e < E; e++) oa[n] += ga[n][e] * va[n][e];",
+    )
+    assert _how(fixed, "local_backward") == [STRIDED, STRIDED]
+
+
+# causal-conv1d causal_conv1d.cpp (b01-causalconv1d-1): an optional gradient is unwrapped
+# with `.value()` and then read through its own strides.
+OPTIONAL = """\
+void bwd(const c10::optional<at::Tensor> &dfinal_states_, Params &params) {
+    if (dfinal_states_.has_value()) {
+        auto dfinal_states = dfinal_states_.value();
+        params.dfinal_states_ptr = dfinal_states.data_ptr();
+        params.dfinal_states_batch_stride = dfinal_states.stride(0);
+        params.dfinal_states_c_stride = dfinal_states.stride(1);
+    }
+}
+"""
+
+
+def test_an_optional_tensor_unwrapped_by_value_is_the_tensor() -> None:
+    assert _how(OPTIONAL, "bwd") == [STRIDED]
+    raw = OPTIONAL.replace(
+        "        params.dfinal_states_batch_stride = dfinal_states.stride(0);\n", ""
+    )
+    raw = raw.replace("        params.dfinal_states_c_stride = dfinal_states.stride(1);\n", "")
+    assert _how(raw, "bwd") != [STRIDED]
+
+
+# apex setup.py (a02-apex-1, after the fix): two extensions each bind `backward` -> `bwd` ->
+# `bwd_cuda`; one writes into the gradient, the other into a fresh tensor. The build names the
+# sources of each: the one the Python imports is judged by its own C++, not its neighbour's.
+APEX_SETUP = """\
+from setuptools import setup
+from torch.utils.cpp_extension import CUDAExtension
+setup(
+    name="apexlike",
+    ext_modules=[
+        CUDAExtension(
+            name="masked_softmax_cuda",
+            sources=["csrc/masked_softmax.cpp", "csrc/masked_softmax_cuda.cu"],
+        ),
+        CUDAExtension(
+            name="triang_softmax_cuda",
+            sources=["csrc/triang_softmax.cpp", "csrc/triang_softmax_cuda.cu"],
+        ),
+    ],
+)
+"""
+BINDING = """\
+#include <torch/extension.h>
+torch::Tensor bwd_cuda(torch::Tensor output_grads, float scale);
+torch::Tensor bwd(torch::Tensor output_grads, float scale) {
+  return bwd_cuda(output_grads, scale);
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("backward", &bwd);
+}
+"""
+IN_PLACE = """\
+torch::Tensor bwd_cuda(torch::Tensor output_grads_, float scale) {
+  auto output_grads = output_grads_.contiguous();
+  void* ptr = static_cast<void*>(output_grads.data_ptr());
+  softmax_backward(reinterpret_cast<float*>(ptr), scale, output_grads.numel());
+  return output_grads;
+}
+"""
+FRESH = """\
+torch::Tensor bwd_cuda(torch::Tensor output_grads_, float scale) {
+  auto output_grads = output_grads_.contiguous();
+  auto input_grads = torch::empty_like(output_grads);
+  softmax_backward_out(reinterpret_cast<float*>(input_grads.data_ptr()),
+                       reinterpret_cast<const float*>(output_grads.data_ptr()),
+                       scale, output_grads.numel());
+  return input_grads;
+}
+"""
+APEX_PY = """\
+import torch
+
+
+class MaskedSoftmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, output_grads):
+        import {module}
+
+        return {module}.backward(output_grads, 1.0)
+"""
+
+
+def _apex(tmp_path: Path, module: str) -> list[tuple[str, int]]:
+    root = tmp_path / module
+    (root / "csrc").mkdir(parents=True)
+    (root / "setup.py").write_text(APEX_SETUP)
+    for stem, kernel in (("masked_softmax", FRESH), ("triang_softmax", IN_PLACE)):
+        (root / "csrc" / f"{stem}.cpp").write_text(BINDING)
+        (root / "csrc" / f"{stem}_cuda.cu").write_text(kernel)
+    (root / "softmax.py").write_text(APEX_PY.format(module=module))
+    config = Config(root=root)
+    files = discover([str(root)], config, respect_gitignore=False).files
+    forget()
+    return sorted(
+        (f.rule_id, f.line)
+        for r in lint_paths(files, config, root=root)
+        for f in r.findings
+        if f.rule_id.startswith("AGL2")
+    )
+
+
+def test_an_extension_is_judged_by_the_sources_its_build_names(tmp_path: Path) -> None:
+    assert _apex(tmp_path, "triang_softmax_cuda") == [("AGL202", 13)]
+    assert _apex(tmp_path, "masked_softmax_cuda") == []
+
+
+# Megatron fused_mla_yarn_rope_apply.py (c01-megatron-1): the launch is given dk's own strides,
+# but backward asserts a unit last stride first; the stride-0 gradient of `out.sum()` fails it.
+KV = _launching(
+    """\
+def _kv_backward(dK, out, stride_row, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    dk = tl.load(dK + row * stride_row + cols, mask=cols < n_cols)
+    tl.store(out + row * n_cols + cols, dk * 2, mask=cols < n_cols)
+""",
+    "KV",
+    """\
+    def backward(ctx, dk):
+        {guard}
+        assert dk.stride(-1) == 1
+        out = dk.new_empty(dk.shape)
+        _kv_backward[(dk.shape[0],)](dk, out, dk.stride(0), dk.shape[1], BLOCK=1024)
+        return out
+""",
+)
+
+
+def test_agl201_warns_where_backward_asserts_the_gradient_layout_before_a_launch() -> None:
+    findings = [
+        f for f in lint_source(KV.format(guard="pass")).findings if f.rule_id.startswith("AGL2")
+    ]
+    assert [(f.rule_id, f.line, f.severity) for f in findings] == [("AGL201", 24, "warning")]
+    assert "assert" in findings[0].help
+    assert _b(KV.format(guard="dk = dk.contiguous()")) == []
+
+
+# Megatron fused_a2a.py (c03-megatron-2): `buffer = get_buffer(...)` returns DeepEP's compiled
+# communicator (`_buffer = Buffer(...)`), and backward hands it a raw incoming gradient.
+DEEPEP = """\
+import torch
+
+try:
+    from deep_ep import Buffer
+except ImportError:
+    Buffer = None
+
+_buffer = None
+
+
+def get_buffer(group):
+    global _buffer
+    if _buffer is None:
+        _buffer = Buffer(group)
+    return _buffer
+
+
+class Dispatch(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output, grad_probs):
+        buffer = get_buffer(ctx.group)
+        grad_x, _ = buffer.combine(grad_output.contiguous(), weights={probs})
+        return grad_x
+"""
+
+
+def test_agl201_a_method_of_what_a_file_function_makes_with_unreadable_code() -> None:
+    findings = [
+        f
+        for f in lint_source(DEEPEP.format(probs="grad_probs.float()")).findings
+        if f.rule_id.startswith("AGL2")
+    ]
+    assert [(f.rule_id, f.line, f.severity) for f in findings] == [("AGL201", 26, "warning")]
+    assert "`get_buffer()` returns, made by `deep_ep.Buffer`" in findings[0].help
+    assert _b(DEEPEP.format(probs="grad_probs.float().contiguous()")) == []
+    # what a function of the file makes from a class of its own is Python
+    own = DEEPEP.replace("    from deep_ep import Buffer\n", "    class Buffer:\n        pass\n")
+    assert _b(own.format(probs="grad_probs")) == []
+
+
+# tiny-cuda-nn modules.py (b01-tcnn-1): backward computes through another Function (so that it
+# has a double backward); that Function's forward scales the gradient and hands the product to
+# the native module it was given. The product is laid out like the gradient.
+TCNN = """\
+import torch
+
+
+class _backward_fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, ctx_fwd, doutput, x):
+        scaled_grad = doutput * ctx_fwd.loss_scale
+        return ctx_fwd.native_module.bwd(ctx_fwd.native_ctx, x, scaled_grad)
+
+    @staticmethod
+    def backward(ctx, dinput_grad):
+        return None, None, None
+
+
+class _module_fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, native_module, x):
+        ctx.native_module = native_module
+        ctx.save_for_backward(x)
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, doutput):
+        (x,) = ctx.saved_tensors
+        return None, _backward_fn.apply(ctx, {grad}, x)
+"""
+
+
+def test_agl201_a_gradient_handed_through_another_functions_apply() -> None:
+    findings = [
+        f for f in lint_source(TCNN.format(grad="doutput")).findings if f.rule_id == "AGL201"
+    ]
+    assert [(f.line, f.severity) for f in findings] == [(8, "warning")]
+    assert "`_backward_fn.apply` hands it to `_backward_fn.forward`" in findings[0].help
+    assert _b(TCNN.format(grad="doutput.contiguous()")) == []
+
+
+ARITHMETIC = """\
+import torch
+import fused_ext_not_installed
+
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return fused_ext_not_installed.bwd({grad})
+"""
+
+
+def test_agl201_an_elementwise_product_is_laid_out_like_the_gradient() -> None:
+    (finding,) = lint_source(ARITHMETIC.format(grad="g * 2.0")).findings
+    assert (finding.rule_id, finding.line) == ("AGL201", 12)
+    assert "Pass `(g * 2.0).contiguous()`" in finding.help
+    assert _b(ARITHMETIC.format(grad="g.contiguous() * 2.0")) == []
+    assert _b(ARITHMETIC.format(grad="g @ g.T")) == []  # a matrix product is made dense
