@@ -79,6 +79,9 @@ PREDICTS: dict[str, str] = {
 }
 
 
+TIMEOUT = "raise:timeout:"  # torch_side's alarm: the program ran past TIMEOUT_S
+
+
 @dataclass(frozen=True)
 class Generator:
     codes: frozenset[str]  # the rules whose verdicts this generator's programs hold to torch
@@ -116,7 +119,11 @@ class Disagreement:
 
 
 def judge(generator: str, harms: list[str], codes: list[str]) -> list[Disagreement]:
-    """The disagreements between torch's harms and the linter's findings (rule codes)."""
+    """The disagreements between torch's harms and the linter's findings (rule codes). A
+    program that ran past its time (`raise:timeout:`, a loaded machine) has no verdict: the
+    scenarios after the alarm never ran, so neither direction can be told."""
+    if any(h.startswith(TIMEOUT) for h in harms):
+        return []
     gen = GENERATORS[generator]
     scope = gen.scope()
     flagged = sorted({c for c in codes if c in PREDICTS})
