@@ -13,7 +13,7 @@ from ..analysis.names import dotted
 from .base import Check
 from .gates import function_gate
 from .reads import Reads
-from .tensor_evidence import gradient_evidence
+from .tensor_evidence import gradient_evidence, inherited_forwards
 
 
 class InputMutation(Check):
@@ -69,24 +69,14 @@ class InputMutation(Check):
                 seen.ctx_name,
                 contract.helpers(info.name),
             )
-        for info in contract.classes():
-            backward = info.methods.get("backward")
-            forward = contract.method(info, "forward")
-            if backward is None or "forward" in info.methods or forward is None:
-                continue
-            if not contract.is_foreign(forward):
-                continue
-            # `t[0] = v` / `t *= v` in a forward of another module: only this file's backward
-            # proves `t` a tensor (oracle K27)
-            seen = contract.forward_of(info, forward)
-            proven = gradient_evidence(contract, info, seen.flow) - seen.tensors
-            if not proven:
-                continue
+        # `t[0] = v` / `t *= v` in a forward of another module: only this file's backward
+        # proves `t` a tensor (oracle K27)
+        for info, backward, seen, proven in inherited_forwards(contract):
             self.ctx.enter(info.node)
             self._only, self._at = proven, backward
             try:
                 self._forward_inplace(
-                    info, forward, seen.flow, seen.names, seen.tensors, seen.ctx_name, {}
+                    info, seen.flow.function, seen.flow, seen.names, seen.tensors, seen.ctx_name, {}
                 )
             finally:
                 self._only = self._at = None

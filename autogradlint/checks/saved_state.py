@@ -29,7 +29,7 @@ from .base import Check
 from .common import source_of, statement_in_block
 from .gates import function_gate
 from .reads import Reads
-from .tensor_evidence import gradient_evidence
+from .tensor_evidence import gradient_evidence, inherited_forwards
 
 
 class SavedState(Check):
@@ -49,24 +49,15 @@ class SavedState(Check):
         for info, seen in contract.forwards():
             self.ctx.enter(info.node)
             self._kept_by(info, seen)
-        for info in contract.classes():
-            backward = info.methods.get("backward")
-            forward = contract.method(info, "forward")
-            if backward is None or "forward" in info.methods or forward is None:
-                continue
-            if not contract.is_foreign(forward):
-                continue  # this file's: checked with the class that defines it
-            # forward (or setup_context) of another module keeps what this backward reads:
-            # only this file has the gradients that prove an input a tensor (oracle K17)
+        # forward (or setup_context) of another module keeps what this backward reads: only
+        # this file has the gradients that prove an input a tensor (oracle K17)
+        for info, backward, seen, proven in inherited_forwards(contract):
             self.ctx.enter(info.node)
-            seen = contract.forward_of(info, forward)
-            proven = gradient_evidence(contract, info, seen.flow) - seen.tensors
-            if proven:
-                self._read_in, self._only = backward, proven
-                try:
-                    self._kept_by(info, seen)
-                finally:
-                    self._read_in = self._only = None
+            self._read_in, self._only = backward, proven
+            try:
+                self._kept_by(info, seen)
+            finally:
+                self._read_in = self._only = None
         for op in self.ctx.facts.custom_ops:
             if op.setup_context is None or op.schema is None:
                 continue
