@@ -43,6 +43,10 @@ class Signature(NamedTuple):
     total: int
     star: bool  # forward takes *args
     setup_context: bool  # the setup_context style: forward has no ctx parameter
+    # the positional parameters' names, and whether it takes **kwargs: which keywords `apply`
+    # can bind (AGL410 on `Fn.apply(x, scale=3.0)` for a Function of another file)
+    names: tuple[str, ...] = ()
+    kwargs: bool = False
 
 
 @dataclass(frozen=True)
@@ -239,6 +243,8 @@ def _from_forward_header(text: str, start: int, end: int) -> list[tuple[str, Sig
         len(found_parameters.names),
         found_parameters.star,
         found_parameters.setup_context,
+        found_parameters.names,
+        found_parameters.kwargs,
     )
     return [(named.group(1), signature)]
 
@@ -247,7 +253,9 @@ def _forward_signature(node: ast.ClassDef) -> Signature | None:
     found = forward_parameters(node)
     if found is None:
         return None
-    return Signature(found.required, len(found.names), found.star, found.setup_context)
+    return Signature(
+        found.required, len(found.names), found.star, found.setup_context, found.names, found.kwargs
+    )
 
 
 # --- the index -------------------------------------------------------------------------------

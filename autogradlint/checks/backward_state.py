@@ -55,11 +55,26 @@ class BackwardState(Check):
     reads = Reads(functions=True, custom_ops=True)
 
     _collectives: GradientCollectives | None = None
+    # A backward of another module held to this file's forward: AGL409 is reported once, at
+    # that forward (the write has no place here), as AGL401 reports a count that no longer fits.
+    _at: cst.FunctionDef | None = None
 
     def run(self) -> None:
-        for info in self.ctx.contract().classes():
+        contract = self.ctx.contract()
+        for info in contract.backward_classes():
             backward = info.methods.get("backward")
             if backward is None:
+                forward = info.methods.get("forward")
+                inherited = contract.method(info, "backward") if forward is not None else None
+                if forward is not None and inherited is not None and contract.is_foreign(inherited):
+                    # forward here, backward in a base of another module: only this file knows
+                    # what was saved (oracle K39)
+                    self.ctx.enter(info.node)
+                    self._at = forward
+                    try:
+                        self._backward_saved_inplace(info, inherited)
+                    finally:
+                        self._at = None
                 continue
             self.ctx.enter(info.node)
             self._backward_inplace(info.name, backward)
@@ -199,7 +214,8 @@ class BackwardState(Check):
     ) -> None:
         """A saved tensor (or one kept on ctx) handed to a module-level function or a static
         method that writes it in place, one or two calls deep: reported at the call."""
-        for site, effects, bound in helper_calls(self.ctx.summaries, flow.calls):
+        home = self.ctx.contract().foreign_paths.get(id(flow.function))  # helpers of its file
+        for site, effects, bound in helper_calls(self.ctx.summaries, flow.calls, home):
             for slot, value in bound:
                 if slot in effects.writes:
                     where = _Write(site.node, site.order, slot in effects.method_writes)
@@ -227,8 +243,7 @@ class BackwardState(Check):
                 return
             reported.add(index)
             detail, caller_holds = _described(saved[index])
-            self.report(
-                "AGL409",
+            self._report_saved(
                 where.node,
                 cls=info.name,
                 name=name,
@@ -246,8 +261,7 @@ class BackwardState(Check):
             and not _assigned_in(flow, ctx_name, attribute, where.order)
         ):
             reported.add(attribute)
-            self.report(
-                "AGL409",
+            self._report_saved(
                 where.node,
                 cls=info.name,
                 name=f"{ctx_name}.{attribute}",
@@ -303,8 +317,7 @@ class BackwardState(Check):
                 reported.add(index)
                 detail, caller_holds = _described(saved[index])
                 kernel = reach.callee.lstrip(".")
-                self.report(
-                    "AGL409",
+                self._report_saved(
                     call.args[position].value,
                     cls=info.name,
                     name=name,
@@ -312,6 +325,32 @@ class BackwardState(Check):
                     consequence=_KERNEL_CALLER_HOLDS if caller_holds else _KERNEL_SECOND_BACKWARD,
                     severity=None if caller_holds else "warning",
                 )
+
+    def _report_saved(
+        self,
+        node: cst.CSTNode,
+        *,
+        cls: str,
+        name: str,
+        detail: str,
+        consequence: str,
+        severity: str | None,
+    ) -> None:
+        """AGL409 at the write; or, for a backward of another module, at this file's forward
+        (once: the first write found)."""
+        at = self._at
+        anchor = None if at is None else at.name
+        self._at = None  # at the forward: one finding per forward
+        self.report(
+            "AGL409",
+            node if at is None else at,
+            anchor=anchor,
+            severity=severity,
+            cls=cls,
+            name=name,
+            detail=detail,
+            consequence=consequence,
+        )
 
     def _saved_from_forward(self, forward: cst.FunctionDef) -> dict[int, _Saved]:
         """Slot -> (what forward's one `save_for_backward` call saved there, whether the

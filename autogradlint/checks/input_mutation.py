@@ -17,7 +17,7 @@ from .base import Check
 from .gates import function_gate
 from .gradient_collectives import GradientCollectives
 from .reads import Reads
-from .tensor_evidence import gradient_evidence
+from .tensor_evidence import gradient_evidence, inherited_forwards
 
 
 class InputMutation(Check):
@@ -29,6 +29,11 @@ class InputMutation(Check):
 
     _sites: ApplySites | None = None
     _collectives: GradientCollectives | None = None
+    # A forward of another module held to this file's backward: the inputs only its gradients
+    # prove to be tensors, and the backward AGL405 is then reported at (once: the write has
+    # no place here; the other file reports every write it has the evidence for).
+    _only: set[str] | None = None
+    _at: cst.FunctionDef | None = None
 
     def _no_stale_history(
         self, info: ClassInfo, flow: MethodFlow, origin: str, node: cst.CSTNode
@@ -69,6 +74,27 @@ class InputMutation(Check):
                 seen.ctx_name,
                 contract.helpers(info.name),
             )
+        # `t[0] = v` / `t *= v` in a forward of another module: only this file's backward
+        # proves `t` a tensor (oracle K27)
+        for info, backward, seen, proven in inherited_forwards(contract):
+            self.ctx.enter(info.node)
+            self._only, self._at = proven, backward
+            try:
+                self._forward_inplace(
+                    info, seen.flow.function, seen.flow, seen.names, seen.tensors, seen.ctx_name, {}
+                )
+            finally:
+                self._only = self._at = None
+
+    def _report(self, node: cst.CSTNode, cls: str, origin: str, evidenced: bool) -> None:
+        """AGL405 at the write; for a forward of another module, once at this file's backward
+        and only for a write whose tensor evidence is the backward's (`evidenced`)."""
+        at = self._at
+        if at is None:
+            self.report("AGL405", node, cls=cls, name=origin)
+        elif evidenced and self._only is not None and origin in self._only:
+            self._at = None
+            self.report("AGL405", at, anchor=at.name, cls=cls, name=origin)
 
     def _forward_inplace(
         self,
@@ -117,7 +143,7 @@ class InputMutation(Check):
                     if self._no_stale_history(info, flow, origin, node):
                         continue
                     reported.add(origin)
-                    self.report("AGL405", found[1], cls=info.name, name=origin)
+                    self._report(found[1], info.name, origin, not isinstance(node, cst.Call))
         for site in flow.calls:  # helpers that mutate what forward hands them
             helper = contract.helper_of(site.node, helpers, info.name)
             if helper is None:
@@ -130,7 +156,7 @@ class InputMutation(Check):
                 )
                 if origin and origin not in dirty and origin not in reported:
                     reported.add(origin)
-                    self.report("AGL405", statement, cls=info.name, name=origin)
+                    self._report(statement, info.name, origin, False)
         # `dist.all_reduce(x)` on an input, or `_reduce(x)` reaching one (Megatron's
         # _ReduceFromModelParallelRegion): the collective writes the caller's tensor in place
         if self._collectives is None:
@@ -142,7 +168,7 @@ class InputMutation(Check):
             if self._no_stale_history(info, flow, origin, write.node):
                 continue
             reported.add(origin)
-            self.report("AGL405", write.node, cls=info.name, name=origin)
+            self._report(write.node, info.name, origin, False)
         self._kernel_writes(info, flow, inputs, tensors, helpers, dirty | reported)
         self._project_helper_writes(info, flow, inputs, tensors, helpers, dirty | reported)
 
@@ -227,7 +253,7 @@ class InputMutation(Check):
                 if self._no_stale_history(info, flow, origin, call):
                     continue
                 done.add(origin)
-                self.report("AGL405", arg.value, cls=info.name, name=origin)
+                self._report(arg.value, info.name, origin, False)
 
     def _project_helper_writes(
         self,
@@ -242,7 +268,8 @@ class InputMutation(Check):
         project file) that writes it in place, one or two calls deep: reported at the call."""
         contract = self.ctx.contract()
         tensors = tensors | gradient_evidence(contract, info, flow)
-        for site, effects, bound in helper_calls(self.ctx.summaries, flow.calls):
+        home = contract.foreign_paths.get(id(flow.function))  # helpers of its own file
+        for site, effects, bound in helper_calls(self.ctx.summaries, flow.calls, home):
             for slot, value in bound:
                 if slot not in effects.writes:
                     continue
@@ -253,7 +280,7 @@ class InputMutation(Check):
                 if slot not in effects.method_writes and origin not in tensors:
                     continue
                 done.add(origin)
-                self.report("AGL405", site.node, cls=info.name, name=origin)
+                self._report(site.node, info.name, origin, slot not in effects.method_writes)
 
 
 def _returned(flow: MethodFlow, name: str, call: cst.Call) -> bool:

@@ -25,6 +25,7 @@ from ..text.bindings import Bindings
 from ..text.functions import FUNCTION_ALIAS
 from ..text.hierarchy import function_like
 from ..text.marks import (
+    alias_offsets,
     direct_call_offsets,
     holds_graph_call,
     instance_call_offsets,
@@ -215,6 +216,8 @@ def kept_ranges(
     calls = direct_call_offsets(text, names, tails) if tails else []
     if "()(" in reads.call_tails:  # the legacy `Fn(k)(x)`, `f = Fn(k); f(x)`
         calls += instance_call_offsets(text, names)
+    if tails:
+        calls += alias_offsets(text, names)  # and through a name bound to `Fn.apply`
     custom_ops: set[int] = set()
     if reads.custom_ops and "register_autograd" in text:
         custom_ops = _custom_op_chunks(text, starts)

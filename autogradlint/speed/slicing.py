@@ -25,7 +25,12 @@ from ..text.ast_walk import walk as walk_ast
 from ..text.bindings import Binding, Bindings
 from ..text.functions import forward_parameters, may_name_function
 from ..text.hierarchy import function_like
-from ..text.marks import direct_call_offsets, holds_graph_call, instance_call_offsets
+from ..text.marks import (
+    alias_offsets,
+    direct_call_offsets,
+    holds_graph_call,
+    instance_call_offsets,
+)
 from ..text.statements import blank_outside, chunk_starts
 from .op_definitions import op_definition_spans
 from .preselect import kept_ranges, triton_kernels
@@ -394,6 +399,9 @@ def _direct_call_lines(
     offsets = direct_call_offsets(text, function_like, reads.call_tails) if reads.call_tails else []
     if "()(" in reads.call_tails:  # the legacy `Fn(k)(x)`, `f = Fn(k); f(x)`
         offsets += instance_call_offsets(text, function_like)
+    if reads.call_tails or reads.apply_arity:
+        # `op = Fn.apply` / `f = Fn.forward` and every call through the name
+        offsets += alias_offsets(text, function_like)
     lines = {text.count("\n", 0, offset) + 1 for offset in offsets}
     if lines and "is_grad_enabled" in text:
         # `if torch.is_grad_enabled(): return Fn.apply(x)` before `Fn.forward(None, x)`: the

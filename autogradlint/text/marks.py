@@ -1,5 +1,6 @@
 """Text-level marks of code a check reads, found at memory speed: direct calls on a Function
-class (`Fn.forward(`, `Fn()(`, `Fn.apply(`, `Fn(k)(`) and the calls that build a graph in a helper."""
+class (`Fn.forward(`, `Fn()(`, `Fn.apply(`, `Fn(k)(`, and through a name bound to one) and the
+calls that build a graph in a helper."""
 
 from __future__ import annotations
 
@@ -92,6 +93,56 @@ def _later_uses(text: str, name: str, start: int) -> list[int]:
             found.append(at)
         at = text.find(name, end)
     return found
+
+
+def alias_offsets(text: str, function_like: set[str]) -> list[int]:
+    """Where a name is bound to a Function's `apply` or `forward` (`op = Fn.apply`, `f =
+    Fn.forward`), and where such a name is called (`op(`): AGL407 and AGL410 read the calls
+    through it as they read `Fn.apply(` and `Fn.forward(`."""
+    if not function_like:
+        return []
+    bound: dict[str, int] = {}
+    for tail in (".apply", ".forward"):
+        at = text.find(tail)
+        while at != -1:
+            after = text[at + len(tail) : at + len(tail) + 1]
+            name_end = at
+            head = at
+            while head > 0 and word_char(text[head - 1]):
+                head -= 1
+            if not word_char(after) and after not in "(." and text[head:name_end] in function_like:
+                target = _bound_name(text, head)
+                if target is not None:
+                    bound.setdefault(target[0], target[1])
+            at = text.find(tail, at + 1)
+    if not bound:
+        return []
+    out = list(bound.values())
+    for name in bound:
+        at = text.find(name + "(")
+        while at != -1:
+            if at == 0 or not (word_char(text[at - 1]) or text[at - 1] == "."):
+                out.append(at)
+            at = text.find(name + "(", at + 1)
+    return sorted(out)
+
+
+def _bound_name(text: str, value: int) -> tuple[str, int] | None:
+    """(name, offset) of `name = ` right before `value` on its line, if the text has that."""
+    at = value
+    while at > 0 and text[at - 1] in " \t":
+        at -= 1
+    if at == 0 or text[at - 1] != "=" or (at > 1 and text[at - 2] in "=!<>+-*/%&|^@:"):
+        return None
+    at -= 1
+    while at > 0 and text[at - 1] in " \t":
+        at -= 1
+    end = at
+    while at > 0 and word_char(text[at - 1]):
+        at -= 1
+    if at == end or (at > 0 and text[at - 1] not in " \t\n"):
+        return None
+    return text[at:end], at
 
 
 def holds_graph_call(text: str) -> bool:

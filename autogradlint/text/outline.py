@@ -61,7 +61,8 @@ def class_declarations(data: bytes, autograd: bool | None = None) -> list[ClassD
 
 
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-_CALLS = (b".forward(", b"()(", b".apply(")  # `X.forward(`, `X()(` and `X.apply(`
+# `X.forward(`, `X()(` and `X.apply(`, and `op = X.apply` (a name bound to one, then called)
+_CALLS = (b".forward", b"()(", b".apply")
 _IMPORT_ALIAS = re.compile(rb"(\w+)\s+as\s+(\w+)")
 
 
