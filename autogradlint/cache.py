@@ -37,9 +37,9 @@ from .text.outline import Outline
 from .version import __version__
 from .view import Details, Signature
 
-FORMAT = 8  # 2: keyed by ctime and inode too; 3: dotted bases; 4: imports in the outline; 5: help;
+FORMAT = 9  # 2: keyed by ctime and inode too; 3: dotted bases; 4: imports in the outline; 5: help;
 # 6: `X.apply(` callees in the outline; 7: the C/C++ stamp of results that read it; 8: sealed
-# with the per-user secret, named by it, and without fix edits
+# with the per-user secret, named by it, and without fix edits; 9: forward's parameter names
 DIR_NAME = ".autogradlint_cache"
 
 
@@ -189,7 +189,17 @@ def _details_from_json(raw: Any) -> Details:
         None
         if signatures is None
         else tuple(
-            (str(n), Signature(int(sig[0]), int(sig[1]), bool(sig[2]), bool(sig[3])))
+            (
+                str(n),
+                Signature(
+                    int(sig[0]),
+                    int(sig[1]),
+                    bool(sig[2]),
+                    bool(sig[3]),
+                    tuple(str(name) for name in sig[4]),
+                    bool(sig[5]),
+                ),
+            )
             for n, sig in signatures
         ),
     )

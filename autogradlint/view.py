@@ -43,6 +43,10 @@ class Signature(NamedTuple):
     total: int
     star: bool  # forward takes *args
     setup_context: bool  # the setup_context style: forward has no ctx parameter
+    # the positional parameters' names, and whether it takes **kwargs: which keywords `apply`
+    # can bind (AGL410 on `Fn.apply(x, scale=3.0)` for a Function of another file)
+    names: tuple[str, ...] = ()
+    kwargs: bool = False
 
 
 @dataclass(frozen=True)
@@ -239,6 +243,8 @@ def _from_forward_header(text: str, start: int, end: int) -> list[tuple[str, Sig
         len(found_parameters.names),
         found_parameters.star,
         found_parameters.setup_context,
+        found_parameters.names,
+        found_parameters.kwargs,
     )
     return [(named.group(1), signature)]
 
@@ -247,7 +253,9 @@ def _forward_signature(node: ast.ClassDef) -> Signature | None:
     found = forward_parameters(node)
     if found is None:
         return None
-    return Signature(found.required, len(found.names), found.star, found.setup_context)
+    return Signature(
+        found.required, len(found.names), found.star, found.setup_context, found.names, found.kwargs
+    )
 
 
 # --- the index -------------------------------------------------------------------------------
@@ -684,8 +692,14 @@ def _absolute(base: str, name: str, record: Record) -> str:
     module = base[level:]
     if level == 0:
         return f"{module}.{name}" if module else name
-    package = record.names[0] if record.names else ""
-    if not record.path.endswith("__init__.py"):
+    # A relative import runs only inside a package `level` deep: the first name the file has
+    # that deep (a namespace package, without `__init__.py`, is named from the root only).
+    own = 0 if record.path.endswith("__init__.py") else 1
+    package = next(
+        (n for n in record.names if n.count(".") + 1 - own >= level),
+        record.names[0] if record.names else "",
+    )
+    if own:
         package = package.rpartition(".")[0]
     for _ in range(level - 1):
         package = package.rpartition(".")[0]

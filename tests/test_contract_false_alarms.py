@@ -758,3 +758,112 @@ class Layer(torch.autograd.Function):
 def test_a_slice_of_a_vararg_split_into_parts_is_not_a_tensor() -> None:
     # theseus TheseusLayerDLMForward: `input_keys = inputs[:n]` kept on ctx (labelled ok)
     assert _found(SPLIT_VARARG, "AGL403") == [("AGL403", 11)]
+
+
+# --- AGL407: a Function instantiated with arguments and called (semantics D7.3) ---------------
+
+LEGACY_INSTANCES = """\
+import torch
+
+
+class Scale(torch.autograd.Function):
+    def __init__(self, k):
+        self.k = k
+
+    def forward(self, x):
+        return x * self.k
+
+    def backward(self, g):
+        return g * self.k
+
+
+def direct(x):
+    return Scale(3.0)(x)  # found: calling any Function instance raises
+
+
+def held(x):
+    fn = Scale(3.0)
+    return fn(x)  # found: the same instance, held first
+
+
+def rebound(x, other):
+    fn = Scale(3.0)
+    fn = other
+    return fn(x)  # `fn` may be anything here
+
+
+class Plain:
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, x):
+        return x * self.k
+
+
+def not_a_function(x):
+    return Plain(3.0)(x)
+"""
+
+
+def test_a_function_instantiated_with_arguments_and_called_is_found() -> None:
+    # torch 2.13: `Scale(3.0)(x)` raises "Legacy autograd function with non-static forward
+    # method is deprecated", exactly as `Scale()(x)` does
+    assert _found(LEGACY_INSTANCES, "AGL407") == [("AGL407", 16), ("AGL407", 21)]
+
+
+def test_the_legacy_call_gets_no_rewrite_that_drops_the_constructor_arguments() -> None:
+    result = lint_source(LEGACY_INSTANCES, "example.py", settings=Settings())
+    direct = [f for f in result.findings if f.rule_id == "AGL407"]
+    assert direct and all(f.fixable is None for f in direct)
+
+
+# --- AGL409: indexing a saved tensor with a tensor copies (semantics D5.4) --------------------
+
+SAVED_INDEXED = """\
+import torch
+
+
+class Mean(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, row, rowcount, value):
+        ctx.save_for_backward(row, rowcount)
+        return value * 2
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        row, rowcount = ctx.saved_tensors
+        count = rowcount[row].clamp_(min=1)  # advanced indexing: a copy of the saved tensor
+        first = rowcount[0]
+        first.zero_()  # basic indexing: a view, the caller's `rowcount` changes (found)
+        return None, None, grad_out * count.pow_(-1)
+"""
+
+
+def test_a_write_into_a_saved_tensor_indexed_by_a_saved_tensor_is_private() -> None:
+    # torch_sparse SPMM.backward: `rowcount[row].to(dtype).clamp_(min=1)` leaves rowcount alone
+    assert _found(SAVED_INDEXED, "AGL409") == [("AGL409", 15)]
+
+
+SAVED_SETITEM = """\
+import torch
+
+
+class VocabCrossEntropy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, logits, target):
+        softmax = torch.softmax(logits, dim=-1)
+        ctx.save_for_backward(softmax, target)
+        return softmax.sum()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        softmax, target = ctx.saved_tensors
+        rows = torch.arange(softmax.size(0))
+        softmax[rows, target] -= 1.0  # written through an advanced index: softmax changes
+        return softmax * grad_output, None
+"""
+
+
+def test_a_write_through_an_advanced_index_still_writes_the_saved_tensor() -> None:
+    # Megatron's vocab-parallel cross entropy: `grad_2d[arange_1d, target] -= ...` (D9.3)
+    assert _found(SAVED_SETITEM, "AGL409") == [("AGL409", 15)]

@@ -542,3 +542,163 @@ def test_agl404_an_unannotated_parameter_with_a_number_default_saved() -> None:
     assert _found(NUMBER_DEFAULT) == [("AGL404", 7)]
     fixed = NUMBER_DEFAULT.replace("(x, w, scale)", "(x, w)").replace("x, w, _ = ctx", "x, w = ctx")
     assert _found(fixed) == []
+
+
+# --- AGL405: a collective writes an input of forward (semantics D5.1, B2.4) -----------------
+
+FORWARD_COLLECTIVE = """\
+import torch
+import torch.distributed as dist
+
+
+def _reduce(input_):
+    if dist.get_world_size() == 1:
+        return input_
+    dist.all_reduce(input_)
+    return input_
+
+
+class ReduceFromRegion(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, input_):
+        return _reduce(input_)  # the caller's tensor is summed in place
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output
+
+
+class ReduceDirect(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, input_):
+        dist.all_reduce(input_)
+        return input_
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output
+
+
+class ReduceCopy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, input_):
+        return _reduce(input_.clone())
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output
+
+
+class GatherReads(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, input_):
+        out = input_.new_empty((2, *input_.shape))
+        dist.all_gather_into_tensor(out, input_)  # only reads its input (B2.7)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output[0]
+"""
+
+
+def test_forward_handing_an_input_to_a_collective_that_writes_it() -> None:
+    # Megatron's _ReduceFromModelParallelRegion.forward returns _reduce(input_), which
+    # all-reduces the caller's tensor in place without ctx.mark_dirty
+    assert [f for f in _found(FORWARD_COLLECTIVE) if f[0] == "AGL405"] == [
+        ("AGL405", 15),
+        ("AGL405", 25),
+    ]
+
+
+# --- AGL405: a Triton kernel launched in forward stores into an input (D5.1, B3.5) -----------
+
+FORWARD_KERNEL = """\
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _rotate(Q, stride, cos, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    q = tl.load(Q + row * stride + offs, mask=offs < n_cols)
+    c = tl.load(cos + offs, mask=offs < n_cols)
+    tl.store(Q + row * stride + offs, q * c, mask=offs < n_cols)
+
+
+class Rotary(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, Q, cos):
+        n_rows, n_cols = Q.shape
+        Q = Q.reshape(n_rows, n_cols)  # a view of the caller's tensor when it is contiguous
+        _rotate[(n_rows,)](Q, Q.stride(0), cos, n_cols, BLOCK=128)
+        ctx.save_for_backward(cos)
+        return Q
+
+    @staticmethod
+    def backward(ctx, g):
+        (cos,) = ctx.saved_tensors
+        return g * cos, None
+
+
+class RotaryCopy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, Q, cos):
+        n_rows, n_cols = Q.shape
+        out = Q.clone()
+        _rotate[(n_rows,)](out, out.stride(0), cos, n_cols, BLOCK=128)
+        ctx.save_for_backward(cos)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (cos,) = ctx.saved_tensors
+        return g * cos, None
+"""
+
+
+def test_forward_launching_a_kernel_that_stores_into_an_input() -> None:
+    # unsloth's Fast_RoPE_Embedding and Megatron's ApplyMLARotaryEmbQ rotate the caller's
+    # tensor in place through tl.store; `n_cols`, in the store's offsets, is no write
+    assert [f for f in _found(FORWARD_KERNEL) if f[0] == "AGL405"] == [("AGL405", 20)]
+
+
+FORWARD_COLLECTIVE_MARKED = """\
+import torch
+import torch.distributed as dist
+
+
+def _reduce(ctx, input_):
+    if ctx:
+        ctx.mark_dirty(input_)
+    dist.all_reduce(input_)
+    return input_
+
+
+class ReduceMarked(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, input_):
+        return _reduce(ctx, input_)  # the helper marks the input dirty with forward's ctx
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output
+
+
+class ReduceUnmarked(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, input_):
+        return _reduce(None, input_)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output
+"""
+
+
+def test_a_helper_that_marks_the_input_dirty_with_forwards_ctx() -> None:
+    # fairscale's _ReduceFromModelParallelRegion: `_reduce(ctx, input_)` calls
+    # `ctx.mark_dirty(input_)` before the all-reduce, so torch knows of the change
+    assert [f for f in _found(FORWARD_COLLECTIVE_MARKED) if f[0] == "AGL405"] == [("AGL405", 25)]

@@ -187,3 +187,24 @@ def test_a_result_cast_back_to_the_callers_dtype_is_fine() -> None:
     assert _found(RESULT.format(cast="out.to(out.dtype)")) == []
     assert _found(RESULT.format(cast="out.to(args[0].dtype)")) == []
     assert _found(RESULT.format(cast="out")) == []
+
+
+OWN_DTYPE = """\
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+
+    class Watch(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {{}}
+            args = tuple({conversion} if isinstance(a, torch.Tensor) else a for a in args)
+            return func(*args, **kwargs)
+    """
+
+
+def test_a_move_to_the_tensors_own_dtype_or_device_changes_nothing() -> None:
+    """The long oracle run: `a.to(a.dtype)` returns `a` itself, torch shows nothing."""
+    assert _found(OWN_DTYPE.format(conversion="a.to(torch.float64)")) == [("AGL301", 8)]
+    assert _found(OWN_DTYPE.format(conversion="a.to(a.dtype)")) == []
+    assert _found(OWN_DTYPE.format(conversion="a.to(dtype=a.dtype)")) == []
+    assert _found(OWN_DTYPE.format(conversion="a.to(a.device)")) == []

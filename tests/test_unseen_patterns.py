@@ -627,3 +627,107 @@ def _to_copy(func, types, args, kwargs):
         '    device = kwargs.pop("device")\n    dtype = kwargs.pop("dtype")\n',
     ).replace("self.scale.to(device)", "self.scale.to(device, dtype)")
     assert _found(both) == []
+
+
+PACKED_HANDLERS = """\
+import torch
+
+aten = torch.ops.aten
+OPS = {}
+
+
+def implements(ops):
+    def decorator(func):
+        for op in ops:
+            OPS[op] = func
+        return func
+
+    return decorator
+
+
+@implements([aten._to_copy.default])
+def dtype_only(func, *args, **kwargs):
+    return args[0][0].dequantize().to(args[1]["dtype"])
+
+
+@implements([aten._to_copy.default])
+def both(func, *args, **kwargs):
+    out = args[0][0].dequantize().to(args[1]["dtype"])
+    if "device" in args[1]:
+        out = out.to(args[1]["device"])
+    return out
+
+
+class NF4(torch.Tensor):
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args, kwargs=None):
+        if func in OPS:
+            return OPS[func](func, args, kwargs)
+        raise NotImplementedError(func)
+"""
+
+
+def test_a_handler_given_args_and_kwargs_packed_in_star_args() -> None:
+    """torchao's NF4Tensor: `OPS[func](func, args, kwargs)` hands the handler `def
+    _to_copy(func, *args, **kwargs)` the dispatch args as `args[0]` and the request as
+    `args[1]`; reading only `args[1]["dtype"]`, `nf4.to("cuda", torch.bfloat16)` stays on the
+    CPU (C5.1). Reading both keys is the fix."""
+    found = [(rule, line, message) for rule, line, message, _help in _found(PACKED_HANDLERS)]
+    assert found == [
+        ("AGL306", 17, "`dtype_only` handles `_to_copy` but ignores the requested device"),
+    ]
+
+
+# --- Family A in a backward step written apart (diffusers' attention backward ops) -----------
+
+CTX_STEP = """\
+import torch
+
+
+def _attention_backward_op(ctx: torch.autograd.function.FunctionCtx, grad_out, *args):
+    query, key = ctx.saved_tensors
+    query.requires_grad_(True)
+    out = query @ key.T
+    (grad_query,) = torch.autograd.grad(out, [query], grad_out)
+    return grad_query, None
+
+
+class Attention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, query, key, backward_op):
+        ctx.save_for_backward(query, key)
+        ctx.backward_op = backward_op
+        return query @ key.T
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        grad_query, grad_key = ctx.backward_op(ctx, grad_out)
+        return grad_query, grad_key, None
+
+
+def attention(query, key):
+    return Attention.apply(query, key, _attention_backward_op)
+"""
+
+
+def test_a_backward_step_typed_with_the_ctx_is_read_as_a_backward() -> None:
+    """`ctx: FunctionCtx` and a read of `ctx.saved_tensors` say the function runs inside a
+    backward (here through `ctx.backward_op(ctx, grad_out)`), with grad mode off in training:
+    `out` has no graph and autograd.grad raises (A2.1). Under enable_grad it works, and
+    without create_graph a double backward drops the term (A3.3): `requires_grad_` on the
+    saved tensor itself makes no private leaf."""
+    assert [(r, line) for r, line, _m, _h in _found(CTX_STEP)] == [("AGL101", 8)]
+    enabled = CTX_STEP.replace(
+        "    out = query @ key.T\n    (grad_query,) = torch.autograd.grad(out, [query], grad_out)\n",
+        "    with torch.enable_grad():\n        out = query @ key.T\n"
+        "        (grad_query,) = torch.autograd.grad(out, [query], grad_out)\n",
+    )
+    assert [(r, line) for r, line, _m, _h in _found(enabled)] == [("AGL105", 9)]
+    fixed = enabled.replace("grad_out)\n", "grad_out, create_graph=create_graph)\n").replace(
+        "    query, key = ctx.saved_tensors\n",
+        "    create_graph = torch.is_grad_enabled()  # on entry: True under create_graph\n"
+        "    query, key = ctx.saved_tensors\n",
+    )
+    assert _found(fixed) == []
+    untyped = CTX_STEP.replace("ctx: torch.autograd.function.FunctionCtx", "ctx")
+    assert _found(untyped) == []  # nothing says what calls it

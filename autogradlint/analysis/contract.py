@@ -220,12 +220,24 @@ def tensor_inputs(inputs: list[cst.Param], flow: MethodFlow) -> set[str]:
             continue
         if name in called:
             continue
+        if number_default(param):
+            # `scale=2.0` handed to save_for_backward is AGL404's bug (torch raises there),
+            # not evidence that the number is a tensor (shown by tests/oracle, K23)
+            strong.discard(name)
         attrs = reads.get(name, set())
         if name in strong or attrs & (TENSOR_EVIDENCE - WEAK_EVIDENCE - {"size"}):
             out.add(name)
         elif attrs & WEAK_EVIDENCE and all(is_tensor_attribute(a) for a in attrs):
             out.add(name)
     return out
+
+
+def number_default(param: cst.Param) -> bool:
+    """An unannotated parameter whose default is a number literal (`scale=2.0`, `eps=-1`)."""
+    default = param.default
+    if isinstance(default, cst.UnaryOperation) and isinstance(default.operator, cst.Minus):
+        default = default.expression
+    return param.annotation is None and isinstance(default, (cst.Integer, cst.Float))
 
 
 def shape_varargs(flow: MethodFlow) -> bool:
@@ -340,6 +352,7 @@ class ContractView:
         self.inherited = inherited  # Function bases of other files (the project index)
         # Methods read from another file, by node: the imports their names resolve through.
         self.foreign_imports: dict[int, ImportTable] = {}
+        self.foreign_paths: dict[int, str] = {}  # ... and the file that defines them
         self.by_name = {info.name: info for info in facts.classes}
         self._method_memo: dict[tuple[int, str], cst.FunctionDef | None] = {}
         self._helper_cache: dict[str, dict[str, StaticHelper]] = {}
@@ -367,6 +380,15 @@ class ContractView:
             legacy = [info.name, *(b.rsplit(".", 1)[-1] for b in info.base_names)]
             if "NestedIOFunction" not in legacy:
                 # the legacy NestedIOFunction API (and torch's own) is non-static
+                yield info
+
+    def backward_classes(self) -> Iterator[ClassInfo]:
+        """The classes whose own backward torch runs: the Function classes, and the plain
+        mixins a Function of the project derives from (`class Fn(GradMixin, Function)` runs
+        `GradMixin.backward`, whichever module defines it: `FileView.mixins`)."""
+        yield from self.classes()
+        for info in self.facts.classes:
+            if "mixin" in info.kinds and not info.is_function:
                 yield info
 
     def method(self, info: ClassInfo, name: str) -> cst.FunctionDef | None:
@@ -407,6 +429,7 @@ class ContractView:
             if found is not None:
                 method, owner = found
                 self.foreign_imports[id(method)] = owner.imports
+                self.foreign_paths[id(method)] = owner.path
                 return method
         return None
 

@@ -44,8 +44,9 @@ class Effects:
     # the slot's object (ctx) loses state a second backward reads -> how (`del c.k`)
     consumes: dict[int, str] = field(default_factory=dict)
     # the slot's object (ctx) gets attributes holding these slots (`c.k = v`, `setattr(c, n,
-    # v)`): value slot -> the attribute's name, or the slot of the parameter naming it
-    keeps: dict[int, dict[int, str | int]] = field(default_factory=dict)
+    # v)`): (value slot, the attribute's name or the slot of the parameter naming it), every
+    # one (`setattr(c, n, v); c.kept = v` keeps v under two names)
+    keeps: dict[int, list[tuple[int, str | int]]] = field(default_factory=dict)
     # the slot's object (ctx): its `save_for_backward` calls (one in a loop counts as two)
     saves: dict[int, int] = field(default_factory=dict)
     # returns `tuple(args)` / `args` of its `*args`: as many values as it is given
@@ -117,6 +118,8 @@ class _Reader:
             if isinstance(expr, ast.Name):
                 return self.alias.get(expr.id)
             if isinstance(expr, ast.Subscript):
+                if _copying_index(expr.slice):
+                    return None  # `t[[0, 1]]`: advanced indexing reads a copy (D5.4)
                 expr = expr.value
             elif isinstance(expr, ast.Attribute) and expr.attr in _VIEWS:
                 expr = expr.value
@@ -218,7 +221,7 @@ class _Reader:
             if direct is not None and direct != VARARG:
                 kept = self.root(value)
                 if kept is not None:
-                    self.effects.keeps.setdefault(direct, {})[kept] = target.attr
+                    self.effects.keeps.setdefault(direct, []).append((kept, target.attr))
                 if _is_none(value) and (direct, target.attr) in self.seen and not self.branches:
                     # `s = ctx.k; ctx.k = None`: a second backward reads None (D8.3)
                     self.effects.consumes.setdefault(direct, ast.unparse(stmt))
@@ -279,7 +282,7 @@ class _Reader:
             owner = self.root(call.args[0])
             kept = self.root(call.args[2])
             if owner is not None and owner != VARARG and kept is not None:
-                self.effects.keeps.setdefault(owner, {})[kept] = self._name(call.args[1])
+                self.effects.keeps.setdefault(owner, []).append((kept, self._name(call.args[1])))
         self._deeper(call, loop)
 
     def _name(self, expr: ast.expr) -> str | int:
@@ -326,11 +329,18 @@ class _Reader:
             if theirs in inner.saves:
                 count = inner.saves[theirs] * (2 if loop else 1)
                 own.saves[outer] = own.saves.get(outer, 0) + count
-            for kept, attr in inner.keeps.get(theirs, {}).items():
+            for kept, attr in inner.keeps.get(theirs, []):
                 if kept in at:
                     if isinstance(attr, int):  # named by what this one hands that slot
                         attr = names.get(attr, "?")
-                    own.keeps.setdefault(outer, {})[at[kept]] = attr
+                    own.keeps.setdefault(outer, []).append((at[kept], attr))
+
+
+def _copying_index(index: ast.expr) -> bool:
+    """An index that makes a read copy: a list (`[0, 1]`, a comprehension), alone or among
+    others (`t[:, [0, 1]]`)."""
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    return any(isinstance(part, (ast.List, ast.ListComp)) for part in parts)
 
 
 def _own_nodes(stmt: ast.stmt) -> list[ast.AST]:
@@ -365,15 +375,16 @@ def _is_none(expr: ast.expr) -> bool:
 
 
 def helper_calls(
-    summaries: Summaries, calls: list[CallSite]
+    summaries: Summaries, calls: list[CallSite], path: str | None = None
 ) -> Iterator[tuple[CallSite, Effects, list[tuple[int, cst.BaseExpression]]]]:
     """A method's own calls into project helpers: each with the helper's effects and the
-    arguments with the slot each binds (every argument `*args` takes binds VARARG)."""
+    arguments with the slot each binds (every argument `*args` takes binds VARARG). `path`:
+    the file the method is defined in, when it is another than the one linted."""
     for site in calls:
         call = site.node
         if site.in_nested_def or any(arg.star for arg in call.args):
             continue
-        found = effects_of_call(summaries, dotted(call.func))
+        found = effects_of_call(summaries, dotted(call.func), path)
         if found is None:
             continue
         effects, function = found

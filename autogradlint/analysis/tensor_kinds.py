@@ -273,12 +273,24 @@ class TensorKinds:
                 TENSOR
             ):
                 return TENSOR
+            if isinstance(value, cst.Attribute) and self._saved_tensors(value):
+                return TENSOR  # `row, count = ctx.saved_tensors`
             if isinstance(value, (cst.Tuple, cst.List)) and definition.index is not None:
                 elements = value.elements
                 if 0 <= definition.index < len(elements):
                     return self.expression_kind(elements[definition.index].value, definition, depth)
             return UNKNOWN
         return self.expression_kind(value, definition, depth)
+
+    def _saved_tensors(self, expr: cst.Attribute) -> bool:
+        """`ctx.saved_tensors`, on the method's first parameter."""
+        params = self.flow.params
+        return (
+            expr.attr.value == "saved_tensors"
+            and isinstance(expr.value, cst.Name)
+            and bool(params)
+            and expr.value.value == params[0]
+        )
 
     # --- expressions ------------------------------------------------------------------------
     def expression_kind(self, expr: cst.BaseExpression, where: Definition, depth: int = 0) -> str:
@@ -346,6 +358,8 @@ class TensorKinds:
         if isinstance(expr, cst.Attribute):
             if expr.attr.value in PLAIN_ATTRIBUTES:
                 return OTHER
+            if self._saved_tensors(expr):
+                return TENSOR  # what forward saved: tensors (or None, which no test excludes)
             if expr.attr.value in TENSOR_METHODS:
                 return TENSOR
             return UNKNOWN

@@ -13,6 +13,7 @@ from ..analysis.flow import MethodFlow
 from ..analysis.helper_effects import helper_calls
 from ..analysis.names import dotted
 from ..analysis.source_text import code_of
+from ..analysis.tensor_kinds import TensorKinds
 from ..analysis.walk import FastVisitor
 from ..preconditions import Unproven
 from .base import Check
@@ -54,11 +55,26 @@ class BackwardState(Check):
     reads = Reads(functions=True, custom_ops=True)
 
     _collectives: GradientCollectives | None = None
+    # A backward of another module held to this file's forward: AGL409 is reported once, at
+    # that forward (the write has no place here), as AGL401 reports a count that no longer fits.
+    _at: cst.FunctionDef | None = None
 
     def run(self) -> None:
-        for info in self.ctx.contract().classes():
+        contract = self.ctx.contract()
+        for info in contract.backward_classes():
             backward = info.methods.get("backward")
             if backward is None:
+                forward = info.methods.get("forward")
+                inherited = contract.method(info, "backward") if forward is not None else None
+                if forward is not None and inherited is not None and contract.is_foreign(inherited):
+                    # forward here, backward in a base of another module: only this file knows
+                    # what was saved (oracle K39)
+                    self.ctx.enter(info.node)
+                    self._at = forward
+                    try:
+                        self._backward_saved_inplace(info, inherited)
+                    finally:
+                        self._at = None
                 continue
             self.ctx.enter(info.node)
             self._backward_inplace(info.name, backward)
@@ -198,7 +214,8 @@ class BackwardState(Check):
     ) -> None:
         """A saved tensor (or one kept on ctx) handed to a module-level function or a static
         method that writes it in place, one or two calls deep: reported at the call."""
-        for site, effects, bound in helper_calls(self.ctx.summaries, flow.calls):
+        home = self.ctx.contract().foreign_paths.get(id(flow.function))  # helpers of its file
+        for site, effects, bound in helper_calls(self.ctx.summaries, flow.calls, home):
             for slot, value in bound:
                 if slot in effects.writes:
                     where = _Write(site.node, site.order, slot in effects.method_writes)
@@ -217,15 +234,16 @@ class BackwardState(Check):
     ) -> None:
         """AGL409 when `written` (changed in place at `where`) is a saved tensor or a tensor
         kept on ctx, once per slot or attribute."""
-        slot = _saved_slot(written, flow, where.order, ctx_name)
+        kinds = self.ctx.contract().kinds(flow)
+        setitem = isinstance(where.node, cst.AugAssign)
+        slot = _saved_slot(written, flow, where.order, ctx_name, kinds, setitem=setitem)
         if slot is not None and slot[1] in saved:
             name, index = slot
             if index in reported:
                 return
             reported.add(index)
             detail, caller_holds = _described(saved[index])
-            self.report(
-                "AGL409",
+            self._report_saved(
                 where.node,
                 cls=info.name,
                 name=name,
@@ -243,8 +261,7 @@ class BackwardState(Check):
             and not _assigned_in(flow, ctx_name, attribute, where.order)
         ):
             reported.add(attribute)
-            self.report(
-                "AGL409",
+            self._report_saved(
                 where.node,
                 cls=info.name,
                 name=f"{ctx_name}.{attribute}",
@@ -265,6 +282,7 @@ class BackwardState(Check):
         `element_mul_kernel` scaling the gradient forward saved): a write the version counter
         never hears of, so even a second backward does not raise (semantics D9.5)."""
         summaries = self.ctx.summaries
+        kinds = self.ctx.contract().kinds(flow)
         for site in flow.calls:
             call = site.node
             written = dotted(call.func)
@@ -275,7 +293,7 @@ class BackwardState(Check):
                 for position, arg in enumerate(call.args)
                 if arg.keyword is None
                 and not arg.star
-                and (slot := _saved_slot(arg.value, flow, site.order, ctx_name)) is not None
+                and (slot := _saved_slot(arg.value, flow, site.order, ctx_name, kinds)) is not None
                 and slot[1] in saved
                 and slot[1] not in reported
             }
@@ -299,8 +317,7 @@ class BackwardState(Check):
                 reported.add(index)
                 detail, caller_holds = _described(saved[index])
                 kernel = reach.callee.lstrip(".")
-                self.report(
-                    "AGL409",
+                self._report_saved(
                     call.args[position].value,
                     cls=info.name,
                     name=name,
@@ -308,6 +325,32 @@ class BackwardState(Check):
                     consequence=_KERNEL_CALLER_HOLDS if caller_holds else _KERNEL_SECOND_BACKWARD,
                     severity=None if caller_holds else "warning",
                 )
+
+    def _report_saved(
+        self,
+        node: cst.CSTNode,
+        *,
+        cls: str,
+        name: str,
+        detail: str,
+        consequence: str,
+        severity: str | None,
+    ) -> None:
+        """AGL409 at the write; or, for a backward of another module, at this file's forward
+        (once: the first write found)."""
+        at = self._at
+        anchor = None if at is None else at.name
+        self._at = None  # at the forward: one finding per forward
+        self.report(
+            "AGL409",
+            node if at is None else at,
+            anchor=anchor,
+            severity=severity,
+            cls=cls,
+            name=name,
+            detail=detail,
+            consequence=consequence,
+        )
 
     def _saved_from_forward(self, forward: cst.FunctionDef) -> dict[int, _Saved]:
         """Slot -> (what forward's one `save_for_backward` call saved there, whether the
@@ -672,10 +715,18 @@ def _is_saved(expr: cst.BaseExpression | None, ctx_name: str | None) -> bool:
 
 
 def _saved_slot(
-    expr: cst.BaseExpression, flow: MethodFlow, order: int, ctx_name: str | None, depth: int = 0
+    expr: cst.BaseExpression,
+    flow: MethodFlow,
+    order: int,
+    ctx_name: str | None,
+    kinds: TensorKinds,
+    depth: int = 0,
+    setitem: bool = False,
 ) -> tuple[str, int] | None:
     """(the name shown, the slot of `ctx.saved_tensors`) when `expr` is a saved tensor or a
-    view of one: `x` after `x, w = ctx.saved_tensors`, `ctx.saved_tensors[0]`, `x.view(-1)`."""
+    view of one: `x` after `x, w = ctx.saved_tensors`, `ctx.saved_tensors[0]`, `x.view(-1)`.
+    Indexing with a tensor, a list or a mask copies (semantics D5.4): `count[row]` is not,
+    except as the target it is written through (`setitem`: `x[rows, cols] -= v` writes x)."""
     if depth > 20:
         return None
     if isinstance(expr, cst.Subscript):
@@ -684,17 +735,19 @@ def _saved_slot(
             if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
                 return code_of(expr), int(index.value.value)
             return None
-        return _saved_slot(expr.value, flow, order, ctx_name, depth + 1)
+        if not setitem and kinds.index_copies(expr, order):
+            return None
+        return _saved_slot(expr.value, flow, order, ctx_name, kinds, depth + 1)
     base = _view_base(expr)  # a view of a saved tensor is that tensor's storage
     if base is not expr:
-        return _saved_slot(base, flow, order, ctx_name, depth + 1)
+        return _saved_slot(base, flow, order, ctx_name, kinds, depth + 1)
     if not isinstance(expr, cst.Name):
         return None
     definition = flow.definition_before(expr.value, order)
     if definition is None or definition.value is None:
         return None
     if definition.kind == "augassign":
-        return _saved_slot(cst.Name(expr.value), flow, definition.order, ctx_name, depth + 1)
+        return _saved_slot(cst.Name(expr.value), flow, definition.order, ctx_name, kinds, depth + 1)
     value = definition.expression
     assert value is not None  # neither a parameter nor an augmented assignment
     if definition.kind == "unpack":
@@ -703,7 +756,7 @@ def _saved_slot(
         return None
     if definition.kind != "assign":
         return None
-    found = _saved_slot(value, flow, definition.order, ctx_name, depth + 1)
+    found = _saved_slot(value, flow, definition.order, ctx_name, kinds, depth + 1)
     return None if found is None else (expr.value, found[1])
 
 

@@ -11,7 +11,7 @@ from ..analysis.flow import DISABLE, UNKNOWN, grad_mode_of
 from ..analysis.names import ImportTable
 from ..analysis.walk import FastVisitor
 from ..edits import Edits, Fix
-from ..text.marks import direct_call_offsets
+from ..text.marks import alias_offsets, direct_call_offsets, instance_call_offsets
 from .base import Check
 from .gates import function_gate
 from .reads import Reads
@@ -33,7 +33,12 @@ class DirectCalls(Check):
             return
         # The whole-module visit is the expensive part: only do it when the text parsed has a
         # call (the slicer left out the `apply` calls that fit their forward).
-        if not direct_call_offsets(facts.parsed or facts.source, functions):
+        text = facts.parsed or facts.source
+        if (
+            not direct_call_offsets(text, functions)
+            and not instance_call_offsets(text, functions)
+            and not alias_offsets(text, functions)
+        ):
             return
         scope_of: dict[int, int | None] = {}  # Function class -> the def it is defined in
         calls: list[tuple[cst.Call, str, str, tuple[int, ...], str]] = []
@@ -42,6 +47,11 @@ class DirectCalls(Check):
         # test's Function `Storage`): name -> the defs they are defined in
         namesakes: dict[str, list[int | None]] = {}
         imports = facts.imports
+        # `op = Fn.apply`, `f = Fn.forward`: names bound to a Function's apply or forward (a
+        # name bound once in the file, so every call through it is that one)
+        aliases: dict[str, tuple[str, str]] = {}
+        rebound: set[str] = set()
+        through: list[tuple[cst.Call, str, tuple[int, ...], str, bool]] = []
 
         class _Calls(FastVisitor):
             def __init__(self) -> None:
@@ -91,9 +101,36 @@ class DirectCalls(Check):
             def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
                 self.inside -= id(original_node) in function_bodies
 
+            def visit_Assign(self, node: cst.Assign) -> None:
+                self.alias(node)
+                self.instance(node)
+
+            def alias(self, node: cst.Assign) -> None:
+                """`op = Fn.apply`, `f = Fn.forward`: a name bound to one of them only."""
+                value = node.value
+                for target in node.targets:
+                    name = target.target
+                    if not isinstance(name, cst.Name):
+                        continue
+                    if (
+                        name.value in aliases
+                        or len(node.targets) > 1
+                        or not isinstance(value, cst.Attribute)
+                        or not isinstance(value.value, cst.Name)
+                        or value.value.value not in functions
+                        or value.attr.value not in ("apply", "forward")
+                    ):
+                        rebound.add(name.value)
+                    else:
+                        aliases[name.value] = (value.value.value, value.attr.value)
+
             def visit_Call(self, node: cst.Call) -> None:
                 func = node.func
                 how = None
+                if isinstance(func, cst.Name):
+                    through.append(
+                        (node, func.value, tuple(self.defs), self.modes[-1], bool(self.inside))
+                    )
                 if (
                     isinstance(func, cst.Attribute)
                     and isinstance(func.value, cst.Name)
@@ -108,13 +145,75 @@ class DirectCalls(Check):
                     isinstance(func, cst.Call)
                     and isinstance(func.func, cst.Name)
                     and func.func.value in functions
-                    and not func.args
                 ):
+                    # `Fn()(x)` and the legacy `Fn(k, eps)(x)` alike: calling any instance
+                    # of a Function raises (semantics D7.3)
                     cls, how = func.func.value, "instance"
+                elif isinstance(func, cst.Name):
+                    scope = self.defs[-1] if self.defs else None
+                    held.setdefault((scope, func.value), []).append(
+                        (node, tuple(self.defs), self.modes[-1])
+                    )
                 if how is not None:
                     calls.append((node, cls, how, tuple(self.defs), self.modes[-1]))
 
+            def instance(self, node: cst.Assign) -> None:
+                """`f = Fn(k)`: a name bound to an instance of a Function."""
+                value = node.value
+                instance = (
+                    isinstance(value, cst.Call)
+                    and isinstance(value.func, cst.Name)
+                    and value.func.value in functions
+                )
+                for target in node.targets:
+                    if isinstance(target.target, cst.Name):
+                        cls = value.func.value if instance else None  # type: ignore[attr-defined]
+                        self.bind(target.target.value, cls)
+                    else:
+                        for name in _names_in(target.target):
+                            self.bind(name, None)
+
+            def visit_Param(self, node: cst.Param) -> None:
+                rebound.add(node.name.value)
+                self.bind(node.name.value, None)
+
+            def visit_AugAssign(self, node: cst.AugAssign) -> None:
+                if isinstance(node.target, cst.Name):
+                    self.bind(node.target.value, None)
+
+            def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+                if isinstance(node.target, cst.Name):
+                    self.bind(node.target.value, None)
+
+            def visit_For(self, node: cst.For) -> None:
+                for name in _names_in(node.target):
+                    self.bind(name, None)
+
+            def visit_AsName(self, node: cst.AsName) -> None:
+                for name in _names_in(node.name):
+                    self.bind(name, None)
+
+            def bind(self, name: str, cls: str | None) -> None:
+                """What a name of the innermost def holds: the Function class an instance of
+                which it was assigned, or None once it is bound any other way."""
+                key = (self.defs[-1] if self.defs else None, name)
+                instances[key] = cls if instances.get(key, cls) == cls else None
+
+        # `f = Fn(k); f(x)`: a name of one def bound only to instances of one Function
+        held: dict[tuple[int | None, str], list[tuple[cst.Call, tuple[int, ...], str]]] = {}
+        instances: dict[tuple[int | None, str], str | None] = {}
         _Calls().walk(facts.module)
+        for key, uses in held.items():
+            cls = instances.get(key)
+            if cls is not None:
+                calls.extend((node, cls, "held", scopes, mode) for node, scopes, mode in uses)
+        for node, name, defs, mode, inside in through:
+            if name in aliases and name not in rebound:
+                cls, method = aliases[name]
+                how = "apply" if method == "apply" else "forward"
+                if how == "forward" and _none_ctx(node) and not inside:
+                    how = "none"
+                calls.append((node, cls, how, defs, mode))
         grad_off = _grad_off_calls(facts.module, imports) if calls else set()
         for node, cls, how, scopes, mode in calls:
             found = self._class_at(cls, scopes, scope_of, namesakes)
@@ -204,16 +303,14 @@ class DirectCalls(Check):
         """`Fn.apply(x, scale=3.0)` where `scale` is not a positional parameter of forward (of
         a Function of this file): apply binds keywords only to those, so a keyword-only
         parameter, or one forward lacks, raises at the first call. Whether it reported."""
-        if info is None or any(arg.star for arg in call.args):
+        if any(arg.star for arg in call.args) or all(a.keyword is None for a in call.args):
             return False
-        contract = self.ctx.contract()
-        forward = contract.method(info, "forward")
-        if forward is None or isinstance(forward.params.star_kwarg, cst.Param):
+        found = self._forward_names(cls, info)
+        if found is None:
+            return False
+        names, required, kwargs = found
+        if kwargs:
             return False  # `**kwargs` raises as well, but the rule need not go that far
-        inputs = params(forward)
-        if contract.method(info, "setup_context") is None:
-            inputs = inputs[1:]
-        names = {p.name.value for p in inputs}
         unknown = [
             a.keyword.value
             for a in call.args
@@ -221,8 +318,7 @@ class DirectCalls(Check):
         ]
         if not unknown:
             return False
-        total = len(inputs)
-        required = sum(1 for p in inputs if p.default is None)
+        total = len(names)
         self.report(
             "AGL410",
             call,
@@ -234,19 +330,41 @@ class DirectCalls(Check):
         )
         return True
 
+    def _forward_names(
+        self, cls: str, info: ClassInfo | None
+    ) -> tuple[list[str], int, bool] | None:
+        """(forward's positional input names, how many have no default, whether it takes
+        **kwargs), for a Function of this file or, through the index, of another."""
+        if info is None:
+            signature = dict(self.ctx.facts.project.signatures).get(cls)
+            if signature is None or len(signature.names) != signature.total:
+                return None  # read from an older index: names unknown
+            return list(signature.names), signature.required, signature.kwargs
+        contract = self.ctx.contract()
+        forward = contract.method(info, "forward")
+        if forward is None:
+            return None
+        inputs = params(forward)
+        if contract.method(info, "setup_context") is None:
+            inputs = inputs[1:]
+        required = sum(1 for p in inputs if p.default is None)
+        kwargs = isinstance(forward.params.star_kwarg, cst.Param)
+        return [p.name.value for p in inputs], required, kwargs
+
     def _forward_shape(
         self, cls: str, info: ClassInfo | None
     ) -> tuple[list[str], int, bool, int] | None:
         """(forward's input names after ctx, how many have no default, whether it takes
-        *args, 1 when forward has a ctx slot); names are empty strings for a Function of
-        another file (only the counts are known)."""
+        *args, 1 when forward has a ctx slot)."""
         contract = self.ctx.contract()
         if info is None:
             signature = dict(self.ctx.facts.project.signatures).get(cls)
             if signature is None:
                 return None
             ctx_slot = 0 if signature.setup_context else 1
-            return [""] * signature.total, signature.required, signature.star, ctx_slot
+            named = len(signature.names) == signature.total  # not from an older index
+            names = list(signature.names) if named else [""] * signature.total
+            return names, signature.required, signature.star, ctx_slot
         forward = contract.method(info, "forward")
         if forward is None or any(p.default is None for p in forward.params.kwonly_params):
             return None  # a keyword-only input apply must be given: not counted here
@@ -284,7 +402,16 @@ class DirectCalls(Check):
             "forward": f"{cls}.forward(...)",
             "none": f"{cls}.forward(None, ...)",
             "instance": f"{cls}()(...)",
+            "held": f"an instance of {cls}, called",
         }[how]
+        func = call.func
+        if how == "held" or (isinstance(func, cst.Call) and func.args):
+            # The arguments went to the instance (a legacy Function's `__init__`), which its
+            # forward reads: `Fn.apply(x)` alone would drop them, so no rewrite is offered.
+            if how == "instance":
+                shown = f"{cls}(...)(...)"
+            self.report("AGL407", call, anchor=call.func, cls=cls, shown=shown)
+            return
 
         def build(edits: Edits) -> None:
             def rewrite(updated: cst.CSTNode) -> cst.CSTNode:
@@ -310,6 +437,17 @@ def _none_ctx(call: cst.Call) -> bool:
         and isinstance(first.value, cst.Name)
         and first.value.value == "None"
     )
+
+
+def _names_in(target: cst.BaseExpression) -> list[str]:
+    """The plain names a `for` or `as` target binds (`a`, `(a, b)`, `[a, *b]`)."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _names_in(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _names_in(target.value)
+    return []
 
 
 _AMBIGUOUS = object()

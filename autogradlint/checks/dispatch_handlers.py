@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import cast
 
 import libcst as cst
 
@@ -77,12 +78,43 @@ class DispatchHandlers(Check):
 
     def _registered(self, handler: cst.FunctionDef, ops: set[str]) -> None:
         params = [p.name.value for p in (*handler.params.posonly_params, *handler.params.params)]
-        if "args" not in params or "kwargs" not in params:
+        if "args" in params and "kwargs" in params:
+            self._answers(handler.name.value, handler, handler.body, handler, ops, "args", "kwargs")
+            return
+        # `def _to_copy(func, *args, **kwargs)` called as `TABLE[func](func, args, kwargs)`
+        # by the file's `__torch_dispatch__` (torchao's NF4Tensor): the pack holds the
+        # dispatch args and kwargs at the positions that call passes them.
+        star = handler.params.star_arg
+        positions = self._table_positions()
+        if positions is None or not isinstance(star, cst.Param):
             # A decomposition registered for the op takes the op's own parameters
             # (`rand_like(x, dtype=None, device=None)`), not a dispatch handler's. The slicer
             # never parses those (slicing.registers_handler is this test's `ast` twin).
             return
-        self._answers(handler.name.value, handler, handler.body, handler, ops, "args", "kwargs")
+        if min(positions) < len(params):
+            return  # a named parameter receives one of them: not this shape
+        packed = {i - len(params): name for i, name in zip(positions, _UNPACKED, strict=True)}
+        unpacked = cast(cst.FunctionDef, handler.visit(_Unpack(star.name.value, packed)))
+        self._answers(
+            handler.name.value, unpacked, unpacked.body, unpacked, ops, *_UNPACKED, shown=handler
+        )
+
+    def _table_positions(self) -> tuple[int, int] | None:
+        """Where the file's `__torch_dispatch__` passes its args and kwargs to the handler it
+        looks up in a table (`NF4_OPS_TABLE[func](func, args, kwargs)`: 1 and 2)."""
+        for info in self.ctx.facts.classes:
+            hook = info.methods.get("__torch_dispatch__")
+            if hook is None:
+                continue
+            names = [p.name.value for p in (*hook.params.posonly_params, *hook.params.params)]
+            if not any(dotted(d.decorator) == "staticmethod" for d in hook.decorators):
+                names = names[1:]
+            if len(names) < 4:
+                continue
+            found = _table_call(hook, names[2], names[3])
+            if found is not None:
+                return found
+        return None
 
     def _hook(self, info: ClassInfo, hook: cst.FunctionDef) -> None:
         if _data_less(info, self.ctx.methods):
@@ -128,8 +160,10 @@ class DispatchHandlers(Check):
         ops: set[str],
         args: str,
         kwargs: str,
+        shown: cst.CSTNode | None = None,
     ) -> None:
-        """Report when `body` answers one of `ops` without reading what the caller asked."""
+        """Report when `body` answers one of `ops` without reading what the caller asked
+        (at `shown`: the handler as written, when `node` is a rewritten copy of it)."""
         if not _returns_in(body):
             return  # falls through to code that may honour the request
         imports = self.ctx.facts.imports
@@ -152,15 +186,63 @@ class DispatchHandlers(Check):
             if op in SIZED_OPS and not reads_size:
                 ignored.append("the requested size")
             if ignored:
-                anchor: cst.CSTNode = node
-                if isinstance(node, cst.If):
-                    anchor = node.test
-                elif isinstance(node, cst.FunctionDef):  # a handler registered for the op
-                    anchor = node.name
+                at = shown or node
+                anchor: cst.CSTNode = at
+                if isinstance(at, cst.If):
+                    anchor = at.test
+                elif isinstance(at, cst.FunctionDef):  # a handler registered for the op
+                    anchor = at.name
                 self.report(
-                    "AGL306", node, anchor=anchor, hook=where, name=op, detail=" and ".join(ignored)
+                    "AGL306", at, anchor=anchor, hook=where, name=op, detail=" and ".join(ignored)
                 )
                 return
+
+
+def _table_call(hook: cst.FunctionDef, args: str, kwargs: str) -> tuple[int, int] | None:
+    """The positions of `args` and `kwargs` in a call of a looked-up handler in `hook`."""
+    found: list[tuple[int, int]] = []
+
+    class _Calls(FastVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            if not isinstance(node.func, cst.Subscript):
+                return
+            passed = [
+                a.value.value if isinstance(a.value, cst.Name) else ""
+                for a in node.args
+                if a.keyword is None and not a.star
+            ]
+            if args in passed and kwargs in passed:
+                found.append((passed.index(args), passed.index(kwargs)))
+
+    _Calls().walk(hook)
+    return found[0] if found else None
+
+
+# Names the dispatch args and kwargs get when a handler receives them packed in `*args`.
+_UNPACKED = ("_dispatch_args", "_dispatch_kwargs")
+
+
+class _Unpack(cst.CSTTransformer):
+    """`args[0]` and `args[1]` of a packed handler, renamed to what they hold."""
+
+    def __init__(self, pack: str, names: dict[int, str]) -> None:
+        super().__init__()
+        self.pack, self.names = pack, names
+
+    def leave_Subscript(
+        self, original_node: cst.Subscript, updated_node: cst.Subscript
+    ) -> cst.BaseExpression:
+        value, index = updated_node.value, _int_index(updated_node)
+        if isinstance(value, cst.Name) and value.value == self.pack and index in self.names:
+            return cst.Name(self.names[index])
+        return updated_node
+
+
+def _int_index(node: cst.Subscript) -> int | None:
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    value = node.slice[0].slice.value
+    return int(value.value) if isinstance(value, cst.Integer) and value.value.isdigit() else None
 
 
 def _returns_in(body: cst.BaseSuite) -> list[cst.Return]:

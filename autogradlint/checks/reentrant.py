@@ -12,6 +12,7 @@ from ..analysis.flow import DEFAULT, DISABLE, ENABLE, CallSite, MethodFlow, anal
 from ..analysis.methods import Method
 from ..analysis.names import ImportTable, dotted
 from ..analysis.provenance import CTX, EXTERNAL, SAVED, Binding, Provenance
+from ..analysis.walk import FastVisitor
 from ..edits import Fix
 from ..preconditions import Unproven
 from ..settings import HELPER_DEPTH
@@ -35,12 +36,22 @@ class ReentrantAutograd(Check):
 
     def run(self) -> None:
         facts = self.ctx.facts
-        for info, method in backward_methods(facts):
-            self.ctx.enter(info.subject)
+        bodies = [(info.subject, info.name, info.node, m) for info, m in backward_methods(facts)]
+        # A backward step written apart: `def _attention_backward_op(ctx: FunctionCtx, g)`
+        # reading `ctx.saved_tensors`, which a Function's backward calls through a ctx
+        # attribute (diffusers' `ctx.backward_op(ctx, grad_out)`): the type and the read say
+        # it runs inside a backward, in its grad mode, whatever calls it.
+        bodies += [
+            (None, name, None, function)
+            for name, function in facts.functions.items()
+            if ctx_backward_step(function, facts.imports)
+        ]
+        for subject, name, node, method in bodies:
+            self.ctx.enter(subject)
             flow = self.ctx.flow(method)
             self.method = method
-            self.cls = info.name
-            self.owner = info.name if info.node is not None else None
+            self.cls = name
+            self.owner = name if node is not None else None
             self._outside: dict[str, tuple[Unproven, ...]] = {}
             route = Route(self._checkpoint_guarded(flow), self._builds_private_leaves(flow))
             self.imports = facts.imports  # the file the scanned body is in (see _helper_call)
@@ -264,11 +275,16 @@ class ReentrantAutograd(Check):
 
     @staticmethod
     def _builds_private_leaves(flow: MethodFlow) -> bool:
-        """A recompute on private leaves (`x.detach().requires_grad_()`) is first-order by design."""
+        """A recompute on private leaves (`x.detach().requires_grad_()`) is first-order by design.
+        `requires_grad_()` on a tensor unpacked from `ctx.saved_tensors` itself makes no private
+        leaf: the gradient is taken of the outer graph's own tensor (A3.3)."""
         for site in flow.calls:
             func = site.node.func
-            if isinstance(func, cst.Attribute) and func.attr.value in ("requires_grad_", "detach"):
+            if isinstance(func, cst.Attribute) and func.attr.value == "detach":
                 return True
+            if isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_":
+                if not _unpacked_saved(func.value, flow, site.order):
+                    return True
             name = dotted(func) or ""
             if name.endswith("detach_variable"):
                 return True
@@ -288,13 +304,12 @@ class ReentrantAutograd(Check):
         shown = source_of(module, outputs)
         method = self.method
         where = route.where(site)
+        call = fixes.GradCall(method, flow, provenance, site, outputs)
         if producers and producers <= {DEFAULT}:
             fix = (
                 None
                 if route.at
-                else fixes.wrap_in_enable_grad(
-                    method, flow, provenance, site, outputs, self._unproven_outside("AGL101")
-                )
+                else fixes.wrap_in_enable_grad(call, self._unproven_outside("AGL101"))
             )
             # Under create_graph=True backward runs with grad mode on, so the same call builds
             # and walks a graph there, and drops the second-order term (A3.2). AGL101's fix
@@ -309,9 +324,7 @@ class ReentrantAutograd(Check):
             fix = (
                 None
                 if route.at
-                else fixes.no_grad_to_enable_grad(
-                    method, flow, provenance, site, outputs, self._unproven_outside("AGL102")
-                )
+                else fixes.no_grad_to_enable_grad(call, self._unproven_outside("AGL102"))
             )
             self._report("AGL102", where, fix, outputs=shown)
             return
@@ -377,6 +390,47 @@ class ReentrantAutograd(Check):
     ) -> None:
         node, via = where
         self.report(rule_id, node, anchor=node.func, fix=fix, cls=self.cls, via=via, **fields)
+
+
+def _unpacked_saved(expr: cst.BaseExpression, flow: MethodFlow, order: int) -> bool:
+    """`q` after `q, k = ctx.saved_tensors`: the saved tensor itself."""
+    if not isinstance(expr, cst.Name):
+        return False
+    definition = flow.definition_before(expr.value, order)
+    value = definition.expression if definition is not None else None
+    return (
+        definition is not None
+        and definition.kind == "unpack"
+        and isinstance(value, cst.Attribute)
+        and value.attr.value == "saved_tensors"
+    )
+
+
+FUNCTION_CTX = frozenset(
+    {"torch.autograd.function.FunctionCtx", "torch.autograd.function.BackwardCFunction"}
+)
+
+
+def ctx_backward_step(function: cst.FunctionDef, imports: ImportTable) -> bool:
+    """A module-level function whose first parameter is annotated as a Function's ctx and
+    that reads `ctx.saved_tensors`: it can only run inside a backward."""
+    params = [*function.params.posonly_params, *function.params.params]
+    if not params or params[0].annotation is None:
+        return False
+    annotation = params[0].annotation.annotation
+    if (imports.resolve(annotation) or dotted(annotation) or "") not in FUNCTION_CTX:
+        return False
+    ctx = params[0].name.value
+    found = False
+
+    class _Reads(FastVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            nonlocal found
+            if node.attr.value == "saved_tensors" and dotted(node.value) == ctx:
+                found = True
+
+    _Reads().walk(function.body)
+    return found
 
 
 # What AGL101's help adds when the call, where it runs, also drops second order (AGL105).

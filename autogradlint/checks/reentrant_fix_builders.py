@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import libcst as cst
 
@@ -28,6 +29,16 @@ from .common import (
     statement_in_block,
     with_leading_lines_moved,
 )
+
+
+class GradCall(NamedTuple):
+    """A `torch.autograd.grad` call in a backward, with what its fixes read of the method."""
+
+    method: cst.FunctionDef
+    flow: MethodFlow
+    provenance: Provenance
+    site: CallSite
+    outputs: cst.BaseExpression
 
 
 def _code(node: cst.CSTNode) -> str:
@@ -83,15 +94,9 @@ def _grad_withs(method: cst.FunctionDef, imports: ImportTable) -> set[int]:
     return found
 
 
-def wrap_in_enable_grad(
-    method: cst.FunctionDef,
-    flow: MethodFlow,
-    provenance: Provenance,
-    site: CallSite,
-    outputs: cst.BaseExpression,
-    outside: Sequence[Unproven] = (),
-) -> Fix | None:
+def wrap_in_enable_grad(call: GradCall, outside: Sequence[Unproven] = ()) -> Fix | None:
     """FIX-A1: wrap the statements that build `outputs`, and the call, in enable_grad."""
+    method, flow, provenance, site, outputs = call
     located = statement_in_block(method, site.node)
     if located is None:
         return None
@@ -164,15 +169,9 @@ def _grad_mode_fix(
     return Fix(safety, method, build, title, note)
 
 
-def no_grad_to_enable_grad(
-    method: cst.FunctionDef,
-    flow: MethodFlow,
-    provenance: Provenance,
-    site: CallSite,
-    outputs: cst.BaseExpression,
-    outside: Sequence[Unproven] = (),
-) -> Fix | None:
+def no_grad_to_enable_grad(call: GradCall, outside: Sequence[Unproven] = ()) -> Fix | None:
     """FIX-A2: the `no_grad()` around the recomputation becomes `enable_grad()`."""
+    method, flow, provenance, site, outputs = call
     imports = provenance.imports
     targets = [
         d.node

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import libcst as cst
 
@@ -12,6 +13,7 @@ from ..analysis.contract import (
     METADATA_USES,
     ForwardInputs,
     is_tensor_annotation,
+    number_default,
     plain_inputs,
     returned_names,
     save_for_backward_calls,
@@ -27,7 +29,7 @@ from .base import Check
 from .common import source_of, statement_in_block
 from .gates import function_gate
 from .reads import Reads
-from .tensor_evidence import gradient_evidence
+from .tensor_evidence import gradient_evidence, inherited_forwards
 
 
 class SavedState(Check):
@@ -36,43 +38,26 @@ class SavedState(Check):
     codes = ("AGL403", "AGL404")
     gate = function_gate(custom_ops=True)
     reads = Reads(functions=True, custom_ops=True)
+    # With a forward inherited from another module: the backward of this file whose reads
+    # the findings are reported at, and the names only its gradients prove to be tensors
+    # (the other file reports the rest itself).
+    _read_in: cst.FunctionDef | None = None
+    _only: set[str] | None = None
 
     def run(self) -> None:
         contract = self.ctx.contract()
         for info, seen in contract.forwards():
             self.ctx.enter(info.node)
-            readers = self._readers(info)
-            if seen.ctx_name is None:
-                # the setup_context style: forward has no ctx, setup_context keeps what
-                # backward needs (semantics D3: the same checks apply there)
-                setup = contract.method(info, "setup_context")
-                if setup is not None:
-                    positions = {
-                        i for i, p in enumerate(seen.inputs) if p.name.value in seen.tensors
-                    }
-                    self._setup_context(info.name, setup, positions, readers, len(seen.inputs))
-                    self._helper_keeps_setup(info, seen, setup, readers)
-                    self._setup_saves(info, seen, setup)
-                continue
-            kinds = TensorKinds(
-                seen.flow,
-                self.ctx.facts.imports,
-                seen.tensors,
-                plain_inputs(seen.flow),
-                lambda call: compiled_callee(call, self.ctx.facts, self.ctx.settings) is not None,
-            )
-            self._ctx_stash(
-                info.name,
-                seen.flow,
-                seen.ctx_name,
-                seen.tensors,
-                readers,
-                forward=kinds,
-                parts=_vararg_parts(seen.flow, seen.vararg),
-            )
-            self._save_for_backward(info, seen, seen.ctx_name)
-            self._helper_saves(info, seen.flow, seen.ctx_name)
-            self._helper_keeps_forward(info, seen, readers)
+            self._kept_by(info, seen)
+        # forward (or setup_context) of another module keeps what this backward reads: only
+        # this file has the gradients that prove an input a tensor (oracle K17)
+        for info, backward, seen, proven in inherited_forwards(contract):
+            self.ctx.enter(info.node)
+            self._read_in, self._only = backward, proven
+            try:
+                self._kept_by(info, seen)
+            finally:
+                self._read_in = self._only = None
         for op in self.ctx.facts.custom_ops:
             if op.setup_context is None or op.schema is None:
                 continue
@@ -85,6 +70,45 @@ class SavedState(Check):
             readers = [op.backward] if op.backward is not None else None
             total = len(op.schema.params.params)
             self._setup_context(op.op, op.setup_context, positions, readers, total)
+
+    def _kept_by(self, info: ClassInfo, seen: ForwardInputs) -> None:
+        """What the forward (or setup_context) of a class keeps on ctx and saves."""
+        contract = self.ctx.contract()
+        readers = self._readers(info)
+        # an input backward returns a gradient for is a tensor (autograd refuses one for
+        # anything else), annotated or not (shown by tests/oracle, K19, K20)
+        tensors = seen.tensors | gradient_evidence(contract, info, seen.flow)
+        if seen.ctx_name is None:
+            # the setup_context style: forward has no ctx, setup_context keeps what
+            # backward needs (semantics D3: the same checks apply there)
+            setup = contract.method(info, "setup_context")
+            if setup is not None:
+                positions = {i for i, p in enumerate(seen.inputs) if p.name.value in tensors}
+                if readers is not None:  # setup_context keeps; it does not read
+                    readers = [method for method in readers if method is not setup]
+                self._setup_context(info.name, setup, positions, readers, len(seen.inputs))
+                self._helper_keeps_setup(info, seen, setup, readers)
+                self._setup_saves(info, seen, setup)
+            return
+        kinds = TensorKinds(
+            seen.flow,
+            self.ctx.facts.imports,
+            tensors,
+            plain_inputs(seen.flow),
+            lambda call: compiled_callee(call, self.ctx.facts, self.ctx.settings) is not None,
+        )
+        self._ctx_stash(
+            info.name,
+            seen.flow,
+            seen.ctx_name,
+            tensors,
+            readers,
+            forward=kinds,
+            parts=_vararg_parts(seen.flow, seen.vararg),
+        )
+        self._save_for_backward(info, seen, seen.ctx_name)
+        self._helper_saves(info, seen.flow, seen.ctx_name)
+        self._helper_keeps_forward(info, seen, readers)
 
     def _setup_context(
         self,
@@ -132,14 +156,27 @@ class SavedState(Check):
 
     def _readers(self, info: ClassInfo) -> list[cst.FunctionDef] | None:
         """The methods that read what forward keeps: the class's own others, and backward
-        wherever it is defined; None when backward cannot be read (then every attribute
-        counts as read for its values)."""
+        wherever it is defined (or those of this file's subclasses inheriting forward); None
+        when backward cannot be read (then every attribute counts as read for its values)."""
         readers = [m for name, m in info.methods.items() if name != "forward"]
         if "backward" not in info.methods:
-            inherited = self.ctx.contract().method(info, "backward")
-            if inherited is None:
+            contract = self.ctx.contract()
+            inherited = contract.method(info, "backward")
+            if inherited is not None:
+                return [*readers, inherited]
+            # the backwards of this file's subclasses that inherit this forward
+            forward = info.methods.get("forward")
+            found = [
+                backward
+                for other in contract.classes()
+                if other is not info
+                and forward is not None
+                and contract.method(other, "forward") is forward
+                and (backward := contract.method(other, "backward")) is not None
+            ]
+            if not found:
                 return None
-            readers.append(inherited)
+            readers += found
         return readers
 
     def _ctx_stash(
@@ -164,6 +201,7 @@ class SavedState(Check):
             for p in (*flow.function.params.posonly_params, *flow.function.params.params)
             if p.annotation is not None and is_tensor_annotation(p.annotation.annotation)
         }
+        stash = _Stash(tensors, inputs_name, positions, forward, parts, outputs, declared)
         found: list[tuple[cst.CSTNode, str, str]] = list(stashed or [])
         for node, order in flow.statements:
             if not isinstance(node, cst.Assign):
@@ -185,28 +223,17 @@ class SavedState(Check):
                         and isinstance(t.value, cst.Name)
                         and t.value.value == ctx_name
                     ):
-                        index = _constant_index(v, inputs_name) if inputs_name else None
-                        if index is not None and index in positions:  # `ctx.x = inputs[0]`
-                            found.append((node, t.attr.value, f"{inputs_name}[{index}]"))
-                            continue
-                        if forward is None:
-                            base = v
-                            while isinstance(base, cst.Subscript):
-                                base = base.value
-                            if isinstance(base, cst.Name) and base.value in tensors:
-                                found.append((node, t.attr.value, base.value))
-                            continue
-                        # `ctx.w = w`, `ctx.w = w[0]`, `ctx.w = w.contiguous()`: the value,
-                        # or a view of it (the same storage, the same hazard)
-                        root = receiver_root(v)
-                        if _slices_part(v, parts) or (
-                            root is not None and _names_part(forward, root, node, order, parts)
-                        ):
-                            continue
-                        if root is not None and _holds_tensor(
-                            forward, root, node, order, outputs, declared
-                        ):
-                            found.append((node, t.attr.value, root))
+                        # a list or tuple literal holds the very tensors (`ctx.ws = [w]`, K18)
+                        values = (
+                            [e.value for e in v.elements if not isinstance(e, cst.StarredElement)]
+                            if isinstance(v, (cst.List, cst.Tuple))
+                            else [v]
+                        )
+                        for value in values:
+                            shown = _kept(value, node, order, stash)
+                            if shown is not None:
+                                found.append((node, t.attr.value, shown))
+                                break
         if not found:
             return
         harmless = self._harmless(readers, ctx_name)
@@ -231,7 +258,33 @@ class SavedState(Check):
                     f"save `{shown}` with `ctx.save_for_backward` and read it back from "
                     "`ctx.saved_tensors`"
                 )
-            self.report("AGL403", node, cls=name, attr=attr, name=shown, advice=advice)
+            self._report_kept(node, name, attr, shown, advice)
+
+    def _report_kept(self, node: cst.CSTNode, cls: str, attr: str, shown: str, advice: str) -> None:
+        """AGL403 where the tensor is kept; or, kept by a forward of another module, at this
+        file's backward reading it back (where the gradient that proves it a tensor is)."""
+        if self._read_in is None:
+            self.report("AGL403", node, cls=cls, attr=attr, name=shown, advice=advice)
+            return
+        if self._only is not None and shown.split("[", 1)[0] not in self._only:
+            return  # proven a tensor in its own file: reported there
+        flow = self.ctx.flow(self._read_in)
+        ctx_name = flow.params[0] if flow.params else "ctx"
+        read = next(
+            (
+                a
+                for a in flow.attribute_reads
+                if isinstance(a.value, cst.Name)
+                and a.value.value == ctx_name
+                and a.attr.value == attr
+            ),
+            None,
+        )
+        if read is not None:
+            where = "the forward this class inherits from another module keeps it"
+            self.report(
+                "AGL403", read, cls=cls, attr=attr, name=shown, advice=f"{advice} ({where})"
+            )
 
     def _harmless(
         self, readers: list[cst.FunctionDef] | None, ctx_name: str
@@ -394,12 +447,13 @@ class SavedState(Check):
         """A tensor handed, with ctx, to a helper that keeps it as a ctx attribute (`ctx.w =
         w`, `setattr(ctx, name, w)`), one or two calls deep: reported at the call."""
         harmless = self._harmless(readers, ctx_name)
-        for site, effects, bound in helper_calls(self.ctx.summaries, flow.calls):
+        home = self.ctx.contract().foreign_paths.get(id(flow.function))  # helpers of its file
+        for site, effects, bound in helper_calls(self.ctx.summaries, flow.calls, home):
             given = dict(bound)  # slot -> argument (VARARG: the last one; names are not there)
             for slot, value in bound:
                 if not (isinstance(value, cst.Name) and value.value == ctx_name):
                     continue
-                for kept, attr in effects.keeps.get(slot, {}).items():
+                for kept, attr in effects.keeps.get(slot, []):
                     held = given.get(kept)
                     if not (isinstance(held, cst.Name) and held.value in tensors):
                         continue
@@ -416,9 +470,7 @@ class SavedState(Check):
                         f"`{code_of(site.node)}` keeps it: save `{shown}` with "
                         "`ctx.save_for_backward` and read it back from `ctx.saved_tensors`"
                     )
-                    self.report(
-                        "AGL403", site.node, cls=info.name, attr=attr, name=shown, advice=advice
-                    )
+                    self._report_kept(site.node, info.name, attr, shown, advice)
                     return
 
     @staticmethod
@@ -444,22 +496,42 @@ class SavedState(Check):
         return False
 
 
+@dataclass(frozen=True)
+class _Stash:
+    """What `_ctx_stash` knows of the method keeping values on ctx."""
+
+    tensors: set[str]  # names known to hold tensors (setup_context's)
+    inputs_name: str | None  # setup_context's `inputs`
+    positions: frozenset[int] | set[int]  # the tensor inputs' positions in it
+    forward: TensorKinds | None  # forward's kinds (None in setup_context)
+    parts: frozenset[str]  # a vararg split into parts
+    outputs: set[str]  # the names forward returns
+    declared: set[str]  # inputs annotated as tensors
+
+
+def _kept(value: cst.BaseExpression, node: cst.CSTNode, order: int, stash: _Stash) -> str | None:
+    """The tensor a value kept on ctx holds, as the finding names it, if any."""
+    index = _constant_index(value, stash.inputs_name) if stash.inputs_name else None
+    if index is not None and index in stash.positions:  # `ctx.x = inputs[0]`
+        return f"{stash.inputs_name}[{index}]"
+    # `ctx.w = w`, `ctx.w = w[0]`, `ctx.w = w.detach()`: the value, or a view of it (the same
+    # storage, the same hazard)
+    root = receiver_root(value)
+    kinds = stash.forward
+    if root is None:
+        return None
+    if kinds is None:
+        return root if root in stash.tensors else None
+    if _slices_part(value, stash.parts) or _names_part(kinds, root, node, order, stash.parts):
+        return None
+    held = _holds_tensor(kinds, root, node, order, stash.outputs, stash.declared)
+    return root if held else None
+
+
 def _number_defaults(inputs: list[cst.Param]) -> set[str]:
     """Unannotated inputs whose default is a number literal (`scale=2.0`): numbers, as far as
     forward's own text says."""
-    return {
-        p.name.value
-        for p in inputs
-        if p.annotation is None
-        and p.default is not None
-        and isinstance(_unsigned(p.default), (cst.Integer, cst.Float))
-    }
-
-
-def _unsigned(expr: cst.BaseExpression) -> cst.BaseExpression:
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        return expr.expression
-    return expr
+    return {p.name.value for p in inputs if number_default(p)}
 
 
 def _saves_all_of(later: cst.Call, earlier: cst.Call) -> bool:

@@ -21,7 +21,7 @@ class StaticMethods(Check):
     reads = Reads(functions=True)
 
     def run(self) -> None:
-        for info in self.ctx.contract().classes():
+        for info in self.ctx.contract().backward_classes():
             self.ctx.enter(info.node)
             self._class(info)
 

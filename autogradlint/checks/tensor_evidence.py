@@ -9,9 +9,11 @@ input is a tensor, as an annotation would.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import libcst as cst
 
-from ..analysis.contract import ContractView
+from ..analysis.contract import ContractView, ForwardInputs
 from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
 
@@ -22,7 +24,9 @@ def gradient_evidence(contract: ContractView, info: ClassInfo, forward: MethodFl
     seen = contract.forward_of(info, forward.function)
     if seen.vararg is not None:
         return set()  # positions past the named inputs are unknowable
-    inputs = [p.name.value for p in seen.inputs]
+    # Only inputs every call passes: where a default is not passed, what backward returns in
+    # its slot is an extra gradient, not one for a non-tensor (shown by tests/oracle).
+    inputs = [p.name.value if p.default is None else "" for p in seen.inputs]
     backwards = [contract.method(info, "backward")]
     if backwards[0] is None:
         backwards = [
@@ -35,6 +39,25 @@ def gradient_evidence(contract: ContractView, info: ClassInfo, forward: MethodFl
         if backward is not None:
             found |= _returned_for(contract, backward, inputs)
     return found
+
+
+def inherited_forwards(
+    contract: ContractView,
+) -> Iterator[tuple[ClassInfo, cst.FunctionDef, ForwardInputs, set[str]]]:
+    """The classes of this file with their own backward and a forward of another module: each
+    with that backward, forward as read, and the inputs only this backward proves tensors
+    (the other file reports what it can prove itself; a class with none is left out)."""
+    for info in contract.classes():
+        backward = info.methods.get("backward")
+        forward = contract.method(info, "forward")
+        if backward is None or "forward" in info.methods or forward is None:
+            continue
+        if not contract.is_foreign(forward):
+            continue  # this file's: checked with the class that defines it
+        seen = contract.forward_of(info, forward)
+        proven = gradient_evidence(contract, info, seen.flow) - seen.tensors
+        if proven:
+            yield info, backward, seen, proven
 
 
 def _returned_for(contract: ContractView, backward: cst.FunctionDef, inputs: list[str]) -> set[str]:
@@ -55,7 +78,7 @@ def _returned_for(contract: ContractView, backward: cst.FunctionDef, inputs: lis
         else:
             continue
         for name, gradient in zip(inputs, gradients, strict=False):
-            if _never_none(gradient, incoming):
+            if name and _never_none(gradient, incoming):
                 found.add(name)
     return found
 

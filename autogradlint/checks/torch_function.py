@@ -503,6 +503,10 @@ def conversion_kind(call: cst.Call, constant: Constant | None = None) -> str | N
         return "dtype" if call.args else None
     if method != "to":
         return None
+    if _own_metadata(func.value, keyword(call, "dtype") or keyword(call, "device")) or (
+        _own_metadata(func.value, positional(call, 0))
+    ):
+        return None  # `a.to(a.dtype)`: the tensor's own dtype or device, no change (oracle)
     if keyword(call, "dtype") is not None:
         return "dtype"
     device = keyword(call, "device")
@@ -512,6 +516,15 @@ def conversion_kind(call: cst.Call, constant: Constant | None = None) -> str | N
     if first is None:
         return None
     return _target_kind(first, constant)
+
+
+def _own_metadata(receiver: cst.BaseExpression, target: cst.BaseExpression | None) -> bool:
+    """`target` is the receiver's own `.dtype` or `.device`."""
+    return (
+        isinstance(target, cst.Attribute)
+        and target.attr.value in ("dtype", "device")
+        and target.value.deep_equals(receiver)
+    )
 
 
 def _target_kind(target: cst.BaseExpression, constant: Constant | None) -> str | None:

@@ -38,7 +38,7 @@ class UnsetGradients(Check):
     reads = Reads(functions=True, custom_ops=True)
 
     def run(self) -> None:
-        for info in self.ctx.contract().classes():
+        for info in self.ctx.contract().backward_classes():
             backward = info.methods.get("backward")
             if backward is not None:
                 self.ctx.enter(info.node)

@@ -24,7 +24,13 @@ from ..settings import DEFAULT_LOADERS, HELPER_DEPTH
 from ..text.bindings import Bindings
 from ..text.functions import FUNCTION_ALIAS
 from ..text.hierarchy import function_like
-from ..text.marks import direct_call_offsets, holds_graph_call, word_char
+from ..text.marks import (
+    alias_offsets,
+    direct_call_offsets,
+    holds_graph_call,
+    instance_call_offsets,
+    word_char,
+)
 from ..text.outline import module_imports
 from ..text.statements import body_start, chunk_of, chunk_starts, class_members, is_bare_string
 from .op_definitions import op_definition_chunks
@@ -208,11 +214,17 @@ def kept_ranges(
     tails = reads.call_tails + ((".apply(",) if reads.apply_arity else ())
     # on Functions of this file or imported ones
     calls = direct_call_offsets(text, names, tails) if tails else []
+    if "()(" in reads.call_tails:  # the legacy `Fn(k)(x)`, `f = Fn(k); f(x)`
+        calls += instance_call_offsets(text, names)
+    if tails:
+        calls += alias_offsets(text, names)  # and through a name bound to `Fn.apply`
     custom_ops: set[int] = set()
     if reads.custom_ops and "register_autograd" in text:
         custom_ops = _custom_op_chunks(text, starts)
     if reads.op_definitions:
         custom_ops |= op_definition_chunks(text, starts)
+    if reads.functions and ("FunctionCtx" in text or "BackwardCFunction" in text):
+        custom_ops |= _ctx_step_chunks(text, starts)  # backward steps written apart
     if not function_offsets and not hook_offsets and not calls and not custom_ops:
         return None
     loader_offsets = _loader_offsets(text, loaders) if reads.functions else []
@@ -287,6 +299,19 @@ def _custom_op_chunks(text: str, starts: list[int]) -> set[int]:
     named = [m.start() + 1 for m in _DEF_NAME.finditer(text) if m.group(1) in words]
     named += [m.start() for literal in literals for m in re.finditer(re.escape(literal), text)]
     return calls | {i for i in chunk_of(starts, named) if _NOT_MODULE_SCOPE.match(text, bounds[i])}
+
+
+def _ctx_step_chunks(text: str, starts: list[int]) -> set[int]:
+    """Module-level defs that name `FunctionCtx` and read `.saved_tensors`: slicing's
+    `ctx_step_spans` is the `ast` twin (this may keep more, never less)."""
+    bounds = [*starts, len(text)]
+    marks = [m.start() for m in re.finditer(r"FunctionCtx|BackwardCFunction", text)]
+    return {
+        index
+        for index in chunk_of(starts, marks)
+        if text.startswith(("def ", "async def ", "@"), bounds[index])
+        and ".saved_tensors" in text[bounds[index] : bounds[index + 1]]
+    }
 
 
 def _helper_chunks(text: str, starts: list[int], bounds: list[int], callers: set[int]) -> set[int]:

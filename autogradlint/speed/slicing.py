@@ -25,7 +25,12 @@ from ..text.ast_walk import walk as walk_ast
 from ..text.bindings import Binding, Bindings
 from ..text.functions import forward_parameters, may_name_function
 from ..text.hierarchy import function_like
-from ..text.marks import direct_call_offsets, holds_graph_call
+from ..text.marks import (
+    alias_offsets,
+    direct_call_offsets,
+    holds_graph_call,
+    instance_call_offsets,
+)
 from ..text.statements import blank_outside, chunk_starts
 from .op_definitions import op_definition_spans
 from .preselect import kept_ranges, triton_kernels
@@ -234,6 +239,31 @@ def _blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
+def ctx_step_spans(statements: list[ast.stmt]) -> list[tuple[int, int]]:
+    """Module-level defs whose first parameter is annotated `...FunctionCtx` and that read
+    `ctx.saved_tensors`: backward steps written apart, which family A reads as backwards
+    (reentrant.ctx_backward_step decides; preselect's `_ctx_step_chunks` is the text twin)."""
+    spans = []
+    for stmt in statements:
+        if not isinstance(stmt, _DEFS):
+            continue
+        params = [*stmt.args.posonlyargs, *stmt.args.args]
+        if not params or params[0].annotation is None:
+            continue
+        if not ast.unparse(params[0].annotation).endswith(("FunctionCtx", "BackwardCFunction")):
+            continue
+        ctx = params[0].arg
+        if any(
+            isinstance(sub, ast.Attribute)
+            and sub.attr == "saved_tensors"
+            and isinstance(sub.value, ast.Name)
+            and sub.value.id == ctx
+            for sub in walk_ast(stmt)
+        ):
+            spans.append(_span(stmt))
+    return spans
+
+
 def custom_op_spans(statements: list[ast.stmt]) -> list[tuple[int, int]]:
     """A torch.library custom op's autograd, at module level: each `register_autograd(...)`
     call, the functions it names (backward, setup_context) and the op's own definition
@@ -273,13 +303,16 @@ def custom_op_spans(statements: list[ast.stmt]) -> list[tuple[int, int]]:
 def registers_handler(node: ast.FunctionDef | ast.AsyncFunctionDef, ops: frozenset[str]) -> bool:
     """`@implements(aten.empty_like.default)` and the like: a decorator naming one of the
     `aten` ops a check reads handlers of (`Reads.handler_ops`; preselect's `_handler` is the
-    text twin), on a def that takes `args` and `kwargs` as a dispatch handler does. The check
+    text twin), on a def that takes `args` and `kwargs` as a dispatch handler does (or packed
+    in `*args`). The check
     reads only those: a decomposition or lowering registered for the op (`@register_lowering(
     aten.empty_like)` takes the op's own parameters) is never parsed."""
     if not ops:
         return False
     named = {arg.arg for arg in (*node.args.posonlyargs, *node.args.args)}
-    if "args" not in named or "kwargs" not in named:
+    # `def _to_copy(func, *args, **kwargs)`: args and kwargs packed (the check reads where
+    # the file's __torch_dispatch__ passes them)
+    if ("args" not in named or "kwargs" not in named) and node.args.vararg is None:
         return False
     for decorator in node.decorator_list:
         for sub in walk_ast(decorator):
@@ -364,6 +397,11 @@ def _direct_call_lines(
     may not take: the many that fit a forward of this file are decided here, from `ast`, and
     never reach libcst. Only the statements on those lines are walked."""
     offsets = direct_call_offsets(text, function_like, reads.call_tails) if reads.call_tails else []
+    if "()(" in reads.call_tails:  # the legacy `Fn(k)(x)`, `f = Fn(k); f(x)`
+        offsets += instance_call_offsets(text, function_like)
+    if reads.call_tails or reads.apply_arity:
+        # `op = Fn.apply` / `f = Fn.forward` and every call through the name
+        offsets += alias_offsets(text, function_like)
     lines = {text.count("\n", 0, offset) + 1 for offset in offsets}
     if lines and "is_grad_enabled" in text:
         # `if torch.is_grad_enabled(): return Fn.apply(x)` before `Fn.forward(None, x)`: the
@@ -545,6 +583,8 @@ def slice_source(
         custom_ops += custom_op_spans(tree.body)
     if reads.op_definitions:
         custom_ops += op_definition_spans(tree.body)
+    if reads.functions:
+        custom_ops += ctx_step_spans(tree.body)  # backward steps written apart
     if (
         not call_lines
         and not custom_ops

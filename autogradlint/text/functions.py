@@ -42,6 +42,7 @@ class ForwardParameters(NamedTuple):
     star: bool  # forward takes *args
     setup_context: bool
     keyword_only: bool  # forward also takes keyword-only parameters
+    kwargs: bool = False  # forward takes **kwargs
 
 
 def forward_parameters(node: ast.ClassDef) -> ForwardParameters | None:
@@ -72,4 +73,5 @@ def parameters(
         args.vararg is not None,
         setup_context,
         bool(args.kwonlyargs),
+        args.kwarg is not None,
     )

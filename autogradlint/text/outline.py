@@ -1,5 +1,5 @@
 """What a file's bytes say without parsing: its class statements, the classes it imports under
-another name, its direct `X.forward(` / `X()(` / `X.apply(` callees (all of them, for every file read), and
+another name, its direct `X.forward(` / `X()(` / `X.apply(` / `X(k)(` callees (all of them, for every file read), and
 its module-scope imports (for the files the project index resolves through)."""
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ def class_declarations(data: bytes, autograd: bool | None = None) -> list[ClassD
 
 
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-_CALLS = (b".forward(", b"()(", b".apply(")  # `X.forward(`, `X()(` and `X.apply(`
+# `X.forward(`, `X()(` and `X.apply(`, and `op = X.apply` (a name bound to one, then called)
+_CALLS = (b".forward", b"()(", b".apply")
 _IMPORT_ALIAS = re.compile(rb"(\w+)\s+as\s+(\w+)")
 
 
@@ -96,10 +97,30 @@ def _offsets(data: bytes, token: bytes) -> list[int]:
 
 
 _IDENTIFIER = re.compile(rb"[A-Za-z_]\w*")
+_HELD = re.compile(rb"=[ \t]*([A-Z]\w*)\(")  # starts at a literal: memory speed
+
+
+def _opening(data: bytes, closing: int) -> int:
+    """Where the `(` that the `)` at `closing` closes is (parentheses counted, a bounded walk
+    back: a miss only loses a filter mark the tree would not confirm either way)."""
+    depth = 0
+    for index in range(closing, max(-1, closing - 4000), -1):
+        char = data[index]
+        if char == 0x29:  # ')'
+            depth += 1
+        elif char == 0x28:  # '('
+            depth -= 1
+            if depth == 0:
+                return index
+    return 0
 
 
 def outline(data: bytes, decls: Sequence[ClassDecl] | None = None) -> Outline:
     callees = {_word_before(data, at) for token in _CALLS for at in _offsets(data, token)}
+    # An instance made with arguments and called (the legacy `Fn(k, eps)(x)`), or held first
+    # (`f = Fn(k)`): over-approximated, as a filter (AGL407 decides from the tree).
+    callees.update(_word_before(data, _opening(data, at)) for at in _offsets(data, b")("))
+    callees.update(m.group(1).decode("ascii", "replace") for m in _HELD.finditer(data))
     callees.discard("")
     aliases: set[tuple[str, str]] = set()
     for at in _offsets(data, b" as "):

@@ -38,10 +38,14 @@ def _describe(
         + [f"{k}={v}" for k, v in tags.items()]
     )
     harms = sorted({h[:140] for h in result_harms})
+    # what the search saw, beside the minimal program's rerun: a harm only the search saw
+    # (a torch-side flake) shows here and not on the line above
+    seen = sorted({h[:140] for h in d.harms})
     return "\n".join(
         [
             f"--- NEW {d.key}  (tags {json.dumps(found.program.tags)})",
             f"torch: {harms[:6]}" + (" ..." if len(harms) > 6 else ""),
+            f"in the search: {seen[:3]}" + (" ..." if len(seen) > 3 else ""),
             f"linter: {codes or 'no finding'}",
             f"match: {match}",
             f"replay: {chosen.family} {json.dumps(chosen.choices, separators=(',', ':'))}",

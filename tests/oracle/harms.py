@@ -58,7 +58,9 @@ PREDICTS: dict[str, str] = {
     ),
     "AGL406": (
         r"changed:\w+:upstream|wrong:train:sibling|"
-        r"raise:sum:RuntimeError: unsupported operation: more than one element|crash:sum:"
+        # a collective writing into the shared gradient can corrupt the heap: the rank aborts
+        # (`munmap_chunk(): invalid pointer`) in whichever scenario it first shows, train or sum
+        r"raise:sum:RuntimeError: unsupported operation: more than one element|crash:(sum|train):"
     ),
     "AGL407": r"raise:train:(TypeError|AttributeError|RuntimeError: (Legacy|element 0))|wrong:train:grad",
     "AGL408": r"raise:retain:|wrong:retain:grad",
@@ -75,6 +77,9 @@ PREDICTS: dict[str, str] = {
     "AGL412": r"raise:\w+:UnboundLocalError|wrong:partial:grad",
     "AGL413": r"opcheck:test_(faketensor|aot_dispatch_dynamic|aot_dispatch_static)",
 }
+
+
+TIMEOUT = "raise:timeout:"  # torch_side's alarm: the program ran past TIMEOUT_S
 
 
 @dataclass(frozen=True)
@@ -114,7 +119,11 @@ class Disagreement:
 
 
 def judge(generator: str, harms: list[str], codes: list[str]) -> list[Disagreement]:
-    """The disagreements between torch's harms and the linter's findings (rule codes)."""
+    """The disagreements between torch's harms and the linter's findings (rule codes). A
+    program that ran past its time (`raise:timeout:`, a loaded machine) has no verdict: the
+    scenarios after the alarm never ran, so neither direction can be told."""
+    if any(h.startswith(TIMEOUT) for h in harms):
+        return []
     gen = GENERATORS[generator]
     scope = gen.scope()
     flagged = sorted({c for c in codes if c in PREDICTS})

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from . import batch, known
 from .batch import Result
 from .generators import GENERATE, build
-from .harms import Disagreement, harmful
+from .harms import TIMEOUT, Disagreement, harmful
 from .program import Program
 
 
@@ -74,7 +74,8 @@ class Summary:
             flagged = sum(bool(set(r.codes) & codes) for r in rs)
             missed = sum(any(d.direction == "missed" for d in r.disagreements()) for r in rs)
             false = sum(any(d.direction == "false-alarm" for d in r.disagreements()) for r in rs)
-            broken = sum(any(h.startswith("harness") for h in r.harms) for r in rs)
+            # a harness failure, or a program that timed out (no verdict: harms.judge)
+            broken = sum(any(h.startswith(("harness", TIMEOUT)) for h in r.harms) for r in rs)
             rows.append(
                 f"{family:<19} {len(rs):>8} {harm:>8} {flagged:>8} {missed:>7} {false:>12} {broken:>8}"
             )

@@ -566,10 +566,24 @@ def run_opcheck(prog: Program, harms: Harms) -> None:
             try:
                 torch.library.opcheck(op, args)
             except Exception as exc:  # noqa: BLE001 - opcheck's failure is the verdict
+                if _timed_out(exc):
+                    # the program's alarm went off inside opcheck (a loaded machine), which
+                    # reports it as a failed test: a timeout, not a verdict on the op
+                    raise TimeoutError(f"oracle: program ran past {TIMEOUT_S}s") from exc
                 text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 found = re.search(r"(test_\w+) failed with (.*)", text)
                 test, why = (found.group(1), found.group(2)) if found else ("call", text)
                 harms.add(f"opcheck:{test}:{why[:120]}")
+
+
+def _timed_out(exc: BaseException | None) -> bool:
+    """Whether the program's own alarm (`_alarm`) is what an exception reports, wrapped or not."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, TimeoutError) or "oracle: program ran past" in str(exc):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
 
 
 # --- helpers references may use ---------------------------------------------------------------
