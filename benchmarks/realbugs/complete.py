@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.realbugs.materialize import BATCHES, HERE, Case, cases, file_at, git_dir
+from benchmarks.realbugs.score import read_rows, write_rows
 
 NATIVE = (".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hpp")
 
@@ -311,18 +312,12 @@ def propose(case: Case, seeds: Iterable[str], mirrors: Path) -> list[Proposal]:
 
 def append_paths(manifest: Path, additions: dict[str, list[str]]) -> None:
     """Append `additions[id]` to the `paths` of those rows; every other cell stays as it was."""
-    with open(manifest, newline="") as handle:
-        reader = csv.DictReader(handle, delimiter="\t")
-        fields = list(reader.fieldnames or [])
-        rows = list(reader)
+    rows = read_rows(manifest)
     for row in rows:
         extra = [p for p in additions.get(row["id"], []) if p not in row["paths"].split(",")]
         if extra:
             row["paths"] = ",".join([row["paths"], *extra])
-    with open(manifest, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fields, delimiter="\t", lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows(manifest, rows, tuple(rows[0]) if rows else ())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -214,9 +214,11 @@ def read_rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle, delimiter="\t"))
 
 
-def write_rows(path: Path, all_rows: list[dict[str, str]]) -> None:
+def write_rows(
+    path: Path, all_rows: list[dict[str, str]], fields: tuple[str, ...] = FIELDS
+) -> None:
     with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, FIELDS, delimiter="\t", lineterminator="\n")
+        writer = csv.DictWriter(handle, fields, delimiter="\t", lineterminator="\n")
         writer.writeheader()
         writer.writerows(all_rows)
 
