@@ -4,6 +4,7 @@ or writes into a tensor it saved."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import libcst as cst
 
@@ -27,6 +28,18 @@ from .reads import Reads
 # What forward saved in a slot: its description, or the intermediate's expression (its text is
 # read only when a finding shows it), and whether the caller holds the tensor.
 _Saved = tuple[str | cst.BaseExpression, bool]
+
+
+class _SavedScope(NamedTuple):
+    """One backward as AGL409 reads it: its class and flow, forward's saved slots and ctx
+    attributes, and what was reported (once per slot or attribute)."""
+
+    info: ClassInfo
+    flow: MethodFlow
+    ctx_name: str | None
+    saved: dict[int, _Saved]
+    kept: set[str]
+    reported: set[object]
 
 
 @dataclass(frozen=True)
@@ -193,47 +206,31 @@ class BackwardState(Check):
             return
         flow = self.ctx.flow(backward)
         ctx_name = flow.params[0] if flow.params else None
-        reported: set[object] = set()
+        scope = _SavedScope(info, flow, ctx_name, saved, kept, set())
         for node, order in flow.statements:
             found = mutation(node)
             if found is not None:
                 # `ctx.count += 1` may be an int: a kept attribute needs an in-place method
                 where = _Write(found[1], order, isinstance(node, cst.Call))
-                self._saved_write(info, flow, ctx_name, saved, kept, reported, found[0], where)
-        self._helper_writes_saved(info, flow, ctx_name, saved, kept, reported)
-        self._kernel_writes_saved(info, flow, ctx_name, saved, reported)
+                self._saved_write(scope, found[0], where)
+        self._helper_writes_saved(scope)
+        self._kernel_writes_saved(scope)
 
-    def _helper_writes_saved(
-        self,
-        info: ClassInfo,
-        flow: MethodFlow,
-        ctx_name: str | None,
-        saved: dict[int, _Saved],
-        kept: set[str],
-        reported: set[object],
-    ) -> None:
+    def _helper_writes_saved(self, scope: _SavedScope) -> None:
         """A saved tensor (or one kept on ctx) handed to a module-level function or a static
         method that writes it in place, one or two calls deep: reported at the call."""
+        flow = scope.flow
         home = self.ctx.contract().foreign_paths.get(id(flow.function))  # helpers of its file
         for site, effects, bound in helper_calls(self.ctx.summaries, flow.calls, home):
             for slot, value in bound:
                 if slot in effects.writes:
                     where = _Write(site.node, site.order, slot in effects.method_writes)
-                    self._saved_write(info, flow, ctx_name, saved, kept, reported, value, where)
+                    self._saved_write(scope, value, where)
 
-    def _saved_write(
-        self,
-        info: ClassInfo,
-        flow: MethodFlow,
-        ctx_name: str | None,
-        saved: dict[int, _Saved],
-        kept: set[str],
-        reported: set[object],
-        written: cst.BaseExpression,
-        where: _Write,
-    ) -> None:
+    def _saved_write(self, scope: _SavedScope, written: cst.BaseExpression, where: _Write) -> None:
         """AGL409 when `written` (changed in place at `where`) is a saved tensor or a tensor
         kept on ctx, once per slot or attribute."""
+        info, flow, ctx_name, saved, kept, reported = scope
         kinds = self.ctx.contract().kinds(flow)
         setitem = isinstance(where.node, cst.AugAssign)
         slot = _saved_slot(written, flow, where.order, ctx_name, kinds, setitem=setitem)
@@ -270,17 +267,11 @@ class BackwardState(Check):
                 severity="warning",
             )
 
-    def _kernel_writes_saved(
-        self,
-        info: ClassInfo,
-        flow: MethodFlow,
-        ctx_name: str | None,
-        saved: dict[int, _Saved],
-        reported: set[object],
-    ) -> None:
+    def _kernel_writes_saved(self, scope: _SavedScope) -> None:
         """A saved tensor handed to a helper whose Triton launch stores into it (liger's
         `element_mul_kernel` scaling the gradient forward saved): a write the version counter
         never hears of, so even a second backward does not raise (semantics D9.5)."""
+        info, flow, ctx_name, saved, _kept, reported = scope
         summaries = self.ctx.summaries
         kinds = self.ctx.contract().kinds(flow)
         for site in flow.calls:

@@ -11,6 +11,7 @@ from ..analysis.flow import DISABLE, UNKNOWN, grad_mode_of
 from ..analysis.names import ImportTable
 from ..analysis.walk import FastVisitor
 from ..edits import Edits, Fix
+from ..text.functions import apply_binding
 from ..text.marks import alias_offsets, direct_call_offsets, instance_call_offsets
 from .base import Check
 from .gates import function_gate
@@ -261,7 +262,7 @@ class DirectCalls(Check):
         if any(arg.star for arg in call.args):
             return
         given = len([a for a in call.args if a.keyword is None])
-        keywords = {a.keyword.value for a in call.args if a.keyword is not None}
+        keywords = [a.keyword.value for a in call.args if a.keyword is not None]
         shape = self._forward_shape(cls, info)
         if shape is None:
             return
@@ -270,16 +271,14 @@ class DirectCalls(Check):
         known = all(names)  # a Function of this file: its parameter names are known
         if keywords and not known:
             return
-        if known:
-            missing = [n for n in names[given:required] if n not in keywords]
-        else:
-            missing = [""] * max(0, required - given)
+        binding = apply_binding(names, required, star, given, keywords)
+        missing = binding.missing
         if missing:
             plural = "s" if len(missing) > 1 else ""
             detail = f"{cls}.forward() missing {len(missing)} required positional argument{plural}"
             if known:
                 detail += ": " + " and ".join(f"'{m}'" for m in missing)
-        elif given > total and not star:
+        elif binding.too_many:
             # Python counts forward's own parameters: the ctx slot too, when it has one.
             low, high, got = required + ctx_slot, total + ctx_slot, given + ctx_slot
             takes = f"from {low} to {high}" if low < high else str(high)

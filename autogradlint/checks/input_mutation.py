@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import NamedTuple
 
 import libcst as cst
 
@@ -18,6 +19,17 @@ from .gates import function_gate
 from .gradient_collectives import GradientCollectives
 from .reads import Reads
 from .tensor_evidence import gradient_evidence, inherited_forwards
+
+
+class _Forward(NamedTuple):
+    """One forward as AGL405 reads it: its class and flow, its inputs, those known to be
+    tensors, and the class's static helpers."""
+
+    info: ClassInfo
+    flow: MethodFlow
+    inputs: set[str]
+    tensors: set[str]
+    helpers: dict[str, StaticHelper]
 
 
 class InputMutation(Check):
@@ -169,8 +181,9 @@ class InputMutation(Check):
                 continue
             reported.add(origin)
             self._report(write.node, info.name, origin, False)
-        self._kernel_writes(info, flow, inputs, tensors, helpers, dirty | reported)
-        self._project_helper_writes(info, flow, inputs, tensors, helpers, dirty | reported)
+        forward_read = _Forward(info, flow, inputs, tensors, helpers)
+        self._kernel_writes(forward_read, dirty | reported)
+        self._project_helper_writes(forward_read, dirty | reported)
 
     def _marked_in_helper(self, call: cst.Call, ctx_name: str) -> list[cst.BaseExpression]:
         """The arguments of `call` that the project function it runs, handed forward's ctx,
@@ -209,20 +222,13 @@ class InputMutation(Check):
                 ]
         return marked
 
-    def _kernel_writes(
-        self,
-        info: ClassInfo,
-        flow: MethodFlow,
-        inputs: set[str],
-        tensors: set[str],
-        helpers: dict[str, StaticHelper],
-        done: set[str],
-    ) -> None:
+    def _kernel_writes(self, forward: _Forward, done: set[str]) -> None:
         """An input (or a view of it: `Q.reshape(...)`) handed to a Triton kernel launched in
         forward (`_rope_embedding[grid](Q, ...)`) that stores through that parameter: the
         caller's tensor changes without mark_dirty (D5.1), and the version counter never
         hears of a raw write (B3.5). Reported at the argument. Only an input forward shows
         to be a tensor: a size in the store's offset arithmetic is no write."""
+        info, flow, inputs, tensors, helpers = forward
         contract = self.ctx.contract()
         summaries = self.ctx.summaries
         for site in flow.calls:
@@ -255,17 +261,10 @@ class InputMutation(Check):
                 done.add(origin)
                 self._report(arg.value, info.name, origin, False)
 
-    def _project_helper_writes(
-        self,
-        info: ClassInfo,
-        flow: MethodFlow,
-        inputs: set[str],
-        tensors: set[str],
-        helpers: dict[str, StaticHelper],
-        done: set[str],
-    ) -> None:
+    def _project_helper_writes(self, forward: _Forward, done: set[str]) -> None:
         """An input handed to a module-level function or a static method (here or in another
         project file) that writes it in place, one or two calls deep: reported at the call."""
+        info, flow, inputs, tensors, helpers = forward
         contract = self.ctx.contract()
         tensors = tensors | gradient_evidence(contract, info, flow)
         home = contract.foreign_paths.get(id(flow.function))  # helpers of its own file

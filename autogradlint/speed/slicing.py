@@ -23,7 +23,7 @@ from ..settings import DEFAULT_LOADERS, HELPER_DEPTH
 from ..text.ast_walk import ast_dotted
 from ..text.ast_walk import walk as walk_ast
 from ..text.bindings import Binding, Bindings
-from ..text.functions import forward_parameters, may_name_function
+from ..text.functions import apply_binding, forward_parameters, may_name_function
 from ..text.hierarchy import function_like
 from ..text.marks import (
     alias_offsets,
@@ -497,12 +497,8 @@ def _apply_may_fail(call: ast.Call, shape: Shape) -> bool:
     ):
         return False  # unpacking: the check skips these too
     names, required, star = shape
-    given = len(call.args)
-    keywords = {k.arg for k in call.keywords}
-    missing = [n for n in names[given:required] if n not in keywords]
-    # a keyword forward has no positional parameter for raises too (apply binds only those)
-    unknown = keywords - set(names)
-    return bool(missing) or bool(unknown) or (given > len(names) and not star)
+    keywords = [k.arg for k in call.keywords if k.arg is not None]
+    return apply_binding(names, required, star, len(call.args), keywords).fails
 
 
 def _parse(text: str) -> ast.Module:

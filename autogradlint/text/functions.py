@@ -75,3 +75,30 @@ def parameters(
         bool(args.kwonlyargs),
         args.kwarg is not None,
     )
+
+
+class ApplyBinding(NamedTuple):
+    """How `Fn.apply(...)` binds to forward's inputs: apply takes positional arguments and
+    keywords naming forward's positional inputs, so each of these raises TypeError at the first
+    call (semantics D10)."""
+
+    missing: list[str]  # required inputs neither given positionally nor by keyword
+    too_many: bool  # more positional arguments than forward has inputs, and no *args
+    unknown: list[str]  # keywords that name no positional input (keyword-only ones too)
+
+    @property
+    def fails(self) -> bool:
+        return bool(self.missing or self.too_many or self.unknown)
+
+
+def apply_binding(
+    names: tuple[str, ...] | list[str], required: int, star: bool, given: int, keywords: list[str]
+) -> ApplyBinding:
+    """The one test of an `apply` call against forward's inputs (`names`, the first `required`
+    without a default, `star` for *args), shared by AGL410 and the slicer's pre-test. A name
+    the caller does not know is "" (a Function of another file): it is never a keyword."""
+    return ApplyBinding(
+        [n for n in names[given:required] if n not in keywords],
+        given > len(names) and not star,
+        [k for k in keywords if k not in names],
+    )
