@@ -87,6 +87,8 @@ class Score:
     fp: int = 0  # findings on ok sites
     on_harmful: int = 0  # findings on harmful sites (the precision numerator)
     untriaged: list[str] = field(default_factory=list)
+    missed: list[str] = field(default_factory=list)  # the harmful sites without a finding
+    false_alarms: list[str] = field(default_factory=list)  # the findings on ok sites
 
     @property
     def findings(self) -> int:
@@ -161,6 +163,7 @@ def score(labels: Iterable[Label], hits: Iterable[Hit]) -> dict[str, Score]:
             found.update(label for label in covering if label.harmful)
         elif covering:
             cell.fp += 1
+            cell.false_alarms.append(hit.where())
         else:
             cell.untriaged.append(hit.where())
     for label in labels:
@@ -169,6 +172,9 @@ def score(labels: Iterable[Label], hits: Iterable[Hit]) -> dict[str, Score]:
                 scores[label.family].tp += 1
             else:
                 scores[label.family].fn += 1
+                scores[label.family].missed.append(
+                    f"{label.id}/{label.side}/{label.path}:{label.line}:{label.rule} ({label.verdict})"
+                )
     return scores
 
 
@@ -231,6 +237,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="append to first_runs.tsv (refused for a batch already recorded)",
     )
+    parser.add_argument(
+        "--details",
+        action="store_true",
+        help="also list every missed harmful site and every finding on an ok site",
+    )
     args = parser.parse_args(argv)
     batches = args.batch or sorted(p.name for p in BATCHES.iterdir() if p.is_dir())
     first = HERE / "first_runs.tsv"
@@ -257,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
             into.tp, into.fn, into.fp = into.tp + cell.tp, into.fn + cell.fn, into.fp + cell.fp
             into.on_harmful += cell.on_harmful
             into.untriaged.extend(cell.untriaged)
+            into.missed.extend(cell.missed)
+            into.false_alarms.extend(cell.false_alarms)
     print(
         f"{'family':<7} {'tp':>4} {'fn':>4} {'fp':>4} {'untr':>5} {'recall':>7} {'precision':>10}"
     )
@@ -268,6 +281,10 @@ def main(argv: list[str] | None = None) -> int:
     for family, cell in total.items():
         for where in cell.untriaged:
             print(f"untriaged {family}: {where}")
+        for where in cell.missed if args.details else ():
+            print(f"missed {family}: {where}")
+        for where in cell.false_alarms if args.details else ():
+            print(f"false alarm {family}: {where}")
     # first runs only ever grow; a tuned run replaces the earlier tuned rows of its batches
     target = first if args.record_first_run else HERE / "tuned_runs.tsv"
     kept = read_rows(target)
