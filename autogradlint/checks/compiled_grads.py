@@ -934,8 +934,7 @@ class CompiledGradients(Check):
         if depth > 20:
             return None
         if isinstance(expr, cst.Name):
-            definition = flow.definition_before(expr.value, order)
-            if definition is None:
+            if (definition := flow.definition_before(expr.value, order)) is None:
                 return None
             if definition.kind == "param":
                 if expr.value not in grads:
