@@ -545,6 +545,30 @@ def test_apply_through_an_alias_or_with_a_keyword_for_a_function_of_another_modu
     assert _found(tmp_path, "main.py") == [("main.py", "AGL410", 7), ("main.py", "AGL410", 11)]
 
 
+UNPACKING = """\
+from pkg.ops import Fn
+
+ARGS_EXTRA = (1.0,)
+NOTHING = []
+
+
+def model(x):
+    return Fn.apply(*(x,), *ARGS_EXTRA)  # TypeError: forward takes 1 input
+
+
+def fixed(x, extra):
+    return Fn.apply(*(x,), *NOTHING) + Fn.apply(x, *extra)
+"""
+
+
+def test_apply_unpacking_a_module_constant_for_a_function_of_another_module(
+    tmp_path: Path,
+) -> None:
+    # oracle K42: `*ARGS_EXTRA` is a constant of the file, so its one element is counted
+    _project(tmp_path, {"ops.py": OPS, "main.py": UNPACKING})
+    assert _found(tmp_path, "main.py") == [("main.py", "AGL410", 8)]
+
+
 KEEPING_BASE = """\
 import torch
 

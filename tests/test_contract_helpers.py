@@ -482,6 +482,50 @@ def test_agl410_a_keyword_apply_cannot_bind_raises() -> None:
     assert _found(positional) == []
 
 
+# --- AGL410: apply unpacking a module constant (oracle K42) -----------------------------------
+
+UNPACKED = """\
+import torch
+
+ARGS_EXTRA = (1.0,)
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2.0
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2.0
+
+
+def model(x):
+    return Fn.apply(*(x,), *ARGS_EXTRA)
+"""
+
+
+def test_agl410_counts_a_module_constant_the_call_unpacks() -> None:
+    # torch 2.13: TypeError, forward takes 1 input and `*ARGS_EXTRA` passes a second (D10)
+    result = lint_source(UNPACKED, "example.py")
+    [finding] = result.findings
+    assert (finding.rule_id, finding.line) == ("AGL410", 17)
+    assert "takes 2 positional arguments but 3 were given" in finding.help
+    # fixed: the constant holds nothing more, or forward takes what it holds
+    assert _found(UNPACKED.replace("(1.0,)", "()")) == []
+    assert (
+        _found(UNPACKED.replace("ctx, x)", "ctx, x, scale)").replace("g * 2.0\n", "g, None\n"))
+        == []
+    )
+    # only a name bound exactly once, at module scope, to a tuple or list literal is counted
+    rebound = UNPACKED + "\n\ndef widen():\n    global ARGS_EXTRA\n    ARGS_EXTRA = ()\n"
+    local = UNPACKED.replace("    return Fn.apply", "    ARGS_EXTRA = ()\n    return Fn.apply")
+    computed = UNPACKED.replace("(1.0,)", "tuple(range(1))")
+    starred = UNPACKED.replace("(1.0,)", "(*OTHER,)")
+    for code in (rebound, local, computed, starred):
+        assert _found(code) == []
+
+
 # --- AGL404: non-tensors saved by setup_context, and a number default saved -------------------
 
 SETUP_SAVES = """\

@@ -136,6 +136,37 @@ def fast_path(x):
         return Fn.apply(x)
     return Fn.forward(None, x)
 """,
+    # `*EXTRA` counts only when EXTRA is bound once in the file: the slice keeps neither the
+    # constant nor the `global` that rebinds it, so both are read from the whole text.
+    "apply_unpacking_a_constant": """\
+import torch
+
+EXTRA = (1.0,)
+WIDE = [1.0, 2.0]
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, scale=1.0):
+        return x * scale
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
+def model(x):
+    return Fn.apply(x, *EXTRA) + Fn.apply(x, *WIDE)  # AGL410
+
+
+def wide(x):
+    return Fn.apply(*(x, 2.0, 3.0))  # AGL410
+
+
+def rebinds():
+    global EXTRA
+    EXTRA = (1.0, 2.0)
+""",
 }
 
 

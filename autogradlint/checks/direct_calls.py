@@ -11,6 +11,7 @@ from ..analysis.flow import DISABLE, UNKNOWN, grad_mode_of
 from ..analysis.names import ImportTable
 from ..analysis.walk import FastVisitor
 from ..edits import Edits, Fix
+from ..text.constants import sequence_constants
 from ..text.functions import apply_binding
 from ..text.marks import alias_offsets, direct_call_offsets, instance_call_offsets
 from .base import Check
@@ -259,9 +260,9 @@ class DirectCalls(Check):
     def _apply_arity(self, call: cst.Call, cls: str, info: ClassInfo | None) -> None:
         """`Fn.apply(...)` against forward's parameters (after ctx): TypeError at the first call
         when one without a default is not given, or more are given than it takes (D10)."""
-        if any(arg.star for arg in call.args):
-            return
-        given = len([a for a in call.args if a.keyword is None])
+        given = self._positional_count(call)
+        if given is None:
+            return  # unpacking of unknown length
         keywords = [a.keyword.value for a in call.args if a.keyword is not None]
         shape = self._forward_shape(cls, info)
         if shape is None:
@@ -297,6 +298,33 @@ class DirectCalls(Check):
             expected=expected,
             detail=detail,
         )
+
+    def _positional_count(self, call: cst.Call) -> int | None:
+        """How many positional arguments the call passes: `*(a, b)` and `*ARGS`, for a module
+        constant `ARGS = (1.0,)` bound once in the file, by their length; None for `**kwargs`
+        or an unpacking of unknown length (a run-time tuple)."""
+        if any(arg.star == "**" for arg in call.args):
+            return None
+        unpacked = [
+            a.value.value for a in call.args if a.star == "*" and isinstance(a.value, cst.Name)
+        ]
+        facts = self.ctx.facts
+        # read from the whole file, whatever the slicer kept: the slicer's pre-test reads it too
+        constants = sequence_constants(facts.source or facts.parsed, unpacked) if unpacked else {}
+        total = 0
+        for arg in call.args:
+            if arg.keyword is not None:
+                continue
+            value = arg.value
+            size: int | None = 1
+            if arg.star and isinstance(value, cst.Name):
+                size = constants.get(value.value)
+            elif arg.star:
+                size = _literal_size(value)
+            if size is None:
+                return None
+            total += size
+        return total
 
     def _unknown_keyword(self, call: cst.Call, cls: str, info: ClassInfo | None) -> bool:
         """`Fn.apply(x, scale=3.0)` where `scale` is not a positional parameter of forward (of
@@ -436,6 +464,16 @@ def _none_ctx(call: cst.Call) -> bool:
         and isinstance(first.value, cst.Name)
         and first.value.value == "None"
     )
+
+
+def _literal_size(value: cst.BaseExpression) -> int | None:
+    """The length of `(a, b)` / `[a, b]` with no starred element (the libcst twin of
+    text.constants.literal_size); None for anything else."""
+    if isinstance(value, (cst.Tuple, cst.List)) and not any(
+        isinstance(e, cst.StarredElement) for e in value.elements
+    ):
+        return len(value.elements)
+    return None
 
 
 def _names_in(target: cst.BaseExpression) -> list[str]:

@@ -23,6 +23,7 @@ from ..settings import DEFAULT_LOADERS, HELPER_DEPTH
 from ..text.ast_walk import ast_dotted
 from ..text.ast_walk import walk as walk_ast
 from ..text.bindings import Binding, Bindings
+from ..text.constants import positional_count, sequence_constants, starred_names
 from ..text.functions import apply_binding, forward_parameters, may_name_function
 from ..text.hierarchy import function_like
 from ..text.marks import (
@@ -439,7 +440,7 @@ def _direct_call_lines(
                 and node.func.attr == "apply"
                 and isinstance(node.func.value, ast.Name)
                 and node.func.value.id in function_like
-                and _apply_may_fail(node, shapes.get(node.func.value.id, _UNKNOWN))
+                and _apply_may_fail(node, shapes.get(node.func.value.id, _UNKNOWN), text)
             ):
                 lines.add(node.lineno)
     return lines
@@ -488,17 +489,21 @@ def _forward_shapes(statements: list[ast.stmt], function_like: set[str]) -> dict
     return shapes
 
 
-def _apply_may_fail(call: ast.Call, shape: Shape) -> bool:
-    """Whether the check must look at this `apply` call (the same test as its own)."""
+def _apply_may_fail(call: ast.Call, shape: Shape, text: str) -> bool:
+    """Whether the check must look at this `apply` call (the same test as its own). `text` is
+    the whole file: `*ARGS` counts when ARGS is a module constant of it (text/constants.py)."""
     if shape is _UNKNOWN:
         return True
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(
-        k.arg is None for k in call.keywords
-    ):
-        return False  # unpacking: the check skips these too
+    if any(k.arg is None for k in call.keywords):
+        return False  # `**kwargs`: the check skips these too
+    unpacked = starred_names(call.args)
+    constants = sequence_constants(text, unpacked) if unpacked else {}
+    given = positional_count(call.args, constants)
+    if given is None:
+        return False  # unpacking of unknown length: the check skips these too
     names, required, star = shape
     keywords = [k.arg for k in call.keywords if k.arg is not None]
-    return apply_binding(names, required, star, len(call.args), keywords).fails
+    return apply_binding(names, required, star, given, keywords).fails
 
 
 def _parse(text: str) -> ast.Module:
