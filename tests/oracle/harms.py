@@ -58,9 +58,11 @@ PREDICTS: dict[str, str] = {
     ),
     "AGL406": (
         r"changed:\w+:upstream|wrong:train:sibling|"
-        # a collective writing into the shared gradient can corrupt the heap: the rank aborts
-        # (`munmap_chunk(): invalid pointer`) in whichever scenario it first shows, train or sum
-        r"raise:sum:RuntimeError: unsupported operation: more than one element|crash:(sum|train):"
+        # a collective writing into the shared gradient can corrupt the heap (gloo writes numel
+        # floats from the data pointer: past the allocation of a stride-0 gradient, B2.9), and
+        # the rank aborts (`munmap_chunk(): invalid pointer`) in whichever scenario the
+        # corruption first shows: train, sum, or a later one such as instance
+        r"raise:sum:RuntimeError: unsupported operation: more than one element|crash:\w+:"
     ),
     "AGL407": r"raise:train:(TypeError|AttributeError|RuntimeError: (Legacy|element 0))|wrong:train:grad",
     "AGL408": r"raise:retain:|wrong:retain:grad",
