@@ -9,11 +9,14 @@ falls back to parsing the whole file); it never takes string contents for code.
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
+
+from .ast_walk import parse_quietly
 
 # Comments and string literals, consumed whole (so a quote, `#` or line start inside them is
 # never seen). Prefixes (r, b, f, u) need no handling: a backslash escapes the next character
@@ -276,6 +279,29 @@ def blank_outside(text: str, ranges: list[tuple[int, int]]) -> tuple[str, list[i
         line += kept.count("\n") if plain else line_breaks(kept)
         cursor = end
     return "".join(parts), blanked
+
+
+def parse_holding(text: str, word: re.Pattern[str]) -> tuple[ast.Module | None, list[int] | None]:
+    """`ast` of the top-level statements whose text holds a match of `word`, at their lines
+    in the file (the others blanked), and the lines of the matches: most of a large file
+    never names what a question is about. The whole file when that does not parse (the scan
+    split a statement at a column-0 line in brackets); the whole file and no lines when the
+    text is not ASCII (Python reads identifiers after NFKC normalisation, so a name may be
+    spelled otherwise)."""
+    if not text.isascii():
+        return parse_quietly(text), None
+    offsets = [match.start() for match in word.finditer(text)]
+    lines: list[int] = []
+    line, cursor = 1, 0
+    for offset in offsets:
+        line += text.count("\n", cursor, offset)
+        cursor = offset
+        lines.append(line)
+    starts = chunk_starts(text)
+    bounds = [*starts, len(text)]
+    held = sorted(chunk_of(starts, offsets))
+    kept, _blanked = blank_outside(text, [(bounds[i], bounds[i + 1]) for i in held])
+    return parse_quietly(kept) or parse_quietly(text), lines
 
 
 def line_breaks(text: str) -> int:
