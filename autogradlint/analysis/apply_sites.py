@@ -27,13 +27,16 @@ class ApplySites:
 
     def __init__(self, source: str) -> None:
         self.source = source
-        self._by_class: dict[str, list[_Site]] | None = None
+        # by the class called, read with whole classes around the calls (False: with only
+        # the members of a class that call apply, enough to count arguments)
+        self._by_class: dict[bool, dict[str, list[_Site]]] = {}
 
     def passed(self, cls: str, slot: int) -> list[str] | None:
         """What each `cls.apply(...)` call of the file passes as input `slot` (forward's
         inputs after ctx, from 0); None when the file has no such call or cannot be read."""
         found = [
-            _argument(call, slot, owner, function) for call, owner, function in self._calls(cls)
+            _argument(call, slot, owner, function)
+            for call, owner, function in self._calls(cls, whole=True)
         ]
         return found or None
 
@@ -44,23 +47,25 @@ class ApplySites:
             len(call.args)
             if not call.keywords and not any(isinstance(a, ast.Starred) for a in call.args)
             else None
-            for call, _owner, _function in self._calls(cls)
+            for call, _owner, _function in self._calls(cls, whole=False)
         }
         return counts.pop() if len(counts) == 1 else None
 
-    def _calls(self, cls: str) -> list[_Site]:
+    def _calls(self, cls: str, whole: bool) -> list[_Site]:
         """The `cls.apply(...)` calls: the file is walked once, for every class a check asks
-        about (a walk per class was the costliest step of a cold check on torch's tree)."""
-        if self._by_class is None:
-            self._by_class = {}
+        about (a walk per class was the costliest step of a cold check on torch's tree).
+        With `whole`, each call's class is read whole (what it holds as `self.x`)."""
+        if whole not in self._by_class:
+            found: dict[str, list[_Site]] = {}
+            self._by_class[whole] = found
             if ".apply" not in self.source:  # a file that calls no apply: no parse, no walk
                 return []
-            tree, lines = parse_holding(self.source, _APPLY)
+            tree, lines = parse_holding(self.source, _APPLY, members=not whole)
             for site in _calls(tree, lines) if tree is not None else ():
                 func = site[0].func
                 assert isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-                self._by_class.setdefault(func.value.id, []).append(site)
-        return self._by_class.get(cls, [])
+                found.setdefault(func.value.id, []).append(site)
+        return self._by_class[whole].get(cls, [])
 
 
 # The word every `X.apply(...)` call holds, however it is spaced (`(Fn).apply`, `Fn.\n apply`):

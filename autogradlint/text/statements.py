@@ -281,11 +281,15 @@ def blank_outside(text: str, ranges: list[tuple[int, int]]) -> tuple[str, list[i
     return "".join(parts), blanked
 
 
-def parse_holding(text: str, word: re.Pattern[str]) -> tuple[ast.Module | None, list[int] | None]:
+def parse_holding(
+    text: str, word: re.Pattern[str], members: bool = False
+) -> tuple[ast.Module | None, list[int] | None]:
     """`ast` of the top-level statements whose text holds a match of `word`, at their lines
     in the file (the others blanked), and the lines of the matches: most of a large file
-    never names what a question is about. The whole file when that does not parse (the scan
-    split a statement at a column-0 line in brackets); the whole file and no lines when the
+    never names what a question is about. With `members`, a top-level class keeps only its
+    header and the members that hold a match (its other members blanked too: the class is
+    then not whole), unless none does. The whole file when that does not parse (the scan
+    split a statement at a line it took for a start); the whole file and no lines when the
     text is not ASCII (Python reads identifiers after NFKC normalisation, so a name may be
     spelled otherwise)."""
     if not text.isascii():
@@ -299,9 +303,37 @@ def parse_holding(text: str, word: re.Pattern[str]) -> tuple[ast.Module | None, 
         lines.append(line)
     starts = chunk_starts(text)
     bounds = [*starts, len(text)]
-    held = sorted(chunk_of(starts, offsets))
-    kept, _blanked = blank_outside(text, [(bounds[i], bounds[i + 1]) for i in held])
+    ranges: list[tuple[int, int]] = []
+    for index in sorted(chunk_of(starts, offsets)):
+        start, end = bounds[index], bounds[index + 1]
+        ranges += _members_holding(text, start, end, offsets) if members else [(start, end)]
+    kept, _blanked = blank_outside(text, ranges)
     return parse_quietly(kept) or parse_quietly(text), lines
+
+
+def _members_holding(text: str, start: int, end: int, offsets: list[int]) -> list[tuple[int, int]]:
+    """The ranges of a statement to keep: a class's header and its members that hold one of
+    `offsets` (a member class kept the same way); the whole statement when it is no class
+    with a body of its own lines, or when no member holds one (the match is in its header)."""
+    keyword = keyword_line(text, start, end)
+    body = None
+    if keyword is not None and _CLASS.match(text, keyword):
+        body = body_start(text, start, end)
+    if body is None:
+        return [(start, end)]
+    offset, indent = body
+    member_starts = chunk_starts(text, indent, offset, end)
+    member_bounds = [*member_starts, end]
+    held = sorted(chunk_of(member_starts, (o for o in offsets if offset <= o < end)))
+    if not held:
+        return [(start, end)]
+    ranges = [(start, offset)]
+    for index in held:
+        ranges += _members_holding(text, member_bounds[index], member_bounds[index + 1], offsets)
+    return ranges
+
+
+_CLASS = re.compile(r"[ \t]*class\b")
 
 
 def line_breaks(text: str) -> int:
