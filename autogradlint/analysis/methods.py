@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ..text.marks import holds_graph_call
-from ..text.statements import chunk_starts
+from ..text.statements import chunk_starts, class_body, class_members
 from .names import dotted
 from .parsing import parse_module
 
@@ -129,11 +129,31 @@ class FileMethods:
                 continue
             if header is not None and header.search(chunk) is None:
                 continue
-            module = self._chunk(index)
+            module = self._chunk(index) if owner is None else self._members(index, name)
             for stmt in module.body if module is not None else ():
                 if isinstance(stmt, cst.ClassDef) and owner in (None, stmt.name.value):
                     out.extend(_methods_of(stmt, name))
         return out
+
+    def _members(self, index: int, name: str) -> cst.Module | None:
+        """Top-level statement `index`, when it is a class, parsed with only its header and
+        the members that may be `def name` (the others are not read: a 2,000-line tensor
+        subclass is not parsed for its `__init__`); otherwise, or when that does not parse,
+        the whole statement."""
+        bounds = self._chunk_bounds()
+        start, end = bounds[index], bounds[index + 1]
+        body = class_body(self.text, start, end)
+        if body is None:
+            return self._chunk(index)
+        offset, indent = body
+        members = class_members(self.text, offset, end, indent)
+        kept = [self.text[a:b] for a, b, defined in members if defined in (None, name)]
+        if not kept:
+            return self._chunk(index)
+        try:
+            return parse_module(self.text[start:offset] + "".join(kept))
+        except Exception:  # noqa: BLE001 - libcst raises bare exceptions on odd input
+            return self._chunk(index)
 
     def _chunk(self, index: int) -> cst.Module | None:
         """Top-level statement `index`, parsed once however many names are asked of it."""

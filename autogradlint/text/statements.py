@@ -315,10 +315,7 @@ def _members_holding(text: str, start: int, end: int, offsets: list[int]) -> lis
     """The ranges of a statement to keep: a class's header and its members that hold one of
     `offsets` (a member class kept the same way); the whole statement when it is no class
     with a body of its own lines, or when no member holds one (the match is in its header)."""
-    keyword = keyword_line(text, start, end)
-    body = None
-    if keyword is not None and _CLASS.match(text, keyword):
-        body = body_start(text, start, end)
+    body = class_body(text, start, end)
     if body is None:
         return [(start, end)]
     offset, indent = body
@@ -331,6 +328,14 @@ def _members_holding(text: str, start: int, end: int, offsets: list[int]) -> lis
     for index in held:
         ranges += _members_holding(text, member_bounds[index], member_bounds[index + 1], offsets)
     return ranges
+
+
+def class_body(text: str, start: int, end: int) -> tuple[int, str] | None:
+    """`body_start` of the statement text[start:end] when it is a class (None for a def)."""
+    keyword = keyword_line(text, start, end)
+    if keyword is None or not _CLASS.match(text, keyword):
+        return None
+    return body_start(text, start, end)
 
 
 _CLASS = re.compile(r"[ \t]*class\b")
