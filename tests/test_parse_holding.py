@@ -81,11 +81,19 @@ def test_whole_classes_keep_what_the_class_holds() -> None:
     assert sites.passed("Scale", 0) == ["other", "other"]
 
 
-def test_a_text_that_is_not_ascii_is_parsed_whole() -> None:
-    text = "class ｆ:\n    def g(self):\n        return Fn.ａpply(x)\n"  # NFKC: f, apply
-    tree, lines = parse_holding(text, _APPLY, members=True)
-    assert lines is None and tree is not None
+def test_a_name_spelled_outside_ascii_is_found() -> None:
+    text = "class ｆ:\n    x = 1\n\n    def g(self):\n        return Fn.ａpply(x)\n\n\nclass G:\n    y = 'é'\n"
+    tree, lines = parse_holding(text, _APPLY, members=True)  # NFKC: f, apply
+    assert tree is not None
     assert [ast.unparse(call) for call, _o, _f in _calls(tree, lines)] == ["Fn.apply(x)"]
+    assert "x = 1" not in ast.unparse(tree)  # the members without a match are still left out
+
+
+def test_lines_ended_by_a_carriage_return_are_counted_as_python_counts_them() -> None:
+    text = "import torch\rclass A:\r    def f(self):\r        return Fn.apply(1)\r"
+    tree, lines = parse_holding(text, _APPLY, members=True)
+    assert tree is not None and lines == [4]
+    assert _sites(tree, lines) == _sites(ast.parse(text), None)
 
 
 def test_a_split_statement_falls_back_to_the_whole_file() -> None:

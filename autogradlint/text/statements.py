@@ -283,22 +283,23 @@ def blank_outside(text: str, ranges: list[tuple[int, int]]) -> tuple[str, list[i
 
 def parse_holding(
     text: str, word: re.Pattern[str], members: bool = False
-) -> tuple[ast.Module | None, list[int] | None]:
+) -> tuple[ast.Module | None, list[int]]:
     """`ast` of the top-level statements whose text holds a match of `word`, at their lines
     in the file (the others blanked), and the lines of the matches: most of a large file
     never names what a question is about. With `members`, a top-level class keeps only its
     header and the members that hold a match (its other members blanked too: the class is
     then not whole), unless none does. The whole file when that does not parse (the scan
-    split a statement at a line it took for a start); the whole file and no lines when the
-    text is not ASCII (Python reads identifiers after NFKC normalisation, so a name may be
-    spelled otherwise)."""
-    if not text.isascii():
-        return parse_quietly(text), None
+    split a statement at a line it took for a start). Python reads identifiers after NFKC
+    normalisation (`ａpply` is `apply`), so a character outside ASCII counts as a match.
+    Line numbers are the tokenizer's (`\\r` ends a line too)."""
     offsets = [match.start() for match in word.finditer(text)]
+    if not text.isascii():
+        offsets = sorted({*offsets, *(m.start() for m in _NOT_ASCII.finditer(text))})
+    plain = "\r" not in text
     lines: list[int] = []
     line, cursor = 1, 0
     for offset in offsets:
-        line += text.count("\n", cursor, offset)
+        line += text.count("\n", cursor, offset) if plain else line_breaks(text[cursor:offset])
         cursor = offset
         lines.append(line)
     starts = chunk_starts(text)
@@ -309,6 +310,9 @@ def parse_holding(
         ranges += _members_holding(text, start, end, offsets) if members else [(start, end)]
     kept, _blanked = blank_outside(text, ranges)
     return parse_quietly(kept) or parse_quietly(text), lines
+
+
+_NOT_ASCII = re.compile(r"[^\x00-\x7f]+")
 
 
 def _members_holding(text: str, start: int, end: int, offsets: list[int]) -> list[tuple[int, int]]:
