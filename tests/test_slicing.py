@@ -495,3 +495,27 @@ def test_a_large_helper_class_keeps_only_the_methods_the_functions_call() -> Non
     assert sliced is not None and whole is not None
     assert (sliced.source, sliced.line_map) == (whole.source, whole.line_map)
     assert "def prepare" in sliced.source
+
+
+def test_hook_classes_handed_to_a_registering_helper_are_kept() -> None:
+    """A def whose `register_autograd(...)` takes `register.backward` from its parameter keeps
+    itself, the def calling it, and the classes handed to it (with their bases in the file):
+    their methods are the backward; unrelated code is left out, and the text scan keeps what
+    `ast` keeps."""
+    text = (
+        "import torch\n\n"
+        "def unrelated(x):\n    return x + 1\n\n"
+        "def _register(register):\n"
+        '    torch.library.register_autograd(f"ns::{register.base}", register.backward)\n\n'
+        "def _ensure():\n    _register(Child)\n\n"
+        "class Base:\n    @classmethod\n    def backward(cls, ctx, g):\n        return g\n\n"
+        'class Child(Base):\n    base = "op"\n\n'
+        "class Other:\n    pass\n"
+    )
+    sliced = slice_source(text)
+    whole = slice_source(text, whole=True)
+    assert sliced is not None and whole is not None and sliced.source == whole.source
+    for dropped in ("def unrelated", "class Other"):
+        assert dropped not in sliced.source
+    for kept in ("def _register", "def _ensure", "class Base", "class Child"):
+        assert kept in sliced.source
