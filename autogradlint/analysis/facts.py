@@ -334,13 +334,31 @@ def _handed_class_autograd(
                     continue
                 seen.add(id(backward_node))
                 setup_node = _class_method(node, setup_attr, classes) if setup_attr else None
-                op = _op_text(op_expr, handed, node, classes) or f"{node.name.value}.backward"
+                aliases = _handed_attributes(function, handed)
+                op = _op_text(op_expr, handed, aliases, node, classes)
+                op = op or node.name.value  # `Hooks.backward` in messages; never confirmed
                 found.append(
                     CustomOpAutograd(
                         op, backward_node, setup_node, call, None, op if "::" in op else ""
                     )
                 )
     return found
+
+
+def _handed_attributes(function: cst.FunctionDef, handed: str) -> dict[str, str]:
+    """Names that stand for an attribute of the handed class: `register.base` itself, and
+    `base` after `base = register.base` in the registrar (gsplat's spelling)."""
+    out: dict[str, str] = {}
+    for stmt in iter_statements(function.body):
+        if (
+            type(stmt) is cst.Assign
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0].target, cst.Name)
+            and isinstance(stmt.value, cst.Attribute)
+            and dotted(stmt.value.value) == handed
+        ):
+            out[stmt.targets[0].target.value] = stmt.value.attr.value
+    return out
 
 
 def _param_position(function: cst.FunctionDef, name: str) -> int | None:
@@ -401,11 +419,13 @@ def _class_string(
 def _op_text(
     expr: cst.BaseExpression | None,
     handed: str,
+    aliases: dict[str, str],
     node: cst.ClassDef,
     classes: dict[str, cst.ClassDef],
 ) -> str | None:
     """The op's name with the handed class's string attributes filled in
-    (`f"gsplat::{register.base}"` -> `gsplat::spherical_harmonics`), or None."""
+    (`f"gsplat::{base}"` after `base = register.base` -> `gsplat::spherical_harmonics`), or
+    None. `aliases`: a local name -> the class attribute it holds."""
     if isinstance(expr, cst.SimpleString):
         value = expr.evaluated_value
         return value if isinstance(value, str) else None
@@ -421,11 +441,15 @@ def _op_text(
             isinstance(part, cst.FormattedStringExpression)
             and part.conversion is None
             and part.format_spec is None
-            and isinstance(inner, cst.Attribute)
-            and dotted(inner.value) == handed
         ):
             return None
-        filled = _class_string(node, inner.attr.value, classes)
+        if isinstance(inner, cst.Attribute) and dotted(inner.value) == handed:
+            attribute: str | None = inner.attr.value
+        else:
+            attribute = aliases.get(inner.value) if isinstance(inner, cst.Name) else None
+        if attribute is None:
+            return None
+        filled = _class_string(node, attribute, classes)
         if filled is None:
             return None
         out.append(filled)
