@@ -400,7 +400,6 @@ def test_a_custom_op_registration_keeps_its_functions_and_nothing_else() -> None
     """`register_autograd(...)` at module level keeps the functions it names and the op's own
     def (by receiver or `"ns::op"` string); unrelated code is left out, and the text scan keeps
     what `ast` keeps."""
-    from autogradlint.speed.slicing import slice_source
 
     text = (
         "import torch\n\n"
@@ -411,12 +410,18 @@ def test_a_custom_op_registration_keeps_its_functions_and_nothing_else() -> None
         "def _setup(ctx, inputs, output):\n    ctx.s = inputs[1]\n\n"
         'torch.library.register_autograd("mylib::mul", _backward, setup_context=_setup)\n'
     )
+    _slices_alike(
+        text, ("def mul", "def _backward", "def _setup", "register_autograd("), ("def unrelated",)
+    )
+
+
+def _slices_alike(text: str, kept: tuple[str, ...], dropped: tuple[str, ...]) -> None:
+    """The `ast` slice keeps each of `kept` and none of `dropped`, and the text scan agrees."""
     sliced = slice_source(text)
     whole = slice_source(text, whole=True)
     assert sliced is not None and whole is not None and sliced.source == whole.source
-    assert "def unrelated" not in sliced.source
-    for kept in ("def mul", "def _backward", "def _setup", "register_autograd("):
-        assert kept in sliced.source
+    assert not [piece for piece in dropped if piece in sliced.source]
+    assert [piece for piece in kept if piece in sliced.source] == list(kept)
 
 
 def test_only_dispatch_handlers_registered_for_an_op_are_parsed() -> None:
@@ -512,10 +517,8 @@ def test_hook_classes_handed_to_a_registering_helper_are_kept() -> None:
         'class Child(Base):\n    base = "op"\n\n'
         "class Other:\n    pass\n"
     )
-    sliced = slice_source(text)
-    whole = slice_source(text, whole=True)
-    assert sliced is not None and whole is not None and sliced.source == whole.source
-    for dropped in ("def unrelated", "class Other"):
-        assert dropped not in sliced.source
-    for kept in ("def _register", "def _ensure", "class Base", "class Child"):
-        assert kept in sliced.source
+    _slices_alike(
+        text,
+        ("def _register", "def _ensure", "class Base", "class Child"),
+        ("def unrelated", "class Other"),
+    )
