@@ -27,29 +27,24 @@ class ApplySites:
         self.source = source
         self._tree: ast.Module | None = None
         self._parsed = False
+        self._by_class: dict[str, list[_Site]] | None = None
 
     def passed(self, cls: str, slot: int) -> list[str] | None:
         """What each `cls.apply(...)` call of the file passes as input `slot` (forward's
         inputs after ctx, from 0); None when the file has no such call or cannot be read."""
-        tree = self._parse()
-        if tree is None:
-            return None
         found = [
-            _argument(call, slot, owner, function) for call, owner, function in _calls(tree, cls)
+            _argument(call, slot, owner, function) for call, owner, function in self._calls(cls)
         ]
         return found or None
 
     def count(self, cls: str) -> int | None:
         """How many arguments every `cls.apply(...)` call of the file passes, when they all
         pass the same number, positionally and without unpacking (None otherwise)."""
-        tree = self._parse()
-        if tree is None:
-            return None
         counts = {
             len(call.args)
             if not call.keywords and not any(isinstance(a, ast.Starred) for a in call.args)
             else None
-            for call, _owner, _function in _calls(tree, cls)
+            for call, _owner, _function in self._calls(cls)
         }
         return counts.pop() if len(counts) == 1 else None
 
@@ -59,19 +54,32 @@ class ApplySites:
             self._tree = parse_quietly(self.source)
         return self._tree
 
+    def _calls(self, cls: str) -> list[_Site]:
+        """The `cls.apply(...)` calls: the file is walked once, for every class a check asks
+        about (a walk per class was the costliest step of a cold check on torch's tree)."""
+        if self._by_class is None:
+            if ".apply" not in self.source:  # a file that calls no apply: no parse, no walk
+                return []
+            tree = self._parse()
+            self._by_class = {}
+            for site in _calls(tree) if tree is not None else ():
+                func = site[0].func
+                assert isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                self._by_class.setdefault(func.value.id, []).append(site)
+        return self._by_class.get(cls, [])
 
-def _calls(
-    tree: ast.Module, cls: str
-) -> Iterator[tuple[ast.Call, ast.ClassDef | None, ast.FunctionDef | ast.AsyncFunctionDef | None]]:
-    """Every `cls.apply(...)` call, with the class and the function around it."""
+
+_Site = tuple[ast.Call, ast.ClassDef | None, ast.FunctionDef | ast.AsyncFunctionDef | None]
+
+
+def _calls(tree: ast.Module) -> Iterator[_Site]:
+    """Every `X.apply(...)` call, with the class and the function around it."""
 
     def walk(
         node: ast.AST,
         owner: ast.ClassDef | None,
         function: ast.FunctionDef | ast.AsyncFunctionDef | None,
-    ) -> Iterator[
-        tuple[ast.Call, ast.ClassDef | None, ast.FunctionDef | ast.AsyncFunctionDef | None]
-    ]:
+    ) -> Iterator[_Site]:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.ClassDef):
                 yield from walk(child, child, None)
@@ -84,7 +92,6 @@ def _calls(
                 and isinstance(child.func, ast.Attribute)
                 and child.func.attr == "apply"
                 and isinstance(child.func.value, ast.Name)
-                and child.func.value.id == cls
             ):
                 yield child, owner, function
             yield from walk(child, owner, function)

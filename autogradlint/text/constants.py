@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import ast
 import re
-import warnings
 from collections.abc import Iterable, Mapping
 
-from .ast_walk import walk
+from .ast_walk import parse_quietly, walk
 
 
 def sequence_constants(source: str, names: Iterable[str]) -> dict[str, int]:
@@ -24,12 +23,9 @@ def sequence_constants(source: str, names: Iterable[str]) -> dict[str, int]:
     }
     if not wanted:
         return {}  # no line can bind one (the common case): `ast` is never run
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # invalid escape sequences are not our business
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError):
-            return {}
+    tree = parse_quietly(source)
+    if tree is None:
+        return {}
     counts: dict[str, int] = {}
     for node in walk(tree):
         for name in _bound(node):
