@@ -229,6 +229,21 @@ CASES["triton_loads_are_not_loaders"] = (
     "@triton.jit\ndef kernel(ptr):\n" + _KERNEL_BODY + "\n\n" + FUNCTION.format(name="F")
 )
 
+# A backward calling its op through a factory of the file handed `f"{cls.base}_bwd"`: the slice
+# leaves the factory out, and the op is still named from the class (its C++ is not here).
+CASES["op_through_a_factory"] = (
+    "import torch\n\n\ndef _make_lazy(name):\n    def call(*args, **kwargs):\n"
+    "        return getattr(torch.ops.myops, name)(*args, **kwargs)\n\n    return call\n\n\n"
+    "def _register(register):\n    torch.library.register_autograd(\n"
+    '        f"myops::{register.base}", register.backward, setup_context=register.setup_context\n'
+    "    )\n\n\ndef _ensure():\n    _register(Hooks)\n\n\nclass Hooks:\n"
+    '    base = "scale"\n\n    @staticmethod\n    def setup_context(ctx, inputs, output):\n'
+    "        ctx.save_for_backward(inputs[0])\n\n    @classmethod\n"
+    "    def backward(cls, ctx, v_out):\n        (x,) = ctx.saved_tensors\n"
+    '        return _make_lazy(f"{cls.base}_bwd")(\n            x,\n'
+    "            v_out,  # AGL201\n        )\n"
+)
+
 
 def _findings(source: str, *, full: bool) -> list[tuple[str, int, int]]:
     result = analyse(source, "case.py", full=full)

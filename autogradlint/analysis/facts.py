@@ -329,11 +329,11 @@ def _handed_class_autograd(
                 node = classes.get(given.value) if isinstance(given, cst.Name) else None
                 if node is None:
                     continue
-                backward_node = _class_method(node, "backward", classes)
+                backward_node = class_method(node, "backward", classes)
                 if backward_node is None or id(backward_node) in seen:
                     continue
                 seen.add(id(backward_node))
-                setup_node = _class_method(node, setup_attr, classes) if setup_attr else None
+                setup_node = class_method(node, setup_attr, classes) if setup_attr else None
                 aliases = _handed_attributes(function, handed)
                 op = _op_text(op_expr, handed, aliases, node, classes)
                 op = op or node.name.value  # `Hooks.backward` in messages; never confirmed
@@ -375,7 +375,7 @@ def _holds(function: cst.FunctionDef, target: cst.CSTNode) -> bool:
     return False
 
 
-def _class_method(
+def class_method(
     node: cst.ClassDef, name: str, classes: dict[str, cst.ClassDef], depth: int = 0
 ) -> cst.FunctionDef | None:
     """`name` defined in the class, else in a base class of this file (a few levels up)."""
@@ -387,13 +387,13 @@ def _class_method(
         for arg in node.bases:
             base = classes.get(arg.value.value) if isinstance(arg.value, cst.Name) else None
             if base is not None and base is not node:
-                method = _class_method(base, name, classes, depth + 1)
+                method = class_method(base, name, classes, depth + 1)
                 if method is not None:
                     return method
     return None
 
 
-def _class_string(
+def class_string(
     node: cst.ClassDef, name: str, classes: dict[str, cst.ClassDef], depth: int = 0
 ) -> str | None:
     """The string literal class attribute `name = "..."` of the class (or a base of this file)."""
@@ -412,7 +412,7 @@ def _class_string(
         for arg in node.bases:
             base = classes.get(arg.value.value) if isinstance(arg.value, cst.Name) else None
             if base is not None and base is not node:
-                return _class_string(base, name, classes, depth + 1)
+                return class_string(base, name, classes, depth + 1)
     return None
 
 
@@ -449,7 +449,7 @@ def _op_text(
             attribute = aliases.get(inner.value) if isinstance(inner, cst.Name) else None
         if attribute is None:
             return None
-        filled = _class_string(node, attribute, classes)
+        filled = class_string(node, attribute, classes)
         if filled is None:
             return None
         out.append(filled)
