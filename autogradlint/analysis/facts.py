@@ -335,7 +335,7 @@ def _handed_class_autograd(
                 seen.add(id(backward_node))
                 setup_node = class_method(node, setup_attr, classes) if setup_attr else None
                 aliases = _handed_attributes(function, handed)
-                op = _op_text(op_expr, handed, aliases, node, classes)
+                op = filled_string(op_expr, handed, aliases, node, classes)
                 op = op or node.name.value  # `Hooks.backward` in messages; never confirmed
                 found.append(
                     CustomOpAutograd(
@@ -416,7 +416,7 @@ def class_string(
     return None
 
 
-def _op_text(
+def filled_string(
     expr: cst.BaseExpression | None,
     handed: str,
     aliases: dict[str, str],

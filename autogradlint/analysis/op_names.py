@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .facts import class_method, class_string
+from .facts import class_method, filled_string
 
 
 def built_names(
@@ -20,37 +20,18 @@ def built_names(
     if isinstance(arg, cst.SimpleString):
         value = arg.evaluated_value
         return [value] if isinstance(value, str) else None
-    if not isinstance(arg, cst.FormattedString):
-        return None
     bound = _bound_class(method)
-    owners = _runners(method, classes) if bound is not None else []
-    if not owners:
+    if not isinstance(arg, cst.FormattedString) or bound is None:
         return None
     names: list[str] = []
-    for owner in owners:
-        out: list[str] = []
-        for part in arg.parts:
-            if isinstance(part, cst.FormattedStringText):
-                out.append(part.value)
-                continue
-            inner = part.expression if isinstance(part, cst.FormattedStringExpression) else None
-            if not (
-                isinstance(part, cst.FormattedStringExpression)
-                and part.conversion is None
-                and part.format_spec is None
-                and isinstance(inner, cst.Attribute)
-                and isinstance(inner.value, cst.Name)
-                and inner.value.value == bound
-            ):
-                return None
-            filled = class_string(owner, inner.attr.value, classes)
-            if filled is None:
-                return None  # set at run time, or not a string: not built here
-            out.append(filled)
-        name = "".join(out)
+    for owner in _runners(method, classes):
+        # None: an attribute set at run time, or any other expression: not built here
+        name = filled_string(arg, bound, {}, owner, classes)
+        if name is None:
+            return None
         if name not in names:
             names.append(name)
-    return names
+    return names or None
 
 
 def _bound_class(method: cst.FunctionDef) -> str | None:
