@@ -389,10 +389,9 @@ class Summaries:
         if nested is None or nested.args.vararg is None:
             return None
         own = {a.arg for a in (*nested.args.posonlyargs, *nested.args.args)}
-        own.update(
-            t.id for n in ast.walk(nested) if isinstance(n, ast.Assign) for t in n.targets
-            if isinstance(t, ast.Name)
-        )  # fmt: skip
+        for node in ast.walk(nested):
+            if isinstance(node, ast.Assign):
+                own.update(t.id for t in node.targets if isinstance(t, ast.Name))
         for node in ast.walk(nested):
             if not (isinstance(node, ast.Return) and isinstance(node.value, ast.Call)):
                 continue

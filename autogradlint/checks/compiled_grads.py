@@ -510,7 +510,9 @@ class CompiledGradients(Check):
             return None
         namespace, index = summary.returns_op
         arg = positional(made, index, summary.params[index])
-        names = built_names(arg, self.method, self.ctx.facts.class_nodes) if arg else None
+        names = (
+            built_names(arg, self.method, self.ctx.facts.class_nodes) if arg is not None else None
+        )
         if not names:
             return None
         if any(f"{namespace}.{name}" in self.ctx.facts.python_custom_ops for name in names):

@@ -103,6 +103,7 @@ class Source:
         self._braces: dict[int, int] | None = None
         self._lines: _LineIndex | None = None
         self._tokens: Tokens | None = None  # of the whole text, when a binding's call is read
+        self._marshalled: dict[str, tuple[tuple[str, str], ...]] | None = None
 
     @property
     def raw(self) -> str:
@@ -207,11 +208,14 @@ class Source:
     def marshalled(self) -> dict[str, tuple[tuple[str, str], ...]]:
         """Struct type -> its fields (type, name) in the order a marshalling specialization
         of this file flattens them into an op's arguments (`return to_torch_args(g.a, g.b)`)."""
+        if self._marshalled is not None:
+            return self._marshalled
+        found: dict[str, tuple[tuple[str, str], ...]] = {}
+        self._marshalled = found
         raw = self.raw
         if "struct" not in raw or "<" not in raw:
-            return {}
+            return found
         text = self.text
-        found: dict[str, tuple[tuple[str, str], ...]] = {}
         for match in _SPECIALIZATION.finditer(text):
             end = self.braces.get(match.end() - 1)
             if end is None:
