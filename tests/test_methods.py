@@ -3,15 +3,13 @@ not the whole class: what it finds is what the whole class holds."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-from pathlib import Path
 
 import libcst as cst
 import pytest
+from conftest import corpus_and_torch_trees
 
 from autogradlint.analysis.methods import FileMethods, Method
-from benchmarks.corpus import corpus_dir
 
 WRAPPERS = '''\
 import torch
@@ -79,16 +77,8 @@ def test_the_members_that_may_define_the_method_are_what_is_read() -> None:
 
 @pytest.mark.corpus
 def test_every_tensor_subclass_of_the_corpus_and_torch_reads_its_methods_as_whole() -> None:
-    trees = []
-    if (corpus_dir() / "src").is_dir():
-        trees.append(corpus_dir() / "src")
-    spec = importlib.util.find_spec("torch")  # its source, without importing it
-    if spec is not None and spec.origin is not None:
-        trees.append(Path(spec.origin).parent)
-    if not trees:
-        pytest.skip("neither the corpus (tests/corpus/fetch.sh) nor torch is present")
     checked = 0
-    for tree in trees:
+    for tree in corpus_and_torch_trees():
         for path in sorted(tree.rglob("*.py")):
             text = path.read_text(encoding="utf-8", errors="replace")
             if "__torch_dispatch__" not in text:

@@ -5,15 +5,13 @@ Function receives, the `impl(...)` calls that register kernels)."""
 from __future__ import annotations
 
 import ast
-import importlib.util
-from pathlib import Path
 
 import pytest
+from conftest import corpus_and_torch_trees
 
 from autogradlint.analysis.apply_sites import _APPLY, ApplySites, _calls
 from autogradlint.text.ast_walk import parse_quietly
 from autogradlint.text.statements import parse_holding
-from benchmarks.corpus import corpus_dir
 
 CALLS = '''\
 import torch
@@ -104,22 +102,10 @@ def test_a_split_statement_falls_back_to_the_whole_file() -> None:
     assert ast.dump(tree) == ast.dump(ast.parse(text))
 
 
-def _trees() -> list[Path]:
-    trees = []
-    if (corpus_dir() / "src").is_dir():
-        trees.append(corpus_dir() / "src")
-    spec = importlib.util.find_spec("torch")  # its source, without importing it
-    if spec is not None and spec.origin is not None:
-        trees.append(Path(spec.origin).parent)
-    if not trees:
-        pytest.skip("neither the corpus (tests/corpus/fetch.sh) nor torch is present")
-    return trees
-
-
 @pytest.mark.corpus
 def test_every_apply_call_of_the_corpus_and_torch_is_found_in_what_is_kept() -> None:
     checked = 0
-    for tree_root in _trees():
+    for tree_root in corpus_and_torch_trees():
         for path in sorted(tree_root.rglob("*.py")):
             text = path.read_text(encoding="utf-8", errors="replace")
             if ".apply" not in text:
