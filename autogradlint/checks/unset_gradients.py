@@ -91,7 +91,7 @@ class UnsetGradients(Check):
             return
         needs = _needs_names(self.ctx.flow(function))
         for read in reads:
-            other = [text for text, _ in read.skipped if not _mentions_needs(text, needs)]
+            other = [text for text, _ in sorted(read.skipped) if not _mentions_needs(text, needs)]
             why = (
                 f"`{other[0]}` decides it"
                 if other
