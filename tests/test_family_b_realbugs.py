@@ -455,3 +455,53 @@ def test_agl201_an_elementwise_product_is_laid_out_like_the_gradient() -> None:
     assert "Pass `(g * 2.0).contiguous()`" in finding.help
     assert _b(ARITHMETIC.format(grad="g.contiguous() * 2.0")) == []
     assert _b(ARITHMETIC.format(grad="g @ g.T")) == []  # a matrix product is made dense
+
+
+# apex's fused_rope.py (d01-apex-3): `import fused_rotary_positional_embedding` in backward, a
+# build that does not declare it, and csrc/megatron/fused_rotary_positional_embedding.cpp
+# binding TORCH_EXTENSION_NAME: the build names such a module after its source file, so the C++
+# is read (its wrapper makes the gradient contiguous) instead of the module being unknown.
+ROPE_BINDING = """\
+#include <torch/extension.h>
+torch::Tensor bwd_cuda(const torch::Tensor &output_grads);
+torch::Tensor bwd(const torch::Tensor &output_grads_) {{
+  {guard}
+  return bwd_cuda(output_grads);
+}}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{
+  m.def("backward", &bwd);
+}}
+"""
+ROPE_KERNEL = """\
+torch::Tensor bwd_cuda(const torch::Tensor &output_grads) {
+  auto out = torch::empty_like(output_grads);
+  rope_backward(reinterpret_cast<float*>(out.data_ptr()),
+                reinterpret_cast<const float*>(output_grads.data_ptr()), output_grads.numel());
+  return out;
+}
+"""
+
+
+def _rope_project(tmp_path: Path, guard: str) -> list[tuple[str, int, str]]:
+    root = tmp_path / "apex"
+    (root / "csrc").mkdir(parents=True)
+    (root / "setup.py").write_text("from setuptools import setup\nsetup(name='apex')\n")
+    (root / "csrc" / "fused_rope.cpp").write_text(ROPE_BINDING.format(guard=guard))
+    (root / "csrc" / "fused_rope_cuda.cu").write_text(ROPE_KERNEL)
+    (root / "rope.py").write_text(APEX_PY.format(module="fused_rope").replace(", 1.0", ""))
+    config = Config(root=root)
+    files = discover([str(root)], config, respect_gitignore=False).files
+    forget()
+    return sorted(
+        (f.rule_id, f.line, f.severity)
+        for r in lint_paths(files, config, root=root)
+        for f in r.findings
+        if f.rule_id.startswith("AGL2")
+    )
+
+
+def test_an_undeclared_extension_is_read_from_the_source_named_like_it(tmp_path: Path) -> None:
+    bad = _rope_project(tmp_path / "bad", "const torch::Tensor &output_grads = output_grads_;")
+    assert bad == [("AGL201", 13, "error")]
+    fixed = _rope_project(tmp_path / "fixed", "auto output_grads = output_grads_.contiguous();")
+    assert fixed == []
