@@ -505,3 +505,44 @@ def test_an_undeclared_extension_is_read_from_the_source_named_like_it(tmp_path:
     assert bad == [("AGL201", 13, "error")]
     fixed = _rope_project(tmp_path / "fixed", "auto output_grads = output_grads_.contiguous();")
     assert fixed == []
+
+
+# spline_conv_gpu.py (d02-splineconv-1): a legacy Function keeps the CuPy kernel its
+# constructor was handed on `self`, and backward launches it with `grad_output.data_ptr()`:
+# a raw address, read as dense memory by whatever kernel it is.
+CUPY_LAUNCH = """\
+import torch
+from torch.autograd import Function
+
+
+class SplineWeighting(Function):
+    def __init__(self, weighting_backward_kernel):
+        super().__init__()
+        self.f_weighting_bw = weighting_backward_kernel
+
+    def forward(self, x):
+        return x * 2
+
+    def backward(self, grad_output):
+        {guard}
+        grad_input = grad_output.new(grad_output.size()).fill_(0)
+        self.f_weighting_bw(
+            block=(1024, 1, 1),
+            args=[grad_output.data_ptr(), grad_input.data_ptr(), grad_output.numel()],
+        )
+        return grad_input
+"""
+
+
+def test_agl201_a_raw_address_of_the_gradient_handed_to_a_kernel_on_self() -> None:
+    findings = lint_source(CUPY_LAUNCH.format(guard="pass")).findings
+    found = [(f.rule_id, f.line, f.severity) for f in findings if f.rule_id.startswith("AGL2")]
+    assert found == [("AGL201", 18, "warning")]
+    (finding,) = (f for f in findings if f.rule_id == "AGL201")
+    assert "`grad_output.data_ptr()`, a raw address with no strides" in finding.help
+    assert "Pass `grad_output.contiguous()`" in finding.help
+    assert _b(CUPY_LAUNCH.format(guard="grad_output = grad_output.contiguous()")) == []
+    # Handed the tensor itself, what the caller handed is taken as Python (a hook, a state
+    # object): the corpus's callers pass those there.
+    tensor = CUPY_LAUNCH.format(guard="pass").replace("grad_output.data_ptr()", "grad_output")
+    assert _b(tensor) == []
