@@ -546,3 +546,67 @@ def test_agl201_a_raw_address_of_the_gradient_handed_to_a_kernel_on_self() -> No
     # object): the corpus's callers pass those there.
     tensor = CUPY_LAUNCH.format(guard="pass").replace("grad_output.data_ptr()", "grad_output")
     assert _b(tensor) == []
+
+
+# Megatron's dsa_cudnn_kernels.py (c02-megatron-1): a keyword-only helper parameter, a name
+# reassigned only under `if`, a module-level `_dsa: Optional[...] = None` set at run time, and
+# a call under `if all_rows_nonempty:` that a caller leaving the flag at False never reaches.
+DSA = """\
+from typing import Optional
+
+import torch
+
+_dsa: Optional[object] = None
+
+
+def _ensure() -> None:
+    global _dsa
+    from cudnn import DSA as _ns
+    _dsa = _ns
+
+
+def _run_backward(*, q, grad_output, pad: bool = False, all_rows_nonempty: bool = False):
+    dO = grad_output.reshape(-1, q.size(-1))
+    bwd_dO = dO
+    if pad:
+        bwd_dO = dO.new_zeros((dO.size(0) + 1, dO.size(1)))
+    _ensure()
+    if all_rows_nonempty:
+        return _dsa.sparse_attention_backward_wrapper(q, bwd_dO)
+    return _dsa.sparse_attention_backward_wrapper(q, bwd_dO.index_select(0, q[0]).contiguous())
+
+
+class Fused(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q):
+        ctx.save_for_backward(q)
+        ctx.all_rows_nonempty = True
+        return q * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (q,) = ctx.saved_tensors
+        return _run_backward(
+            q=q, grad_output={grad}, all_rows_nonempty=ctx.all_rows_nonempty
+        )
+
+
+class Compact(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q):
+        ctx.save_for_backward(q)
+        return q * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (q,) = ctx.saved_tensors
+        return _run_backward(q=q, grad_output=grad_output)
+"""
+
+
+def test_agl201_through_a_keyword_only_helper_to_a_module_set_at_run_time() -> None:
+    findings = lint_source(DSA.format(grad="grad_output")).findings
+    found = [(f.rule_id, f.line, f.severity) for f in findings if f.rule_id.startswith("AGL2")]
+    assert found == [("AGL201", 36, "warning")]
+    assert "a module-level name set at run time" in findings[0].help
+    assert _b(DSA.format(grad="grad_output.contiguous()")) == []

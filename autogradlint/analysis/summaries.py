@@ -54,6 +54,9 @@ class Reach:
     kind: str = "extension"  # or "triton": a kernel launch
     copied: bool = False  # a private copy reached it: a write there harms no one
     strides: tuple[str, ...] = ()  # a launch: the tensors whose `.stride(...)` it is given
+    # The call runs only under `if <when>:`, `when` a parameter of the summarised function
+    # that defaults to False or None: a caller that does not pass it never gets there.
+    when: str = ""
 
 
 @dataclass(frozen=True)
@@ -335,23 +338,34 @@ class Summaries:
     def _summarise(self, path: str, function: ast.FunctionDef, depth: int) -> Summary:
         args = function.args
         params = tuple(a.arg for a in (*args.posonlyargs, *args.args))
+        if args.vararg is None:
+            # keyword-only parameters (`def run(*, grad_output)`) are reached by name; with
+            # `*args` beside them a slot past the positional ones would be ambiguous
+            params += tuple(a.arg for a in args.kwonlyargs)
         states: dict[str, _State] = {p: _State(i, False, True) for i, p in enumerate(params)}
         values: dict[str, ast.expr] = {}
         reaches: list[Reach] = []
         returns_module = False
         returns_member: tuple[str, int] | None = None
+        maybe = _conditional(function)
+        gated = _gated_calls(function)
         for node in _in_order(function):
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target = node.targets[0]
                 if isinstance(target, ast.Name):
                     values[target.id] = node.value
                     state = _state_of(node.value, states)
-                    if state is None:
+                    if state is None and id(node) in maybe:
+                        pass  # `if pad: x = fresh` leaves the gradient in `x` on the other path
+                    elif state is None:
                         states.pop(target.id, None)
                     else:
                         states[target.id] = state
             elif isinstance(node, ast.Call):
-                reaches.extend(self._call(path, node, states, values, depth, function.name))
+                found = self._call(path, node, states, values, depth, function.name)
+                if id(node) in gated:
+                    found = [replace(r, when=gated[id(node)]) for r in found]
+                reaches.extend(found)
             elif isinstance(node, ast.Return) and node.value is not None:
                 value = node.value
                 if isinstance(value, ast.Name) and value.id in values:
@@ -422,6 +436,14 @@ class Summaries:
             # contiguous) there.
             pointers = [p for p in passed if p[0].pointer]
             return _reaches(pointers, unread, path, name, kind="unknown")
+        head = (written or "").split(".", 1)[0]
+        if written is not None and head not in values and head not in states:
+            value = last_value(self.files.top(path, head))
+            if isinstance(value, ast.Constant) and value.value is None:
+                # `_ext: Optional[Ext] = None`, set under `global` at run time (Megatron's
+                # lazily imported cudnn-frontend DSA module): the code is what a loader put
+                # there, never the project's Python, as for a direct call in backward
+                return _reaches(passed, written, path, name, kind="runtime")
         if written is None or depth + 1 >= HELPER_DEPTH:
             return []
         found = self.function(written, path)
@@ -443,6 +465,7 @@ class Summaries:
                             direct=reach.direct and given.direct,
                             copied=reach.copied or given.copied,
                             via=(f"{name}()", *reach.via),
+                            when="",  # the inner function's parameter: its caller passes it
                         )
                     )
         return deeper
@@ -672,6 +695,53 @@ def _state_of(expr: ast.expr, states: dict[str, _State]) -> _State | None:
     return None
 
 
+def _gated_calls(function: ast.FunctionDef) -> dict[int, str]:
+    """The calls that run only under `if <param>:` (in its body, not its `else`), where the
+    parameter defaults to False or None (Megatron's `all_rows_nonempty: bool = False`): by id,
+    the parameter's name."""
+    args = function.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = dict(
+        zip(
+            [a.arg for a in positional[len(positional) - len(args.defaults) :]],
+            args.defaults,
+            strict=True,
+        )
+    )
+    defaults.update(
+        (a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
+    )
+    off = {
+        name
+        for name, default in defaults.items()
+        if isinstance(default, ast.Constant) and default.value in (False, None)
+    }
+    found: dict[int, str] = {}
+    for node in walk_ast(function):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id in off:
+            for statement in node.body:
+                for inner in walk_ast(statement):
+                    if isinstance(inner, ast.Call):
+                        found.setdefault(id(inner), node.test.id)
+    return found
+
+
+def _conditional(function: ast.FunctionDef) -> set[int]:
+    """The ids of the assignments that may not run: under an `if`, a loop or a `try` (nested
+    defs left out)."""
+    found: set[int] = set()
+    pending: list[tuple[ast.AST, bool]] = [(child, False) for child in function.body]
+    while pending:
+        node, under = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if under and isinstance(node, ast.Assign):
+            found.add(id(node))
+        branches = isinstance(node, (ast.If, ast.For, ast.While, ast.Try, ast.AsyncFor))
+        pending.extend((child, under or branches) for child in ast.iter_child_nodes(node))
+    return found
+
+
 def _in_order(function: ast.FunctionDef) -> list[ast.AST]:
     """The function's statements and calls in source order (nested defs left out)."""
     out: list[ast.AST] = []
@@ -710,6 +780,8 @@ def last_value(statements: list[ast.stmt]) -> ast.expr | None:
     for stmt in statements:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
             found = stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            found = stmt.value  # `_ext: Optional[Ext] = None`
     return found
 
 

@@ -316,6 +316,8 @@ class CompiledGradients(Check):
             if arg.keyword is not None and arg.keyword.value in summary.params:
                 index = summary.params.index(arg.keyword.value)
             for reach in summary.reaches:
+                if reach.when and not _passes(call, reach.when, summary.params):
+                    continue  # under `if flag:`, `flag` left at its False/None default
                 if reach.param == index and self._helper_reach(arg, state, reach, flow, cls):
                     break  # one finding per argument
 
@@ -338,6 +340,18 @@ class CompiledGradients(Check):
                 callee=callee,
                 cls=cls,
                 evidence=f"Through {via}: {unknown.text}",
+            )
+            return True
+        if reach.kind == "runtime":
+            if state.read_safe or reach.guarded:
+                return False
+            self._raw_read(
+                arg.value,
+                None,
+                "warning",
+                callee=callee,
+                cls=cls,
+                evidence=f"Through {via}: {_set_at_run_time(callee).text}",
             )
             return True
         if reach.kind == "triton":
@@ -590,12 +604,7 @@ class CompiledGradients(Check):
             return PYTHON
         value = last_value(statements)
         if isinstance(value, ast.Constant) and value.value is None:
-            return Unreadable(
-                written,
-                f"is a method of `{head}`, a module-level name set at run time"
-                if rest
-                else f"is `{head}`, a module-level name set at run time",
-            )
+            return _set_at_run_time(written)
         if isinstance(value, (ast.Name, ast.Attribute)) and depth < 8:
             bound = ast_dotted(value)
             if bound is not None and bound != head:
@@ -1453,6 +1462,29 @@ class CompiledGradients(Check):
         for arg in call.args:
             _Strides().walk(arg.value)
         return names
+
+
+def _passes(call: cst.Call, name: str, params: Sequence[str]) -> bool:
+    """Whether `call` may pass the parameter `name`: by keyword, by position, or through a
+    `*args`/`**kwargs` it unpacks."""
+    if any(
+        arg.star or (arg.keyword is not None and arg.keyword.value == name) for arg in call.args
+    ):
+        return True
+    given = sum(1 for arg in call.args if arg.keyword is None)
+    return name in params and params.index(name) < given
+
+
+def _set_at_run_time(written: str) -> Unreadable:
+    """`KERNEL.fn` where the module binds `KERNEL = None` and sets it under `global` at run
+    time (colossalai's `MOE_KERNEL = MoeLoader().load()`): nothing the linter can read."""
+    head, _, rest = written.partition(".")
+    return Unreadable(
+        written,
+        f"is a method of `{head}`, a module-level name set at run time"
+        if rest
+        else f"is `{head}`, a module-level name set at run time",
+    )
 
 
 def _calls_in(expr: cst.BaseExpression) -> list[cst.Call]:
