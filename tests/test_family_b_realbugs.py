@@ -610,3 +610,74 @@ def test_agl201_through_a_keyword_only_helper_to_a_module_set_at_run_time() -> N
     assert found == [("AGL201", 36, "warning")]
     assert "a module-level name set at run time" in findings[0].help
     assert _b(DSA.format(grad="grad_output.contiguous()")) == []
+
+
+# unsloth's grouped_gemm/interface.py (d03-unsloth-1): the helper asserts the gradient
+# contiguous, views it, and launches one of two kernels (`a if autotune else b`) with its
+# arguments unpacked from a dict (`kernel[grid](**kernel_args)`), indexing it densely.
+GROUPED = _launching(
+    """\
+def _dX_kernel(dY_ptr, dX_ptr, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    g = tl.load(dY_ptr + row * N + cols, mask=cols < N)
+    tl.store(dX_ptr + row * N + cols, g, mask=cols < N)
+
+
+def grouped_gemm_dX(dY, autotune=False):
+    assert dY.is_contiguous()
+    dY = dY.view(-1, dY.shape[-1])
+    dX = torch.zeros_like(dY)
+    kernel_args = {{"dY_ptr": dY, "dX_ptr": dX, "N": dY.shape[1]}}
+    kernel = _dX_kernel if autotune else _dX_kernel
+    kernel[(dY.shape[0],)](**kernel_args, BLOCK=1024)
+    return dX
+""",
+    "GroupedGemm",
+    """\
+    def backward(ctx, dY):
+        return grouped_gemm_dX(dY={grad})
+""",
+)
+
+
+def test_agl201_a_kernel_picked_by_a_condition_and_launched_with_unpacked_arguments() -> None:
+    findings = lint_source(GROUPED.format(grad="dY")).findings
+    found = [(f.rule_id, f.line, f.severity) for f in findings if f.rule_id.startswith("AGL2")]
+    assert found == [("AGL201", 31, "warning")]
+    assert "`grouped_gemm_dX()` asserts it contiguous first: training raises" in findings[0].help
+    assert _b(GROUPED.format(grad="dY.contiguous()")) == []
+
+
+# mamba_ssm's angle_dt.py: the launch is given the gradient's own strides through a name
+# (`s = g.stride()`, then `s[0], s[1]`): read through its strides, whatever its layout.
+STRIDES_BY_NAME = _launching(
+    """\
+def _bwd_kernel(g_ptr, out_ptr, s0, s1, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    g = tl.load(g_ptr + row * s0 + cols * s1)
+    tl.store(out_ptr + row * BLOCK + cols, g)
+
+
+def bwd(grad_state=None, like=None):
+    out = torch.empty_like(like)
+    if grad_state is None:
+        grad_state = out  # a dummy the kernel never reads
+        strides = (0, 0)
+    else:
+        strides = {strides}
+    _bwd_kernel[(out.shape[0],)](grad_state, out, strides[0], strides[1], BLOCK=64)
+    return out
+""",
+    "Angle",
+    """\
+    def backward(ctx, g):
+        return bwd(grad_state=g, like=g)
+""",
+)
+
+
+def test_agl201_strides_handed_through_a_name_are_the_gradients_own() -> None:
+    assert _b(STRIDES_BY_NAME.format(strides="grad_state.stride()")) == []
+    assert _b(STRIDES_BY_NAME.format(strides="out.stride()")) == [("AGL201", 32)]

@@ -57,6 +57,9 @@ class Reach:
     # The call runs only under `if <when>:`, `when` a parameter of the summarised function
     # that defaults to False or None: a caller that does not pass it never gets there.
     when: str = ""
+    # The function asserts the parameter contiguous before the call (`assert dY.is_contiguous()`):
+    # a gradient laid out otherwise raises there instead of being misread.
+    asserted: bool = False
 
 
 @dataclass(frozen=True)
@@ -349,7 +352,18 @@ class Summaries:
         returns_member: tuple[str, int] | None = None
         maybe = _conditional(function)
         gated = _gated_calls(function)
+        asserted: set[int] = set()  # parameters asserted contiguous so far
         for node in _in_order(function):
+            if isinstance(node, ast.Assert):
+                for inner in walk_ast(node.test):
+                    if (
+                        isinstance(inner, ast.Call)
+                        and isinstance(inner.func, ast.Attribute)
+                        and inner.func.attr == "is_contiguous"
+                        and (held := _state_of(inner.func.value, states)) is not None
+                    ):
+                        asserted.add(held.param)
+                continue
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target = node.targets[0]
                 if isinstance(target, ast.Name):
@@ -365,6 +379,7 @@ class Summaries:
                 found = self._call(path, node, states, values, depth, function.name)
                 if id(node) in gated:
                     found = [replace(r, when=gated[id(node)]) for r in found]
+                found = [replace(r, asserted=True) if r.param in asserted else r for r in found]
                 reaches.extend(found)
             elif isinstance(node, ast.Return) and node.value is not None:
                 value = node.value
@@ -397,25 +412,35 @@ class Summaries:
             state = _state_of(keyword.value, states) if keyword.arg else None
             if state is not None:
                 passed.append((state, None, keyword.arg))
+            unpacked = values.get(keyword.value.id) if isinstance(keyword.value, ast.Name) else None
+            if keyword.arg is None and isinstance(unpacked, ast.Dict):
+                # `kernel[grid](**kernel_args)`, `kernel_args = {"dY_ptr": dY, ...}`
+                for key, item in zip(unpacked.keys, unpacked.values, strict=True):
+                    state = _state_of(item, states)
+                    if isinstance(key, ast.Constant) and isinstance(key.value, str) and state:
+                        passed.append((state, None, key.value))
         if not passed:
             return []
-        kernel = self._triton_launch(path, call)
+        kernel = self._triton_launch(path, call, values)
         if kernel is not None:
-            own_strides = _stride_owners(call)
+            own_strides = _stride_owners(call, values)
             out = []
-            for index, arg in enumerate(call.args):
-                state = _state_of(arg, states)
-                if state is None:
-                    continue
-                strided = ast_dotted(arg) in own_strides  # given its own strides: stride-aware
+            launched: list[tuple[_State, int | None, str | None, str | None]] = [
+                (held, at, None, ast_dotted(arg))
+                for at, arg in enumerate(call.args)
+                if (held := _state_of(arg, states)) is not None
+            ]
+            launched += [(held, None, kw, None) for held, _, kw in passed if kw is not None]
+            for held, slot, named, written in launched:
+                strided = written in own_strides  # given its own strides: stride-aware
                 out.append(
                     Reach(
-                        state.param,
+                        held.param,
                         kernel,
-                        index,
-                        None,
-                        state.guarded or strided,
-                        state.direct,
+                        slot,
+                        named,
+                        held.guarded or strided,
+                        held.direct,
                         path,
                         (f"{name}()",),
                         kind="triton",
@@ -438,8 +463,14 @@ class Summaries:
             return _reaches(pointers, unread, path, name, kind="unknown")
         head = (written or "").split(".", 1)[0]
         if written is not None and head not in values and head not in states:
-            value = last_value(self.files.top(path, head))
-            if isinstance(value, ast.Constant) and value.value is None:
+            statements = self.files.top(path, head)
+            defined = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+            value = last_value(statements)
+            if (
+                isinstance(value, ast.Constant)
+                and value.value is None
+                and not any(isinstance(s, defined) for s in statements)
+            ):
                 # `_ext: Optional[Ext] = None`, set under `global` at run time (Megatron's
                 # lazily imported cudnn-frontend DSA module): the code is what a loader put
                 # there, never the project's Python, as for a direct call in backward
@@ -530,9 +561,12 @@ class Summaries:
         value = last_value(self.files.top(self.path, name))
         return value is not None and self._loads_module(self.path, value)
 
-    def _triton_launch(self, path: str, call: ast.Call) -> str | None:
+    def _triton_launch(
+        self, path: str, call: ast.Call, values: dict[str, ast.expr] | None = None
+    ) -> str | None:
         """`kernel[grid](...)` on a `@triton.jit` function of that file (or one it imports),
-        or `wrap_triton(kernel)[grid](...)`: the kernel's name."""
+        or `wrap_triton(kernel)[grid](...)`: the kernel's name. `kernel = a if tune else b`
+        launches one of two: the first that is a kernel is read."""
         func = call.func
         if not isinstance(func, ast.Subscript):
             return None
@@ -544,6 +578,14 @@ class Summaries:
             return None
         written = ast_dotted(value)
         if written is None:
+            return None
+        chosen = (values or {}).get(written)
+        if isinstance(chosen, ast.IfExp):
+            for branch in (chosen.body, chosen.orelse):
+                picked = ast.Call(ast.Subscript(branch, func.slice), call.args, call.keywords)
+                kernel = self._triton_launch(path, picked)
+                if kernel is not None:
+                    return kernel
             return None
         found = self.function(written, path)
         if found is None:
@@ -649,10 +691,16 @@ def _reaches(
     ]
 
 
-def _stride_owners(call: ast.Call) -> set[str]:
-    """Names whose `.stride(...)` / `.stride()` a launch is given."""
+def _stride_owners(call: ast.Call, values: dict[str, ast.expr] | None = None) -> set[str]:
+    """Names whose `.stride(...)` / `.stride()` a launch is given, also through a name bound
+    to them (`s = g.stride()`, then `s[0], s[1]`: mamba's `angle_dt_bwd`)."""
     owners: set[str] = set()
-    for node in walk_ast(call):
+    nodes = list(walk_ast(call))
+    bound = {n.id for n in nodes if isinstance(n, ast.Name)} & set(values or ())
+    for name in bound:
+        assert values is not None
+        nodes += walk_ast(values[name])
+    for node in nodes:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr == "stride":
                 owner = ast_dotted(node.func.value)
@@ -751,7 +799,7 @@ def _in_order(function: ast.FunctionDef) -> list[ast.AST]:
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
                 continue
             visit(child)
-            if isinstance(child, (ast.Assign, ast.Call, ast.Return)):
+            if isinstance(child, (ast.Assign, ast.Call, ast.Return, ast.Assert)):
                 out.append(child)
 
     visit(function)

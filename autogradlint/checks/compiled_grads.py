@@ -374,10 +374,10 @@ class CompiledGradients(Check):
             self._raw_read(
                 arg.value,
                 fix,
-                told.severity,
+                "warning" if reach.asserted else told.severity,
                 callee=callee,
                 cls=cls,
-                evidence=f"Through {via}: {told.text}",
+                evidence=f"Through {via}: {told.text}{_asserted(reach)}",
             )
             return True
         native = self.ctx.summaries.native_for(reach.path)
@@ -393,10 +393,10 @@ class CompiledGradients(Check):
             self._direct_fix(
                 arg, reach, flow, found.writes, callee if not found.known else "", found.may_write
             ),
-            found.severity,
+            "warning" if reach.asserted else found.severity,
             callee=callee,
             cls=cls,
-            evidence=f"Through {via}: {found.text}".rstrip(": "),
+            evidence=f"Through {via}: {found.text}".rstrip(": ") + _asserted(reach),
         )
         return True
 
@@ -1462,6 +1462,16 @@ class CompiledGradients(Check):
         for arg in call.args:
             _Strides().walk(arg.value)
         return names
+
+
+def _asserted(reach: Reach) -> str:
+    """What a helper's `assert g.is_contiguous()` before the call changes: it raises instead."""
+    if not reach.asserted:
+        return ""
+    return (
+        f" `{reach.via[-1]}` asserts it contiguous first: training raises on a gradient laid out "
+        "otherwise (the stride-0 one of `out.sum()`, a transposed one) instead of computing."
+    )
 
 
 def _passes(call: cst.Call, name: str, params: Sequence[str]) -> bool:
