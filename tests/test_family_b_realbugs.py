@@ -23,6 +23,12 @@ def _b(code: str) -> list[tuple[str, int]]:
     )
 
 
+def _b_severity(code: str) -> tuple[list[tuple[str, int, str]], list[str]]:
+    """(rule, line, severity) of every family-B finding, and their help texts."""
+    found = [f for f in lint_source(code).findings if f.rule_id.startswith("AGL2")]
+    return [(f.rule_id, f.line, f.severity) for f in found], [f.help for f in found]
+
+
 def _launching(kernel: str, cls: str, backward: str) -> str:
     """A `@triton.jit` kernel and a Function whose backward launches it: the shape of the
     Triton sites below."""
@@ -298,11 +304,16 @@ def _apex(tmp_path: Path, module: str) -> list[tuple[str, int]]:
         (root / "csrc" / f"{stem}.cpp").write_text(BINDING)
         (root / "csrc" / f"{stem}_cuda.cu").write_text(kernel)
     (root / "softmax.py").write_text(APEX_PY.format(module=module))
+    return [(rule, line) for rule, line, _ in _project_b(root)]
+
+
+def _project_b(root: Path) -> list[tuple[str, int, str]]:
+    """(rule, line, severity) of every family-B finding of the project at `root`."""
     config = Config(root=root)
     files = discover([str(root)], config, respect_gitignore=False).files
     forget()
     return sorted(
-        (f.rule_id, f.line)
+        (f.rule_id, f.line, f.severity)
         for r in lint_paths(files, config, root=root)
         for f in r.findings
         if f.rule_id.startswith("AGL2")
@@ -489,15 +500,7 @@ def _rope_project(tmp_path: Path, guard: str) -> list[tuple[str, int, str]]:
     (root / "csrc" / "fused_rope.cpp").write_text(ROPE_BINDING.format(guard=guard))
     (root / "csrc" / "fused_rope_cuda.cu").write_text(ROPE_KERNEL)
     (root / "rope.py").write_text(APEX_PY.format(module="fused_rope").replace(", 1.0", ""))
-    config = Config(root=root)
-    files = discover([str(root)], config, respect_gitignore=False).files
-    forget()
-    return sorted(
-        (f.rule_id, f.line, f.severity)
-        for r in lint_paths(files, config, root=root)
-        for f in r.findings
-        if f.rule_id.startswith("AGL2")
-    )
+    return _project_b(root)
 
 
 def test_an_undeclared_extension_is_read_from_the_source_named_like_it(tmp_path: Path) -> None:
@@ -535,12 +538,10 @@ class SplineWeighting(Function):
 
 
 def test_agl201_a_raw_address_of_the_gradient_handed_to_a_kernel_on_self() -> None:
-    findings = lint_source(CUPY_LAUNCH.format(guard="pass")).findings
-    found = [(f.rule_id, f.line, f.severity) for f in findings if f.rule_id.startswith("AGL2")]
+    found, helps = _b_severity(CUPY_LAUNCH.format(guard="pass"))
     assert found == [("AGL201", 18, "warning")]
-    (finding,) = (f for f in findings if f.rule_id == "AGL201")
-    assert "`grad_output.data_ptr()`, a raw address with no strides" in finding.help
-    assert "Pass `grad_output.contiguous()`" in finding.help
+    assert "`grad_output.data_ptr()`, a raw address with no strides" in helps[0]
+    assert "Pass `grad_output.contiguous()`" in helps[0]
     assert _b(CUPY_LAUNCH.format(guard="grad_output = grad_output.contiguous()")) == []
     # Handed the tensor itself, what the caller handed is taken as Python (a hook, a state
     # object): the corpus's callers pass those there.
@@ -605,10 +606,9 @@ class Compact(torch.autograd.Function):
 
 
 def test_agl201_through_a_keyword_only_helper_to_a_module_set_at_run_time() -> None:
-    findings = lint_source(DSA.format(grad="grad_output")).findings
-    found = [(f.rule_id, f.line, f.severity) for f in findings if f.rule_id.startswith("AGL2")]
+    found, helps = _b_severity(DSA.format(grad="grad_output"))
     assert found == [("AGL201", 36, "warning")]
-    assert "a module-level name set at run time" in findings[0].help
+    assert "a module-level name set at run time" in helps[0]
     assert _b(DSA.format(grad="grad_output.contiguous()")) == []
 
 
@@ -642,10 +642,9 @@ def grouped_gemm_dX(dY, autotune=False):
 
 
 def test_agl201_a_kernel_picked_by_a_condition_and_launched_with_unpacked_arguments() -> None:
-    findings = lint_source(GROUPED.format(grad="dY")).findings
-    found = [(f.rule_id, f.line, f.severity) for f in findings if f.rule_id.startswith("AGL2")]
+    found, helps = _b_severity(GROUPED.format(grad="dY"))
     assert found == [("AGL201", 31, "warning")]
-    assert "`grouped_gemm_dX()` asserts it contiguous first: training raises" in findings[0].help
+    assert "`grouped_gemm_dX()` asserts it contiguous first: training raises" in helps[0]
     assert _b(GROUPED.format(grad="dY.contiguous()")) == []
 
 

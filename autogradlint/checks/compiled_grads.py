@@ -328,10 +328,14 @@ class CompiledGradients(Check):
         the way; else AGL201 when it reads it unguarded. Whether it reported."""
         via = " -> ".join(f"`{step}`" for step in reach.via)
         callee = reach.callee.lstrip(".")
-        if reach.kind == "unknown":
+        if reach.kind in ("unknown", "runtime"):
             if state.read_safe or reach.guarded:
                 return False
-            unknown = unreadable_import(reach.callee, None)
+            unknown = (
+                unreadable_import(reach.callee, None)
+                if reach.kind == "unknown"
+                else _set_at_run_time(callee)
+            )
             assert unknown is not None
             self._raw_read(
                 arg.value,
@@ -340,18 +344,6 @@ class CompiledGradients(Check):
                 callee=callee,
                 cls=cls,
                 evidence=f"Through {via}: {unknown.text}",
-            )
-            return True
-        if reach.kind == "runtime":
-            if state.read_safe or reach.guarded:
-                return False
-            self._raw_read(
-                arg.value,
-                None,
-                "warning",
-                callee=callee,
-                cls=cls,
-                evidence=f"Through {via}: {_set_at_run_time(callee).text}",
             )
             return True
         if reach.kind == "triton":
