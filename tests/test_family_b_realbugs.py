@@ -680,38 +680,3 @@ def bwd(grad_state=None, like=None):
 def test_agl201_strides_handed_through_a_name_are_the_gradients_own() -> None:
     assert _b(STRIDES_BY_NAME.format(strides="grad_state.stride()")) == []
     assert _b(STRIDES_BY_NAME.format(strides="out.stride()")) == [("AGL201", 32)]
-
-
-# fla's activations/ops.py: the launch names its arguments (`dy=dy`), and the helper rebinds
-# the gradient with its row stride from a project function first (`dy, stride_dy_row =
-# prepare_input(x=dy)`): a name bound anew is no longer the incoming gradient.
-KEYWORD_LAUNCH = _launching(
-    """\
-def sigmoid_bwd_kernel(dy, dx, stride_dy_row, T, D: tl.constexpr, B: tl.constexpr):
-    offs = tl.program_id(0) * B + tl.arange(0, B)
-    b_dy = tl.load(dy + (offs // D) * stride_dy_row + offs % D, mask=offs < T)
-    tl.store(dx + offs, b_dy, mask=offs < T)
-
-
-def prepare_input(x):
-    return x, x.stride(-2)
-
-
-def sigmoid_bwd(dy):
-    {prepare}
-    dx = torch.empty(dy.shape, device=dy.device, dtype=dy.dtype)
-    T, D = dy.numel(), dy.shape[-1]
-    sigmoid_bwd_kernel[(T,)](dy=dy, dx=dx, stride_dy_row=stride_dy_row, T=T, D=D, B=128)
-    return dx
-""",
-    "Sigmoid",
-    """\
-    def backward(ctx, dout):
-        return sigmoid_bwd(dy=dout)
-""",
-)
-
-
-def test_agl201_a_launch_with_keyword_arguments_is_read() -> None:
-    assert _b(KEYWORD_LAUNCH.format(prepare="stride_dy_row = dy.shape[-1]")) == [("AGL201", 32)]
-    assert _b(KEYWORD_LAUNCH.format(prepare="dy, stride_dy_row = prepare_input(x=dy)")) == []

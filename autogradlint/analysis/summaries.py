@@ -375,23 +375,6 @@ class Summaries:
                         states.pop(target.id, None)
                     else:
                         states[target.id] = state
-                elif isinstance(target, (ast.Tuple, ast.List)) and id(node) not in maybe:
-                    # `dy, stride = prepare_input(x=dy)`: every name is bound anew (a pair of
-                    # literals keeps each element's state)
-                    pairs = (
-                        zip(target.elts, node.value.elts, strict=True)
-                        if isinstance(node.value, (ast.Tuple, ast.List))
-                        and len(node.value.elts) == len(target.elts)
-                        else ((elt, None) for elt in target.elts)
-                    )
-                    for elt, item in pairs:
-                        if not isinstance(elt, ast.Name):
-                            continue
-                        held = _state_of(item, states) if item is not None else None
-                        if held is None:
-                            states.pop(elt.id, None)
-                        else:
-                            states[elt.id] = held
             elif isinstance(node, ast.Call):
                 found = self._call(path, node, states, values, depth, function.name)
                 if id(node) in gated:
