@@ -408,6 +408,7 @@ class Summaries:
             state = _state_of(arg, states)
             if state is not None:
                 passed.append((state, None if starred else index, None))
+        from_dict: list[tuple[_State, None, str]] = []
         for keyword in call.keywords:
             state = _state_of(keyword.value, states) if keyword.arg else None
             if state is not None:
@@ -418,7 +419,8 @@ class Summaries:
                 for key, item in zip(unpacked.keys, unpacked.values, strict=True):
                     state = _state_of(item, states)
                     if isinstance(key, ast.Constant) and isinstance(key.value, str) and state:
-                        passed.append((state, None, key.value))
+                        from_dict.append((state, None, key.value))
+        passed += from_dict
         if not passed:
             return []
         kernel = self._triton_launch(path, call, values)
@@ -430,7 +432,11 @@ class Summaries:
                 for at, arg in enumerate(call.args)
                 if (held := _state_of(arg, states)) is not None
             ]
-            launched += [(held, None, kw, None) for held, _, kw in passed if kw is not None]
+            # What a dict literal unpacks into the launch is read; a launch's own keyword
+            # arguments are not yet: fla prepares them with helpers that return the tensor and
+            # its row stride together (`dy, stride = prepare_input(x=dy)`), which the
+            # summaries cannot yet tell from a raw hand-over.
+            launched += [(held, None, kw, None) for held, _, kw in from_dict]
             for held, slot, named, written in launched:
                 strided = written in own_strides  # given its own strides: stride-aware
                 out.append(
