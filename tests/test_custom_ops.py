@@ -248,3 +248,43 @@ def test_inputs_declared_by_a_schema_string_are_read_from_the_text() -> None:
         'lib.define("kw(Tensor x, *, float v) -> Tensor")\n'
     )
     assert declared_inputs(text) == {"scale": ("x", "s"), "shift": ("x", "n")}
+
+
+_HOOK_CLASSES = """
+    import torch
+
+    def _register_autograd(register: type) -> None:
+        torch.library.register_autograd(
+            f"gsplat::{register.base}", register.backward, setup_context=register.setup_context
+        )
+
+    def _ensure_autograd_registrations() -> None:
+        _register_autograd(RegisterScale)
+        _register_autograd(RegisterScaleL1)
+
+    class RegisterScale:
+        base = "scale"
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @classmethod
+        def backward(cls, ctx, v_out):
+            (x,) = ctx.saved_tensors
+            return torch.ops.gsplat.scale_bwd(x, v_out{fix})
+
+    class RegisterScaleL1(RegisterScale):
+        base = "scale_l1"
+    """
+
+
+def test_backward_of_a_hook_class_handed_to_a_registering_helper() -> None:
+    """gsplat registers each op's autograd through a helper handed a plain class: the class's
+    `@classmethod` backward is the op's backward (ctx after `cls`, gradients after ctx), so
+    a gradient it hands raw to a compiled op is found; the subclass inheriting that backward
+    is read once. Made contiguous, nothing is found."""
+    bad = _HOOK_CLASSES.replace("{fix}", "")
+    assert _found(bad) == [("AGL201", 23)]
+    fixed = _HOOK_CLASSES.replace("{fix}", ".contiguous()")
+    assert _found(fixed) == []

@@ -229,6 +229,21 @@ CASES["triton_loads_are_not_loaders"] = (
     "@triton.jit\ndef kernel(ptr):\n" + _KERNEL_BODY + "\n\n" + FUNCTION.format(name="F")
 )
 
+# A backward calling its op through a factory of the file handed `f"{cls.base}_bwd"`: the slice
+# leaves the factory out, and the op is still named from the class (its C++ is not here).
+CASES["op_through_a_factory"] = (
+    "import torch\n\n\ndef _make_lazy(name):\n    def call(*args, **kwargs):\n"
+    "        return getattr(torch.ops.myops, name)(*args, **kwargs)\n\n    return call\n\n\n"
+    "def _register(register):\n    torch.library.register_autograd(\n"
+    '        f"myops::{register.base}", register.backward, setup_context=register.setup_context\n'
+    "    )\n\n\ndef _ensure():\n    _register(Hooks)\n\n\nclass Hooks:\n"
+    '    base = "scale"\n\n    @staticmethod\n    def setup_context(ctx, inputs, output):\n'
+    "        ctx.save_for_backward(inputs[0])\n\n    @classmethod\n"
+    "    def backward(cls, ctx, v_out):\n        (x,) = ctx.saved_tensors\n"
+    '        return _make_lazy(f"{cls.base}_bwd")(\n            x,\n'
+    "            v_out,  # AGL201\n        )\n"
+)
+
 
 def _findings(source: str, *, full: bool) -> list[tuple[str, int, int]]:
     result = analyse(source, "case.py", full=full)
@@ -400,7 +415,6 @@ def test_a_custom_op_registration_keeps_its_functions_and_nothing_else() -> None
     """`register_autograd(...)` at module level keeps the functions it names and the op's own
     def (by receiver or `"ns::op"` string); unrelated code is left out, and the text scan keeps
     what `ast` keeps."""
-    from autogradlint.speed.slicing import slice_source
 
     text = (
         "import torch\n\n"
@@ -411,12 +425,18 @@ def test_a_custom_op_registration_keeps_its_functions_and_nothing_else() -> None
         "def _setup(ctx, inputs, output):\n    ctx.s = inputs[1]\n\n"
         'torch.library.register_autograd("mylib::mul", _backward, setup_context=_setup)\n'
     )
+    _slices_alike(
+        text, ("def mul", "def _backward", "def _setup", "register_autograd("), ("def unrelated",)
+    )
+
+
+def _slices_alike(text: str, kept: tuple[str, ...], dropped: tuple[str, ...]) -> None:
+    """The `ast` slice keeps each of `kept` and none of `dropped`, and the text scan agrees."""
     sliced = slice_source(text)
     whole = slice_source(text, whole=True)
     assert sliced is not None and whole is not None and sliced.source == whole.source
-    assert "def unrelated" not in sliced.source
-    for kept in ("def mul", "def _backward", "def _setup", "register_autograd("):
-        assert kept in sliced.source
+    assert not [piece for piece in dropped if piece in sliced.source]
+    assert [piece for piece in kept if piece in sliced.source] == list(kept)
 
 
 def test_only_dispatch_handlers_registered_for_an_op_are_parsed() -> None:
@@ -495,3 +515,25 @@ def test_a_large_helper_class_keeps_only_the_methods_the_functions_call() -> Non
     assert sliced is not None and whole is not None
     assert (sliced.source, sliced.line_map) == (whole.source, whole.line_map)
     assert "def prepare" in sliced.source
+
+
+def test_hook_classes_handed_to_a_registering_helper_are_kept() -> None:
+    """A def whose `register_autograd(...)` takes `register.backward` from its parameter keeps
+    itself, the def calling it, and the classes handed to it (with their bases in the file):
+    their methods are the backward; unrelated code is left out, and the text scan keeps what
+    `ast` keeps."""
+    text = (
+        "import torch\n\n"
+        "def unrelated(x):\n    return x + 1\n\n"
+        "def _register(register):\n"
+        '    torch.library.register_autograd(f"ns::{register.base}", register.backward)\n\n'
+        "def _ensure():\n    _register(Child)\n\n"
+        "class Base:\n    @classmethod\n    def backward(cls, ctx, g):\n        return g\n\n"
+        'class Child(Base):\n    base = "op"\n\n'
+        "class Other:\n    pass\n"
+    )
+    _slices_alike(
+        text,
+        ("def _register", "def _ensure", "class Base", "class Child"),
+        ("def unrelated", "class Other"),
+    )

@@ -168,6 +168,8 @@ def collect_facts(
     classes = _classify(class_defs, imports, project)
     functions = {stmt.name.value: stmt for stmt in module.body if isinstance(stmt, cst.FunctionDef)}
     registrations = _custom_op_autograd(module, imports, functions, calls)
+    if "register_autograd" in source:
+        registrations += _handed_class_autograd(imports, functions, calls, class_defs)
     if any(op.schema is None and op.qualified for op in registrations):
         declared = declared_inputs(source)
         registrations = [
@@ -277,6 +279,181 @@ def _custom_op_autograd(
             )
         )
     return found
+
+
+def _handed_class_autograd(
+    imports: ImportTable,
+    functions: dict[str, cst.FunctionDef],
+    calls: list[cst.Call],
+    class_defs: list[cst.ClassDef],
+) -> list[CustomOpAutograd]:
+    """gsplat's `def _register(register): torch.library.register_autograd(f"ns::{register.base}",
+    register.backward, setup_context=register.setup_context)`, called as `_register(Hooks)` with
+    a class of this file: each class's `backward` (and `setup_context`, inherited from a base of
+    the file too) is a custom-op backward. A `@classmethod` backward gets the class bound, so
+    ctx is still the first parameter passed (analyse_method drops `cls`)."""
+    classes = {node.name.value: node for node in class_defs}
+    found: list[CustomOpAutograd] = []
+    seen: set[int] = set()  # a backward inherited by two hook classes is read once
+    for call in calls:
+        if (imports.resolve(call.func) or "") not in _REGISTER:
+            continue
+        args = [arg for arg in call.args if arg.keyword is None]
+        kwargs = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
+        backward = kwargs.get("backward", args[1].value if len(args) > 1 else None)
+        op_expr = kwargs.get("op", args[0].value if args else None)
+        if not (
+            isinstance(backward, cst.Attribute)
+            and isinstance(backward.value, cst.Name)
+            and backward.attr.value == "backward"
+        ):
+            continue
+        handed = backward.value.value
+        setup = kwargs.get("setup_context")
+        setup_attr = (
+            setup.attr.value
+            if isinstance(setup, cst.Attribute) and dotted(setup.value) == handed
+            else None
+        )
+        for name, function in functions.items():
+            position = _param_position(function, handed)
+            if position is None or not _holds(function, call):
+                continue
+            for caller in calls:
+                if not (isinstance(caller.func, cst.Name) and caller.func.value == name):
+                    continue
+                positional = [arg for arg in caller.args if arg.keyword is None and not arg.star]
+                if position >= len(positional):
+                    continue
+                given = positional[position].value
+                node = classes.get(given.value) if isinstance(given, cst.Name) else None
+                if node is None:
+                    continue
+                backward_node = class_method(node, "backward", classes)
+                if backward_node is None or id(backward_node) in seen:
+                    continue
+                seen.add(id(backward_node))
+                setup_node = class_method(node, setup_attr, classes) if setup_attr else None
+                aliases = _handed_attributes(function, handed)
+                op = filled_string(op_expr, handed, aliases, node, classes)
+                op = op or node.name.value  # `Hooks.backward` in messages; never confirmed
+                found.append(
+                    CustomOpAutograd(
+                        op, backward_node, setup_node, call, None, op if "::" in op else ""
+                    )
+                )
+    return found
+
+
+def _handed_attributes(function: cst.FunctionDef, handed: str) -> dict[str, str]:
+    """Names that stand for an attribute of the handed class: `register.base` itself, and
+    `base` after `base = register.base` in the registrar (gsplat's spelling)."""
+    out: dict[str, str] = {}
+    for stmt in iter_statements(function.body):
+        if (
+            type(stmt) is cst.Assign
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0].target, cst.Name)
+            and isinstance(stmt.value, cst.Attribute)
+            and dotted(stmt.value.value) == handed
+        ):
+            out[stmt.targets[0].target.value] = stmt.value.attr.value
+    return out
+
+
+def _param_position(function: cst.FunctionDef, name: str) -> int | None:
+    """Where `name` sits among `function`'s positional parameters (None: not one of them)."""
+    names = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    return names.index(name) if name in names else None
+
+
+def _holds(function: cst.FunctionDef, target: cst.CSTNode) -> bool:
+    """Whether `target` is a statement-level call below `function` (not in a nested def)."""
+    for stmt in iter_statements(function.body):
+        if type(stmt) is cst.Expr and stmt.value is target:
+            return True
+    return False
+
+
+def class_method(
+    node: cst.ClassDef, name: str, classes: dict[str, cst.ClassDef], depth: int = 0
+) -> cst.FunctionDef | None:
+    """`name` defined in the class, else in a base class of this file (a few levels up)."""
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    for stmt in body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+            return stmt
+    if depth < 3:
+        for arg in node.bases:
+            base = classes.get(arg.value.value) if isinstance(arg.value, cst.Name) else None
+            if base is not None and base is not node:
+                method = class_method(base, name, classes, depth + 1)
+                if method is not None:
+                    return method
+    return None
+
+
+def class_string(
+    node: cst.ClassDef, name: str, classes: dict[str, cst.ClassDef], depth: int = 0
+) -> str | None:
+    """The string literal class attribute `name = "..."` of the class (or a base of this file)."""
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    for line in body:
+        for stmt in line.body if isinstance(line, cst.SimpleStatementLine) else ():
+            if (
+                isinstance(stmt, cst.Assign)
+                and len(stmt.targets) == 1
+                and dotted(stmt.targets[0].target) == name
+                and isinstance(stmt.value, cst.SimpleString)
+            ):
+                value = stmt.value.evaluated_value
+                return value if isinstance(value, str) else None
+    if depth < 3:
+        for arg in node.bases:
+            base = classes.get(arg.value.value) if isinstance(arg.value, cst.Name) else None
+            if base is not None and base is not node:
+                return class_string(base, name, classes, depth + 1)
+    return None
+
+
+def filled_string(
+    expr: cst.BaseExpression | None,
+    handed: str,
+    aliases: dict[str, str],
+    node: cst.ClassDef,
+    classes: dict[str, cst.ClassDef],
+) -> str | None:
+    """The op's name with the handed class's string attributes filled in
+    (`f"gsplat::{base}"` after `base = register.base` -> `gsplat::spherical_harmonics`), or
+    None. `aliases`: a local name -> the class attribute it holds."""
+    if isinstance(expr, cst.SimpleString):
+        value = expr.evaluated_value
+        return value if isinstance(value, str) else None
+    if not isinstance(expr, cst.FormattedString):
+        return None
+    out: list[str] = []
+    for part in expr.parts:
+        if isinstance(part, cst.FormattedStringText):
+            out.append(part.value)
+            continue
+        inner = part.expression if isinstance(part, cst.FormattedStringExpression) else None
+        if not (
+            isinstance(part, cst.FormattedStringExpression)
+            and part.conversion is None
+            and part.format_spec is None
+        ):
+            return None
+        if isinstance(inner, cst.Attribute) and dotted(inner.value) == handed:
+            attribute: str | None = inner.attr.value
+        else:
+            attribute = aliases.get(inner.value) if isinstance(inner, cst.Name) else None
+        if attribute is None:
+            return None
+        filled = class_string(node, attribute, classes)
+        if filled is None:
+            return None
+        out.append(filled)
+    return "".join(out)
 
 
 def _classify(

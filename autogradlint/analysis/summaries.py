@@ -70,6 +70,9 @@ class Summary:
     returns_module: bool = False  # an extension module (`return load(...)`, a builder's load)
     # `getattr(<compiled module>, name + ...)` where `name` is parameter `index`
     returns_member: tuple[str, int] | None = None
+    # (namespace, index): it returns what calls `torch.ops.<namespace>.<name>` with the
+    # arguments it is given, `name` being parameter `index` (gsplat's `_make_lazy_cuda_func`)
+    returns_op: tuple[str, int] | None = None
 
 
 @dataclass
@@ -350,6 +353,7 @@ class Summaries:
         reaches: list[Reach] = []
         returns_module = False
         returns_member: tuple[str, int] | None = None
+        returns_op: tuple[str, int] | None = None
         maybe = _conditional(function)
         gated = _gated_calls(function)
         asserted: set[int] = set()  # parameters asserted contiguous so far
@@ -390,7 +394,61 @@ class Summaries:
                 member = self._member(path, value, params, values)
                 if member is not None:
                     returns_member = member
-        return Summary(function.name, params, tuple(reaches), returns_module, returns_member)
+                returns_op = returns_op or self._op_closure(path, node.value, params, function)
+        return Summary(
+            function.name, params, tuple(reaches), returns_module, returns_member, returns_op
+        )
+
+    def _op_closure(
+        self, path: str, value: ast.expr, params: tuple[str, ...], function: ast.FunctionDef
+    ) -> tuple[str, int] | None:
+        """`return call` where the nested `def call(*args, **kwargs)` returns
+        `getattr(torch.ops.<ns>, name)(*args, **kwargs)`, `name` a parameter of `function`
+        that `call` does not rebind: (ns, the parameter's index)."""
+        if not isinstance(value, ast.Name):
+            return None
+        nested = next(
+            (
+                stmt
+                for stmt in function.body
+                if isinstance(stmt, ast.FunctionDef) and stmt.name == value.id
+            ),
+            None,
+        )
+        if nested is None or nested.args.vararg is None:
+            return None
+        own = {a.arg for a in (*nested.args.posonlyargs, *nested.args.args)}
+        for node in ast.walk(nested):
+            if isinstance(node, ast.Assign):
+                own.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        for node in ast.walk(nested):
+            if not (isinstance(node, ast.Return) and isinstance(node.value, ast.Call)):
+                continue
+            call = node.value
+            picked = call.func
+            forwarded = (
+                len(call.args) == 1
+                and isinstance(call.args[0], ast.Starred)
+                and isinstance(call.args[0].value, ast.Name)
+                and call.args[0].value.id == nested.args.vararg.arg
+            )
+            if not (
+                forwarded
+                and isinstance(picked, ast.Call)
+                and isinstance(picked.func, ast.Name)
+                and picked.func.id == "getattr"
+                and len(picked.args) == 2
+                and isinstance(picked.args[1], ast.Name)
+                and picked.args[1].id in params
+                and picked.args[1].id not in own
+            ):
+                continue
+            owner = ast_dotted(picked.args[0])
+            resolved = self.files.bindings(path).resolve_dotted(owner) if owner else ""
+            parts = resolved.split(".")
+            if len(parts) == 3 and parts[:2] == ["torch", "ops"]:
+                return parts[2], params.index(picked.args[1].id)
+        return None
 
     def _call(
         self,

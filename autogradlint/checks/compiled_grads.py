@@ -22,6 +22,7 @@ from ..analysis.compiled import (
 )
 from ..analysis.flow import CallSite, Definition, MethodFlow
 from ..analysis.names import dotted
+from ..analysis.op_names import built_names
 from ..analysis.reading import (
     COMPILED,
     PYTHON,
@@ -484,6 +485,9 @@ class CompiledGradients(Check):
         if isinstance(func, cst.Attribute) and self._typed_method(func, flow, site.order):
             return TORCH
         if isinstance(func, cst.Call):
+            built = self._built_op(func)
+            if built is not None:
+                return built
             return Unreadable(code_of(func, module), "is called on what a call returned")
         if isinstance(func, cst.Subscript):
             table = self._table(func.value, site, flow)
@@ -507,6 +511,29 @@ class CompiledGradients(Check):
             shown = code_of(func, module)
             return Unreadable(shown, "is a method of a value the linter cannot type")
         return self._where_written(written, site, flow, 0)
+
+    def _built_op(self, made: cst.Call) -> str | tuple[str, str] | list[tuple[str, str]] | None:
+        """`factory(f"{cls.base}_bwd")(g)`: a project factory that returns what calls
+        `torch.ops.<ns>.<name>` with its arguments is that op, judged by its C++ like any
+        `torch.ops` call: one op per name the text builds (a subclass may inherit the method
+        with its own `base`). None when the name is not built in the text (unknown)."""
+        helper = dotted(made.func)
+        summaries = self.ctx.summaries
+        found = summaries.function(helper) if helper is not None else None
+        summary = summaries.summary(*found) if found is not None else None
+        if summary is None or summary.returns_op is None:
+            return None
+        namespace, index = summary.returns_op
+        arg = positional(made, index, summary.params[index])
+        names = (
+            built_names(arg, self.method, self.ctx.facts.class_nodes) if arg is not None else None
+        )
+        if not names:
+            return None
+        if any(f"{namespace}.{name}" in self.ctx.facts.python_custom_ops for name in names):
+            return PYTHON  # an op this file defines in Python: followed as Python
+        ops = [("extension", f"torch.ops.{namespace}.{name}") for name in names]
+        return ops[0] if len(ops) == 1 else ops
 
     def _where_written(
         self, written: str, site: CallSite, flow: MethodFlow, depth: int

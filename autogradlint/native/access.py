@@ -418,6 +418,39 @@ class _TensorUse(_PointerUse):
             # The strides are read, and no pointer use says otherwise (it is in a macro, or
             # ATen's): the layout is what the code works from.
             self.found.note("strided", t.start[min(self.stride_reads)])
+        if not access and not self.found.passes and not self.pointers:
+            returned = self._returned_through_aten()
+            if returned is not None:
+                # `return g.unsqueeze(-2).mul(c);`: only ATen reads it, and ATen honours strides
+                self.found.note("strided", t.start[returned])
+
+    def _returned_through_aten(self) -> int | None:
+        """The first use when the parameter (under no other name) is only checked and read by
+        ATen methods in a `return` statement, outside any call of the project's; else None."""
+        t = self.t
+        if len(self.plain) > 1 or self.copies:
+            return None
+        first: int | None = None
+        for index in t.occurrences(self.name):
+            opener = t.enclosing[index]
+            callee = t.callee(opener) if opener >= 0 and t.at(opener) == "(" else ""
+            if self._in_check(index) or (
+                is_macro(callee) and t.at(index - 1) in ("(", ",") and t.at(index + 1) in (")", ",")
+            ):
+                continue  # `TORCH_CHECK(g.dim() == 2)`, `CHECK_DENSE(g)`
+            member = _member(t, index)
+            if (
+                member is None
+                or member[1] < 0
+                or member[0] in _POINTER_METHODS
+                or member[0] in _ACCESSORS
+                or _in_place(member[0])
+                or t.at(t.statement_start(index)) != "return"
+                or (opener >= 0 and t.at(opener) != "{" and not callee.startswith(_LIBRARIES))
+            ):
+                return None
+            first = index if first is None else first
+        return first
 
     # --- names of the tensor -------------------------------------------------------------------
     def _aliases(self) -> None:
@@ -443,6 +476,12 @@ class _TensorUse(_PointerUse):
                     if target not in self.plain and target not in self.copies:
                         self.plain[target] = equals
                         pending.append(target)
+                elif member is not None and member[0] in _UNWRAPS:
+                    # `auto g = grad.value().contiguous();`: a copy of the optional's tensor
+                    chained = _member(t, member[1]) if member[1] > 0 else None
+                    if chained is not None and chained[0] in _GUARDS:
+                        if target not in self.plain and target not in self.copies:
+                            self.copies[target] = equals
                 elif member is not None and member[0] in _GUARDS:
                     if target in self.plain:
                         start = self.guarded_from.get(target, len(t))
@@ -533,6 +572,15 @@ class _TensorUse(_PointerUse):
         guarded = copy or index > self.guarded_from.get(alias, len(t))
         member = _member(t, index)
         after = t.at(index + 1)
+        if member is not None and member[0] in _UNWRAPS and member[1] > 0:
+            # `grad.value()`: an optional's tensor, used as the tensor itself
+            # (`CHECK_INPUT(grad.value())`, `grad.value().data_ptr<float>()`)
+            unwrapped = member[1]
+            member = _member(t, unwrapped)
+            if member is None:
+                if t.at(index - 1) in ("(", ",") and t.at(unwrapped + 1) in (")", ","):
+                    self._handed(index, guarded)
+                return
         if member is not None:
             self._member(alias, index, member, guarded)
         elif after in ASSIGNMENTS and after != "=":  # `grad *= s` on a Tensor: in place

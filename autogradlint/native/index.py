@@ -7,7 +7,7 @@ import functools
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..config import DEFAULT_EXCLUDE
@@ -44,7 +44,7 @@ class NativeIndex:
         self.root = root
         self.sources = list(sources)
         self._bindings: dict[str, list[tuple[Binding, str]]] | None = None
-        self._functions: dict[str, list[tuple[Function, str]]] = {}
+        self._functions: dict[tuple[str, bool], list[tuple[Function, str]]] = {}
         self._macros: dict[str, str] | None = None
         self._python: dict[str, bool] = {}  # Python files asked about: whether they load_inline
 
@@ -58,9 +58,20 @@ class NativeIndex:
             # 60 MB of ATen headers stay unread.
             beside = {os.path.dirname(s.path) for s in units if "PYBIND11_MODULE" in s.raw}
             headers = [s for s in self.sources if s.header and os.path.dirname(s.path) in beside]
-            for source in units + headers:
-                for binding in source.bindings():
-                    self._bindings.setdefault(binding.name, []).append((binding, source.path))
+            found = [(b, s.path) for s in units + headers for b in s.bindings()]
+            if any(binding.registrar for binding, _ in found):
+                # An op bound in a function handed a library: its namespace is that of the
+                # block that calls the function (often in another file).
+                handoffs: dict[str, str] = {}
+                for source in units:
+                    for function, namespace in source.library_handoffs().items():
+                        handoffs.setdefault(function, namespace)
+                found = [
+                    (replace(b, module=handoffs.get(b.registrar, "")) if b.registrar else b, p)
+                    for b, p in found
+                ]
+            for binding, path in found:
+                self._bindings.setdefault(binding.name, []).append((binding, path))
         return self._bindings
 
     @property
@@ -111,14 +122,15 @@ class NativeIndex:
             self._macros = None
         return self._python[path]
 
-    def functions(self, name: str) -> list[tuple[Function, str]]:
-        if name not in self._functions:
-            self._functions[name] = [
+    def functions(self, name: str, flat: bool = False) -> list[tuple[Function, str]]:
+        """Every definition of `name`; `flat`: as an op's dispatcher calls it (Source.functions)."""
+        if (name, flat) not in self._functions:
+            self._functions[name, flat] = [
                 (function, source.path)
                 for source in self.sources
-                for function in source.functions(name)
+                for function in source.functions(name, flat)
             ]
-        return self._functions[name]
+        return self._functions[name, flat]
 
     def evidence(
         self, module: str | None, name: str, position: int | None, keyword: str | None = None
@@ -172,7 +184,7 @@ class NativeIndex:
             for binding, path in self.bindings.get(op, ())
             if binding.kind == "op" and binding.module == namespace and binding.target
         ]
-        return self._worst(candidates, position, None)
+        return self._worst(candidates, position, None, flat=True)
 
     def _worst(
         self,
@@ -180,6 +192,7 @@ class NativeIndex:
         position: int | None,
         keyword: str | None,
         within: frozenset[str] = frozenset(),
+        flat: bool = False,
     ) -> Evidence | None:
         if not candidates:
             return None
@@ -190,7 +203,9 @@ class NativeIndex:
                 found.append(Evidence(UNKNOWN, where, (binding.name,), may_write=where))
                 continue
             found.append(
-                self._read(binding.target, position, keyword, 0, frozenset(), where, path, within)
+                self._read(
+                    binding.target, position, keyword, 0, frozenset(), where, path, within, flat
+                )
             )
         return merge(found)
 
@@ -204,13 +219,15 @@ class NativeIndex:
         passed: str,
         bound_in: str = "",
         within: frozenset[str] = frozenset(),
+        flat: bool = False,
     ) -> Evidence:
         """The worst evidence over every definition of `function` (overloads, CPU and CUDA);
         `passed`: where the tensor is handed to it. A function the binding's own file
         (`bound_in`) defines is the one bound: another extension's function of the same name
         (`foo_cpu.cpp` and `foo_cuda.cu` each binding their own `foo`) is not it. Nor is one
-        outside the sources the build declares for the extension (`within`, file names)."""
-        definitions = self.functions(function)
+        outside the sources the build declares for the extension (`within`, file names).
+        `flat`: an op's implementation, its marshalled struct parameters one per field."""
+        definitions = self.functions(function, flat)
         own = [(d, p) for d, p in definitions if p == bound_in]
         built = [(d, p) for d, p in definitions if os.path.basename(p) in within]
         definitions = own or built or definitions

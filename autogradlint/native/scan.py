@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .access import CHECKED, GUARDED, RANK, RAW, SAFE, STRIDED, UNKNOWN, Access, Reader
 from .tokens import Tokens
@@ -35,6 +35,19 @@ _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)\n]*)\)((?:[^\n]*\\\
 _DEFINITION = re.compile(
     r"\b(\w+)\s*\.\s*(def|impl)\s*\(\s*(?:\(\s*std::string\s*\(\s*)?\"([^\"\n]*)\""
 )
+# `void register_ops(torch::Library& m) {`: a function handed a library block's variable, whose
+# `m.impl(...)`s bind ops of the namespace of the block that calls it (gsplat's per-file
+# registrars, called from `TORCH_LIBRARY_IMPL(gsplat, CUDA, m) { register_ops(m); }`).
+_LIBRARY_FUNCTION = re.compile(
+    r"\b(\w+)\s*\(\s*(?:(?:torch|c10)\s*::\s*)?Library\s*&\s*(\w+)\s*\)\s*\{"
+)
+# A marshalling specialization (`struct TorchArgDef<Grad> { static auto to(const Grad& g) {
+# return to_torch_args(g.renders, g.alphas); } ... }`): the op's schema carries the struct's
+# fields, in that order, as separate arguments.
+_SPECIALIZATION = re.compile(r"\bstruct\s+\w+\s*<\s*([\w:]+)\s*>\s*\{")
+_STRUCT = re.compile(r"\bstruct\s+(\w+)\s*\{")
+# A struct parameter's field, read as one name (same length, so offsets and lines stay).
+FIELD = "\u018e"
 _POINTER_TARGET = re.compile(r"&\s*([A-Za-z_][\w:]*)")
 _NAME_TARGET = re.compile(r"(?:TORCH_FN\s*\(\s*)?([A-Za-z_][\w:]*)")
 
@@ -74,6 +87,9 @@ class Binding:
     target: str  # the C++ function (unqualified), "" when given as a lambda or schema only
     line: int
     schema: str = ""
+    # The function handed the library's variable that binds it (its namespace is that of the
+    # `TORCH_LIBRARY*` block calling it: module is "" until the index finds that block).
+    registrar: str = ""
 
 
 class Source:
@@ -87,6 +103,7 @@ class Source:
         self._braces: dict[int, int] | None = None
         self._lines: _LineIndex | None = None
         self._tokens: Tokens | None = None  # of the whole text, when a binding's call is read
+        self._marshalled: dict[str, tuple[tuple[str, str], ...]] | None = None
 
     @property
     def raw(self) -> str:
@@ -126,29 +143,29 @@ class Source:
 
     def bindings(self) -> list[Binding]:
         """The names this file binds: `m.def(...)` on a pybind11 module (in its
-        `PYBIND11_MODULE` block or in a function handed the module), and the ops of its
-        `TORCH_LIBRARY*` blocks."""
+        `PYBIND11_MODULE` block or in a function handed the module), the ops of its
+        `TORCH_LIBRARY*` blocks, and those of functions handed a library (`registrar`)."""
         raw = self.raw
         pybind = "PYBIND11_MODULE" in raw or "::module" in raw
-        if not pybind and "TORCH_LIBRARY" not in raw:
+        if not pybind and "TORCH_LIBRARY" not in raw and "Library" not in raw:
             return []
         if self.header and "::module" not in raw:
             return []  # a header binds only through a function handed the module
         text = self.text
         module = "TORCH_EXTENSION_NAME"
         variables: set[str] = set()
-        blocks: list[tuple[int, int, str, str]] = []  # TORCH_LIBRARY blocks: start, end, var, ns
         for match in _MODULE.finditer(text):
-            macro, first = match.group(1), match.group(2)
-            var = match.group(4) or match.group(3)
-            if macro == "PYBIND11_MODULE":
-                module = first
-                variables.add(var)
-                continue
-            end = self.braces.get(match.end() - 1)
-            # Blocks do not nest (each is a function): one inside another is not read twice.
-            if end is not None and (not blocks or match.end() > blocks[-1][1]):
-                blocks.append((match.end(), end, var, first))
+            if match.group(1) == "PYBIND11_MODULE":
+                module = match.group(2)
+                variables.add(match.group(4) or match.group(3))
+        # (start, end, variable, namespace or "", registrar or "")
+        blocks = [(start, end, var, ns, "") for start, end, var, ns in self._library_blocks()]
+        if "Library" in raw:
+            for match in _LIBRARY_FUNCTION.finditer(text):
+                end = self.braces.get(match.end() - 1)
+                if end is not None and (not blocks or match.end() > blocks[-1][1]):
+                    blocks.append((match.end(), end, match.group(2), "", match.group(1)))
+            blocks.sort()
         variables.update(_MODULE_VARIABLE.findall(text))
         found: list[Binding] = []
         starts = [block[0] for block in blocks]
@@ -157,10 +174,78 @@ class Source:
             at = definition.start()
             inside = bisect.bisect_right(starts, at) - 1
             if inside >= 0 and at < blocks[inside][1] and blocks[inside][2] == var:
-                found.append(self._binding(definition, "op", blocks[inside][3]))
+                _, _, _, namespace, registrar = blocks[inside]
+                binding = self._binding(definition, "op", namespace)
+                found.append(replace(binding, registrar=registrar) if registrar else binding)
             if verb == "def" and var in variables:
                 found.append(self._binding(definition, "pybind", module))
         return found
+
+    def _library_blocks(self) -> list[tuple[int, int, str, str]]:
+        """(body start, body end, variable, namespace) of each `TORCH_LIBRARY*` block."""
+        if "TORCH_LIBRARY" not in self.raw:
+            return []
+        blocks: list[tuple[int, int, str, str]] = []
+        for match in _MODULE.finditer(self.text):
+            if match.group(1) == "PYBIND11_MODULE":
+                continue
+            end = self.braces.get(match.end() - 1)
+            # Blocks do not nest (each is a function): one inside another is not read twice.
+            if end is not None and (not blocks or match.end() > blocks[-1][1]):
+                blocks.append((match.end(), end, match.group(4) or match.group(3), match.group(2)))
+        return blocks
+
+    def library_handoffs(self) -> dict[str, str]:
+        """Function -> namespace, for each function a `TORCH_LIBRARY*` block hands its variable
+        (`TORCH_LIBRARY_IMPL(gsplat, CUDA, m) { gsplat::register_ops(m); }`)."""
+        found: dict[str, str] = {}
+        for start, end, var, namespace in self._library_blocks():
+            call = re.compile(rf"(\w+)\s*\(\s*{re.escape(var)}\s*\)")
+            for match in call.finditer(self.text, start, end):
+                found.setdefault(match.group(1), namespace)
+        return found
+
+    def marshalled(self) -> dict[str, tuple[tuple[str, str], ...]]:
+        """Struct type -> its fields (type, name) in the order a marshalling specialization
+        of this file flattens them into an op's arguments (`return to_torch_args(g.a, g.b)`)."""
+        if self._marshalled is not None:
+            return self._marshalled
+        found: dict[str, tuple[tuple[str, str], ...]] = {}
+        self._marshalled = found
+        raw = self.raw
+        if "struct" not in raw or "<" not in raw:
+            return found
+        text = self.text
+        for match in _SPECIALIZATION.finditer(text):
+            end = self.braces.get(match.end() - 1)
+            if end is None:
+                continue
+            kind = match.group(1).rsplit("::", 1)[-1]
+            names = _flattened_fields(text[match.end() : end], kind)
+            if names and kind not in found:
+                declared = self._struct_fields(kind)
+                found[kind] = tuple((declared.get(name, ""), name) for name in names)
+        return found
+
+    def _struct_fields(self, kind: str) -> dict[str, str]:
+        """Field name -> its type, from `struct kind { ... };` in this file."""
+        text = self.text
+        for match in _STRUCT.finditer(text):
+            if match.group(1) != kind:
+                continue
+            end = self.braces.get(match.end() - 1)
+            if end is None:
+                continue
+            fields: dict[str, str] = {}
+            for statement in text[match.end() : end].split(";"):
+                part = statement.split("=", 1)[0].strip()
+                if not part or "(" in part or part.startswith(("static", "using", "//")):
+                    continue
+                words = re.findall(r"[A-Za-z_]\w*", part)
+                if len(words) > 1:
+                    fields[words[-1]] = part[: part.rfind(words[-1])].strip()
+            return fields
+        return {}
 
     def _arguments(self, opened: int) -> list[str]:
         """The argument texts of the call whose `(` is at offset `opened` ([] when it is not
@@ -196,11 +281,14 @@ class Source:
             name = name.split("(", 1)[0].split(".", 1)[0].rsplit("::", 1)[-1]
         return Binding(kind, module, name, target, self.line(definition.start()), schema)
 
-    def functions(self, name: str) -> list[Function]:
-        """Every definition of a function called `name` in this file."""
+    def functions(self, name: str, flat: bool = False) -> list[Function]:
+        """Every definition of a function called `name` in this file. `flat`: as an op's
+        dispatcher calls it, a struct parameter that this file marshals (`marshalled`) taking
+        one argument per field, each read as the name `param<FIELD>field`."""
         if not name or name not in self.raw:
             return []
         text = self.text
+        fields = self.marshalled() if flat else {}
         found: list[Function] = []
         covered = 0  # C++ has no nested functions: inside a definition, `name(...) {` is not one
         at = text.find(name)
@@ -212,13 +300,24 @@ class Source:
                 params, opened = header
                 end = self.braces.get(opened)
                 if end is not None and end - opened <= _MAX_BODY:
-                    found.append(self._function(name, at, params, text[opened:end], opened))
+                    body = text[opened:end]
+                    found.append(self._function(name, at, params, body, opened, fields))
                     covered = end
             at = text.find(name, at + 1)
         return found
 
-    def _function(self, name: str, at: int, header: str, body: str, start: int) -> Function:
+    def _function(
+        self,
+        name: str,
+        at: int,
+        header: str,
+        body: str,
+        start: int,
+        fields: dict[str, tuple[tuple[str, str], ...]] | None = None,
+    ) -> Function:
         params = _parameters(header)
+        if fields:
+            params, body = _flatten(params, body, fields)
         names = tuple(pname for _, pname in params)
         tensors = tuple(i for i, (kind, pname) in enumerate(params) if _is_tensor(kind) and pname)
         pointers = [i for i, (kind, pname) in enumerate(params) if pname and _is_pointer(kind)]
@@ -271,6 +370,45 @@ class Source:
             tuple(written),
             tuple(readonly),
         )
+
+
+def _flattened_fields(body: str, kind: str) -> tuple[str, ...]:
+    """The fields a marshalling specialization's `to(const kind& g)` returns, in order
+    (`return to_torch_args(g.renders, g.alphas);`); () when it returns anything else."""
+    param = re.search(rf"\(\s*const\s+(?:[\w:]*::)?{re.escape(kind)}\s*&\s*(\w+)\s*\)", body)
+    if param is None:
+        return ()
+    returned = re.search(r"\breturn\s+[\w:]+\s*\(([^;{}]*)\)\s*;", body[param.end() :])
+    if returned is None:
+        return ()
+    field = re.compile(rf"^\s*{re.escape(param.group(1))}\s*\.\s*(\w+)\s*$")
+    names: list[str] = []
+    for argument in returned.group(1).split(","):
+        matched = field.match(argument)
+        if matched is None:
+            return ()  # a computed value: the flattening is not what the text shows
+        names.append(matched.group(1))
+    return tuple(names)
+
+
+def _flatten(
+    params: list[tuple[str, str]], body: str, fields: dict[str, tuple[tuple[str, str], ...]]
+) -> tuple[list[tuple[str, str]], str]:
+    """Struct parameters of a marshalled type become one parameter per field, and the body
+    reads `grad.renders` as the name `grad<FIELD>renders` (same length: offsets stay)."""
+    out: list[tuple[str, str]] = []
+    for kind, name in params:
+        words = [w for w in re.findall(r"[A-Za-z_]\w*", kind) if w not in ("const", "struct")]
+        members = fields.get(words[-1]) if name and words else None
+        if not members:
+            out.append((kind, name))
+            continue
+        out.extend((member_kind, f"{name}{FIELD}{member}") for member_kind, member in members)
+        access = re.compile(
+            rf"(?<![\w.>]){re.escape(name)}(\s*)\.(\s*)({'|'.join(m for _, m in members)})\b"
+        )
+        body = access.sub(rf"{name}{FIELD}\3\1\2", body)
+    return out, body
 
 
 def inline_sources(text: str) -> str:

@@ -287,9 +287,10 @@ def _custom_op_chunks(text: str, starts: list[int]) -> set[int]:
     the `ast` twin (this may keep more, never less)."""
     bounds = [*starts, len(text)]
     calls = chunk_of(starts, [m.start() for m in _REGISTER.finditer(text)])
+    handed = _handed_class_chunks(text, starts)
     calls = {i for i in calls if not _NOT_MODULE_SCOPE.match(text, bounds[i])}
     if not calls:
-        return set()
+        return handed
     words: set[str] = set()
     literals: set[str] = set()
     for index in calls:
@@ -298,7 +299,53 @@ def _custom_op_chunks(text: str, starts: list[int]) -> set[int]:
         literals.update(_OP_NAME.findall(chunk))
     named = [m.start() + 1 for m in _DEF_NAME.finditer(text) if m.group(1) in words]
     named += [m.start() for literal in literals for m in re.finditer(re.escape(literal), text)]
-    return calls | {i for i in chunk_of(starts, named) if _NOT_MODULE_SCOPE.match(text, bounds[i])}
+    kept = {i for i in chunk_of(starts, named) if _NOT_MODULE_SCOPE.match(text, bounds[i])}
+    return calls | kept | handed
+
+
+_CLASS_HEADER = re.compile(r"\nclass[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?")
+
+
+def _handed_class_chunks(text: str, starts: list[int]) -> set[int]:
+    """Module-level defs holding a `register_autograd(` call and a `.backward`, the chunks
+    calling them, and the classes named in those calls' arguments with their bases: slicing's
+    `_handed_class_spans` is the `ast` twin (this may keep more, never less)."""
+    bounds = [*starts, len(text)]
+    defs = {
+        index
+        for index in chunk_of(starts, [m.start() for m in _REGISTER.finditer(text)])
+        if text.startswith(("def ", "async def ", "@"), bounds[index])
+        and ".backward" in text[bounds[index] : bounds[index + 1]]
+    }
+    if not defs:
+        return set()
+    names = {
+        m.group(1) for m in _DEF_NAME.finditer(text) if chunk_of(starts, [m.start() + 1]) & defs
+    }
+    names |= {
+        m.group(1)
+        for index in defs
+        if (
+            m := re.match(r"(?:@[^\n]*\n\s*)*(?:async[ \t]+)?def[ \t]+(\w+)", text[bounds[index] :])
+        )
+    }
+    if not names:
+        return defs
+    pattern = re.compile(
+        r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")[ \t]*\(([^()]*)\)"
+    )
+    callers = [m for m in pattern.finditer(text)]
+    words = {word for m in callers for word in _WORD.findall(m.group(1))}
+    headers = {m.group(1): (m.start() + 1, m.group(2) or "") for m in _CLASS_HEADER.finditer(text)}
+    frontier = words & headers.keys()
+    reached: set[str] = set()
+    while frontier:  # a hook class may inherit its backward from a base of the file
+        reached |= frontier
+        frontier = {
+            word for name in frontier for word in _WORD.findall(headers[name][1])
+        } & headers.keys() - reached
+    offsets = [m.start() for m in callers] + [headers[name][0] for name in reached]
+    return defs | chunk_of(starts, offsets)
 
 
 def _ctx_step_chunks(text: str, starts: list[int]) -> set[int]:

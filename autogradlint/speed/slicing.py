@@ -278,7 +278,7 @@ def custom_op_spans(statements: list[ast.stmt]) -> list[tuple[int, int]]:
         and _callee_text(stmt.value.func).rsplit(".", 1)[-1] == "register_autograd"
     ]
     if not calls:
-        return []
+        return _handed_class_spans(statements)
     names: set[str] = set()
     for call in calls:
         for sub in walk_ast(call):
@@ -298,7 +298,64 @@ def custom_op_spans(statements: list[ast.stmt]) -> list[tuple[int, int]]:
         }
         if stmt.name in names or literals & names:
             spans.append(_span(stmt))
-    return spans
+    return spans + _handed_class_spans(statements)
+
+
+def _handed_class_spans(statements: list[ast.stmt]) -> list[tuple[int, int]]:
+    """gsplat's registrar: a module-level def whose `register_autograd(..., P.backward, ...)`
+    takes the backward from its parameter P; the defs that call it, and the classes of the
+    file they hand it at P's position (and their bases here), whose `backward` and
+    `setup_context` it registers. facts' `_handed_class_autograd` reads them."""
+    registrars: dict[str, int] = {}  # def name -> P's position
+    for stmt in statements:
+        if not isinstance(stmt, _DEFS):
+            continue
+        params = [a.arg for a in (*stmt.args.posonlyargs, *stmt.args.args)]
+        for sub in walk_ast(stmt):
+            if not (
+                isinstance(sub, ast.Call)
+                and _callee_text(sub.func).rsplit(".", 1)[-1] == "register_autograd"
+            ):
+                continue
+            for arg in (*sub.args, *(k.value for k in sub.keywords)):
+                if (
+                    isinstance(arg, ast.Attribute)
+                    and arg.attr == "backward"
+                    and isinstance(arg.value, ast.Name)
+                    and arg.value.id in params
+                ):
+                    registrars[stmt.name] = params.index(arg.value.id)
+    if not registrars:
+        return []
+    spans: list[tuple[int, int]] = []
+    handed: set[str] = set()
+    for stmt in statements:
+        if isinstance(stmt, _DEFS) and stmt.name in registrars:
+            spans.append(_span(stmt))
+            continue
+        calls = False
+        for sub in walk_ast(stmt):
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name):
+                position = registrars.get(sub.func.id)
+                if position is not None and position < len(sub.args):
+                    given = sub.args[position]
+                    if isinstance(given, ast.Name):
+                        handed.add(given.id)
+                        calls = True
+        if calls:
+            spans.append(_span(stmt))
+    classes = {stmt.name: stmt for stmt in statements if isinstance(stmt, ast.ClassDef)}
+    frontier = handed & classes.keys()
+    reached: set[str] = set()
+    while frontier:  # a hook class may inherit its backward from a base of the file
+        reached |= frontier
+        frontier = {
+            base.id
+            for name in frontier
+            for base in classes[name].bases
+            if isinstance(base, ast.Name) and base.id in classes
+        } - reached
+    return spans + [_span(classes[name]) for name in sorted(reached)]
 
 
 def registers_handler(node: ast.FunctionDef | ast.AsyncFunctionDef, ops: frozenset[str]) -> bool:
