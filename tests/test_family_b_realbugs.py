@@ -12,7 +12,7 @@ from pathlib import Path
 from autogradlint import lint_source
 from autogradlint.config import Config
 from autogradlint.native.index import forget
-from autogradlint.native.scan import GUARDED, RAW, STRIDED, Source
+from autogradlint.native.scan import CHECKED, GUARDED, RAW, STRIDED, Source
 from autogradlint.runner import discover, lint_paths
 
 
@@ -680,3 +680,22 @@ def bwd(grad_state=None, like=None):
 def test_agl201_strides_handed_through_a_name_are_the_gradients_own() -> None:
     assert _b(STRIDES_BY_NAME.format(strides="grad_state.stride()")) == []
     assert _b(STRIDES_BY_NAME.format(strides="out.stride()")) == [("AGL201", 32)]
+
+
+# MinkowskiEngine's coo_spmm (a01-minkowski-5): the contiguity of the gradient is asserted
+# before the copy that would make it contiguous: a non-contiguous gradient raises first.
+SPMM = """\
+torch::Tensor coo_spmm(torch::Tensor const &vals, torch::Tensor const &mat2) {{
+  {first}
+  {second}
+  spmm_kernel(vals.data_ptr<float>(), mat2_contig.data_ptr<float>(), mat2.size(0));
+  return vals;
+}}
+"""
+
+
+def test_a_contiguity_check_before_the_copy_raises_first() -> None:
+    check = 'TORCH_CHECK(mat2.is_contiguous(), "mat2 must be contiguous");'
+    copy = "torch::Tensor const mat2_contig = mat2.contiguous();"
+    assert _how(SPMM.format(first=check, second=copy), "coo_spmm")[1] == CHECKED
+    assert _how(SPMM.format(first=copy, second=check), "coo_spmm")[1] == GUARDED
