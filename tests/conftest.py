@@ -3,6 +3,7 @@ tests run only when asked for: those marked `corpus`, `network` (they download) 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from autogradlint.meta import all_rules
+from benchmarks.corpus import corpus_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -88,3 +90,17 @@ def announce(config: pytest.Config, line: str) -> None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(line)
+
+
+def corpus_and_torch_trees() -> list[Path]:
+    """The public corpus's sources and torch's installed source, those present (the calling
+    test is skipped when neither is)."""
+    trees = []
+    if (corpus_dir() / "src").is_dir():
+        trees.append(corpus_dir() / "src")
+    spec = importlib.util.find_spec("torch")  # its source, without importing it
+    if spec is not None and spec.origin is not None:
+        trees.append(Path(spec.origin).parent)
+    if not trees:
+        pytest.skip("neither the corpus (tests/corpus/fetch.sh) nor torch is present")
+    return trees

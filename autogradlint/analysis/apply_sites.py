@@ -12,9 +12,11 @@ An argument is one of:
 from __future__ import annotations
 
 import ast
+import re
+from bisect import bisect_left
 from collections.abc import Iterator
 
-from ..text.ast_walk import parse_quietly
+from ..text.statements import parse_holding
 
 FROZEN, PARAMETER, OTHER = "frozen", "parameter", "other"
 _PARAMETER_NAMES = frozenset({"Parameter", "nn.Parameter", "torch.nn.Parameter"})
@@ -25,15 +27,16 @@ class ApplySites:
 
     def __init__(self, source: str) -> None:
         self.source = source
-        self._tree: ast.Module | None = None
-        self._parsed = False
-        self._by_class: dict[str, list[_Site]] | None = None
+        # by the class called, read with whole classes around the calls (False: with only
+        # the members of a class that call apply, enough to count arguments)
+        self._by_class: dict[bool, dict[str, list[_Site]]] = {}
 
     def passed(self, cls: str, slot: int) -> list[str] | None:
         """What each `cls.apply(...)` call of the file passes as input `slot` (forward's
         inputs after ctx, from 0); None when the file has no such call or cannot be read."""
         found = [
-            _argument(call, slot, owner, function) for call, owner, function in self._calls(cls)
+            _argument(call, slot, owner, function)
+            for call, owner, function in self._calls(cls, whole=True)
         ]
         return found or None
 
@@ -44,59 +47,70 @@ class ApplySites:
             len(call.args)
             if not call.keywords and not any(isinstance(a, ast.Starred) for a in call.args)
             else None
-            for call, _owner, _function in self._calls(cls)
+            for call, _owner, _function in self._calls(cls, whole=False)
         }
         return counts.pop() if len(counts) == 1 else None
 
-    def _parse(self) -> ast.Module | None:
-        if not self._parsed:
-            self._parsed = True
-            self._tree = parse_quietly(self.source)
-        return self._tree
-
-    def _calls(self, cls: str) -> list[_Site]:
+    def _calls(self, cls: str, whole: bool) -> list[_Site]:
         """The `cls.apply(...)` calls: the file is walked once, for every class a check asks
-        about (a walk per class was the costliest step of a cold check on torch's tree)."""
-        if self._by_class is None:
+        about (a walk per class was the costliest step of a cold check on torch's tree).
+        With `whole`, each call's class is read whole (what it holds as `self.x`)."""
+        if whole not in self._by_class:
+            found: dict[str, list[_Site]] = {}
+            self._by_class[whole] = found
             if ".apply" not in self.source:  # a file that calls no apply: no parse, no walk
                 return []
-            tree = self._parse()
-            self._by_class = {}
-            for site in _calls(tree) if tree is not None else ():
+            tree, lines = parse_holding(self.source, _APPLY, members=not whole)
+            for site in _calls(tree, lines) if tree is not None else ():
                 func = site[0].func
                 assert isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-                self._by_class.setdefault(func.value.id, []).append(site)
-        return self._by_class.get(cls, [])
+                found.setdefault(func.value.id, []).append(site)
+        return self._by_class[whole].get(cls, [])
 
 
-_Site = tuple[ast.Call, ast.ClassDef | None, ast.FunctionDef | ast.AsyncFunctionDef | None]
+# The word every `X.apply(...)` call holds, however it is spaced (`(Fn).apply`, `Fn.\n apply`):
+# its statements are the only ones parsed and walked.
+_APPLY = re.compile(r"\bapply\b")
 
 
-def _calls(tree: ast.Module) -> Iterator[_Site]:
-    """Every `X.apply(...)` call, with the class and the function around it."""
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
+_Site = tuple[ast.Call, ast.ClassDef | None, _Function | None]
 
-    def walk(
-        node: ast.AST,
-        owner: ast.ClassDef | None,
-        function: ast.FunctionDef | ast.AsyncFunctionDef | None,
-    ) -> Iterator[_Site]:
+
+def _calls(tree: ast.Module, lines: list[int] | None) -> Iterator[_Site]:
+    """Every `X.apply(...)` call, with the class and the function around it, in source order;
+    statements on no line of `lines` (those holding the word) are skipped. A stack, not a
+    generator per node: a file's tree has tens of thousands of nodes."""
+    stack: list[tuple[ast.AST, ast.ClassDef | None, _Function | None]] = [(tree, None, None)]
+    while stack:
+        node, owner, function = stack.pop()
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "apply"
+            and isinstance(node.func.value, ast.Name)
+        ):
+            yield node, owner, function
+        children: list[tuple[ast.AST, ast.ClassDef | None, _Function | None]] = []
         for child in ast.iter_child_nodes(node):
+            if lines is not None and isinstance(child, ast.stmt) and not _spans(child, lines):
+                continue
             if isinstance(child, ast.ClassDef):
-                yield from walk(child, child, None)
-                continue
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                yield from walk(child, owner, child)
-                continue
-            if (
-                isinstance(child, ast.Call)
-                and isinstance(child.func, ast.Attribute)
-                and child.func.attr == "apply"
-                and isinstance(child.func.value, ast.Name)
-            ):
-                yield child, owner, function
-            yield from walk(child, owner, function)
+                children.append((child, child, None))
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                children.append((child, owner, child))
+            else:
+                children.append((child, owner, function))
+        stack += reversed(children)
 
-    yield from walk(tree, None, None)
+
+def _spans(statement: ast.stmt, lines: list[int]) -> bool:
+    """Whether one of the sorted `lines` is a line of the statement (its decorators too)."""
+    first = statement.lineno
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        first = min([first, *(d.lineno for d in statement.decorator_list)])
+    at = bisect_left(lines, first)
+    return at < len(lines) and lines[at] <= (statement.end_lineno or first)
 
 
 def _argument(

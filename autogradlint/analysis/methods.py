@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ..text.marks import holds_graph_call
-from ..text.statements import chunk_starts
+from ..text.statements import chunk_starts, class_body, class_members
 from .names import dotted
 from .parsing import parse_module
 
@@ -42,6 +42,7 @@ class FileMethods:
         self._found: dict[str, list[Method]] = {}
         self._functions: dict[str, cst.FunctionDef | None] = {}
         self._constants: dict[str, cst.BaseExpression | None] = {}
+        self._modules: dict[int, cst.Module | None] = {}
 
     def graph_helpers(self, name: str) -> list[Method]:
         """The methods called `name` in classes whose text can hold a graph call (the others
@@ -50,11 +51,12 @@ class FileMethods:
             self._found[name] = self._find(name, holds_graph_call)
         return self._found[name]
 
-    def named(self, name: str) -> list[Method]:
-        """Every method called `name` of the file's top-level classes (memoised)."""
-        key = f"\0{name}"  # apart from graph_helpers' answers, which are filtered
+    def of_class(self, owner: str, name: str) -> list[Method]:
+        """The methods called `name` of the top-level class `owner`, from that class's
+        statement alone (memoised)."""
+        key = f"{owner}\0{name}"
         if key not in self._found:
-            self._found[key] = self._find(name, None)
+            self._found[key] = self._find(name, None, owner)
         return self._found[key]
 
     def function(self, name: str) -> cst.FunctionDef | None:
@@ -103,37 +105,65 @@ class FileMethods:
 
     def _statement_at(self, offset: int) -> cst.Module | None:
         """The top-level statement holding `offset`, parsed alone (None if libcst refuses it)."""
-        bounds = self._chunk_bounds()
-        index = _chunk_of(bounds, offset)
-        try:
-            return parse_module(self.text[bounds[index] : bounds[index + 1]])
-        except Exception:  # noqa: BLE001 - libcst raises bare exceptions on odd input
-            return None
+        return self._chunk(_chunk_of(self._chunk_bounds(), offset))
 
     def _chunk_bounds(self) -> list[int]:
         if self._bounds is None:
             self._bounds = [*chunk_starts(self.text), len(self.text)]
         return self._bounds
 
-    def _find(self, name: str, holding: Callable[[str], bool] | None) -> list[Method]:
+    def _find(
+        self, name: str, holding: Callable[[str], bool] | None, owner: str | None = None
+    ) -> list[Method]:
         found = _defs_of(self.text, name)
         if not found:
             return []
         bounds = self._chunk_bounds()
         chunks = sorted({_chunk_of(bounds, offset) for offset in found})
+        # A class's statement says `class <owner>` (no comment can come between the two).
+        header = None if owner is None else re.compile(rf"class[\s\\]+{re.escape(owner)}\b")
         out: list[Method] = []
         for index in chunks:
             chunk = self.text[bounds[index] : bounds[index + 1]]
             if holding is not None and not holding(chunk):
                 continue
-            try:
-                module = parse_module(chunk)
-            except Exception:  # noqa: BLE001 - libcst raises bare exceptions on odd input
+            if header is not None and header.search(chunk) is None:
                 continue
-            for stmt in module.body:
-                if isinstance(stmt, cst.ClassDef):
+            module = self._chunk(index) if owner is None else self._members(index, name)
+            for stmt in module.body if module is not None else ():
+                if isinstance(stmt, cst.ClassDef) and owner in (None, stmt.name.value):
                     out.extend(_methods_of(stmt, name))
         return out
+
+    def _members(self, index: int, name: str) -> cst.Module | None:
+        """Top-level statement `index`, when it is a class, parsed with only its header and
+        the members that may be `def name` (the others are not read: a 2,000-line tensor
+        subclass is not parsed for its `__init__`); otherwise, or when that does not parse,
+        the whole statement."""
+        bounds = self._chunk_bounds()
+        start, end = bounds[index], bounds[index + 1]
+        body = class_body(self.text, start, end)
+        if body is None:
+            return self._chunk(index)
+        offset, indent = body
+        members = class_members(self.text, offset, end, indent)
+        kept = [self.text[a:b] for a, b, defined in members if defined in (None, name)]
+        if not kept:
+            return self._chunk(index)
+        try:
+            return parse_module(self.text[start:offset] + "".join(kept))
+        except Exception:  # noqa: BLE001 - libcst raises bare exceptions on odd input
+            return self._chunk(index)
+
+    def _chunk(self, index: int) -> cst.Module | None:
+        """Top-level statement `index`, parsed once however many names are asked of it."""
+        if index not in self._modules:
+            bounds = self._chunk_bounds()
+            try:
+                self._modules[index] = parse_module(self.text[bounds[index] : bounds[index + 1]])
+            except Exception:  # noqa: BLE001 - libcst raises bare exceptions on odd input
+                self._modules[index] = None
+        return self._modules[index]
 
 
 def _defs_of(text: str, name: str) -> list[int]:

@@ -16,6 +16,7 @@ MAX_PATHS is not judged (nothing reported), so a report is never a guess.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
@@ -626,7 +627,26 @@ def _key(expr: cst.BaseExpression) -> str:
 
 
 def _mentions(key: str, names: set[str]) -> bool:
-    return any(re.search(rf"(?<![\w.]){re.escape(n)}\b", key) for n in names)
+    """Whether the condition's text names one of `names` (not as an attribute: `ctx.x`)."""
+    heads = _heads(key)
+    return any(
+        n in heads if n.isascii() and n.isidentifier() else _named(key, n) is not None
+        for n in names
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _heads(key: str) -> frozenset[str]:
+    """The whole words of a condition's text that follow no `.`: an ASCII name is mentioned
+    exactly when it is one (what `_named` finds, without a pattern compiled per name)."""
+    return frozenset(_HEAD.findall(key))
+
+
+_HEAD = re.compile(r"(?<![\w.])\w+")
+
+
+def _named(key: str, name: str) -> re.Match[str] | None:
+    return re.search(rf"(?<![\w.]){re.escape(name)}\b", key)
 
 
 def _always_true(test: cst.BaseExpression) -> bool:

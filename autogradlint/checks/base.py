@@ -7,6 +7,7 @@ from typing import ClassVar
 
 import libcst as cst
 
+from ..analysis.apply_sites import ApplySites
 from ..analysis.contract import ContractView
 from ..analysis.dependencies import encode
 from ..analysis.facts import FileFacts
@@ -41,6 +42,7 @@ class CheckContext:
     _methods: FileMethods | None = None
     _torch_names: TorchNames | None = None
     _inherited: Inherited | None = None
+    _apply_sites: ApplySites | None = None
 
     @property
     def native(self) -> ProjectNative:
@@ -62,6 +64,13 @@ class CheckContext:
         if self._methods is None:
             self._methods = FileMethods(self.facts.source)
         return self._methods
+
+    @property
+    def apply_sites(self) -> ApplySites:
+        """The file's `Fn.apply(...)` calls (its full text read when a check first asks)."""
+        if self._apply_sites is None:
+            self._apply_sites = ApplySites(self.facts.source)
+        return self._apply_sites
 
     @property
     def torch_names(self) -> TorchNames:

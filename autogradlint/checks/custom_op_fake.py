@@ -27,7 +27,8 @@ from ..analysis.fake_kernels import (
     registrations,
 )
 from ..analysis.names import dotted
-from ..text.ast_walk import ast_dotted, parse_quietly
+from ..text.ast_walk import ast_dotted, walk
+from ..text.statements import parse_holding
 from .base import Check
 from .gates import Gate, pattern
 from .reads import Reads
@@ -78,7 +79,7 @@ class CustomOpFake(Check):
         return self._project.faking(op.short, op.python, op.namespace, module) is not None
 
     def run(self) -> None:
-        source_tree: ast.Module | None = None
+        impl_calls: list[ast.Call] | None = None
         module = os.path.splitext(os.path.basename(self.ctx.path or "ops.py"))[0]
         for op in _definitions(self.ctx.facts.module, self.ctx.facts.imports):
             if op.trivial:
@@ -88,10 +89,11 @@ class CustomOpFake(Check):
                 namespace = library_namespace(text, op.library)
                 if namespace is not None:
                     op = replace(op, namespace=namespace)
-            if source_tree is None:
-                source_tree = parse_quietly(text) or ast.Module(body=[], type_ignores=[])
-            if op.kind == "define" and not _backend_only(source_tree, op):
-                continue
+            if op.kind == "define":
+                if impl_calls is None:
+                    impl_calls = _impl_calls(text)
+                if not _backend_only(impl_calls, op):
+                    continue
             if registers_fake(text, op.short, op.python, op.namespace):
                 continue
             if self._faked_elsewhere(op, module):
@@ -251,16 +253,32 @@ def _string(expr: cst.BaseExpression | None) -> str | None:
     return None
 
 
-def _backend_only(tree: ast.Module, op: OpDefinition) -> bool:
+# What the callee of every `impl(...)` call holds (`lib.impl`, `torch.library.impl`, `py_impl`).
+_IMPL = re.compile("impl")
+
+
+def _impl_calls(text: str) -> list[ast.Call]:
+    """The file's calls of a callee whose name ends with `impl`, read once for all its ops
+    from the top-level statements that mention `impl`."""
+    tree, _lines = parse_holding(text, _IMPL)
+    if tree is None:
+        return []
+    return [
+        node
+        for node in walk(tree)
+        if isinstance(node, ast.Call) and (ast_dotted(node.func) or "").endswith("impl")
+    ]
+
+
+def _backend_only(impl_calls: list[ast.Call], op: OpDefinition) -> bool:
     """Whether the file gives the schema op Python kernels, and only for backend keys: a kernel
     for any other key (`Meta`, a composite one, none given: the composite default), or for a
     key it names at run time, may be its fake."""
     keys: list[str | None] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and (ast_dotted(node.func) or "").endswith("impl"):
-            found = _kernel_keys(node, op)
-            if found is not None:
-                keys += found
+    for node in impl_calls:
+        found = _kernel_keys(node, op)
+        if found is not None:
+            keys += found
     return bool(keys) and all(key in BACKEND_KEYS for key in keys)
 
 

@@ -481,7 +481,7 @@ def _data_less(info: ClassInfo, methods: FileMethods) -> bool:
         return False
 
     def own(name: str) -> cst.FunctionDef | None:
-        found = [m.node for m in methods.named(name) if m.owner == info.name]
+        found = [m.node for m in methods.of_class(info.name, name)]
         return found[0] if len(found) == 1 else info.methods.get(name)
 
     flatten = own("__tensor_flatten__")

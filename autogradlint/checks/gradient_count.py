@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.apply_sites import ApplySites
 from ..analysis.contract import params
 from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
@@ -22,8 +21,6 @@ class GradientCount(Check):
     codes = ("AGL401",)
     gate = function_gate(custom_ops=True)
     reads = Reads(functions=True, custom_ops=True)
-
-    _sites: ApplySites | None = None
 
     def run(self) -> None:
         contract = self.ctx.contract()
@@ -54,11 +51,6 @@ class GradientCount(Check):
             if inputs is not None:
                 self.ctx.enter(op.subject)
                 self._custom_op(op.op, op.qualified, inputs, op.backward)
-
-    def _passed(self, cls: str) -> int | None:
-        if self._sites is None:
-            self._sites = ApplySites(self.ctx.facts.source)
-        return self._sites.count(cls)
 
     def _custom_op(
         self, name: str, qualified: str, inputs: list[str], backward: cst.FunctionDef
@@ -114,7 +106,7 @@ class GradientCount(Check):
         # torch expects one gradient per argument apply receives (shown by tests/oracle, K13):
         # when every apply call of the file passes the same number, that is the count (a
         # default passed or omitted, a *args forward); a gradient past it must be None
-        passed = self._passed(info.name) if old_style else None
+        passed = self.ctx.apply_sites.count(info.name) if old_style else None
         if passed is not None and (passed < required or (passed > total and not star)):
             passed = None  # AGL410's call: not this rule's count
         if passed is None and star:

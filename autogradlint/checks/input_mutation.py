@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import libcst as cst
 
-from ..analysis.apply_sites import FROZEN, PARAMETER, ApplySites
+from ..analysis.apply_sites import FROZEN, PARAMETER
 from ..analysis.contract import StaticHelper, mutation, returned_names
 from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
@@ -39,7 +39,6 @@ class InputMutation(Check):
     gate = function_gate()
     reads = Reads(functions=True)
 
-    _sites: ApplySites | None = None
     _collectives: GradientCollectives | None = None
     # A forward of another module held to this file's backward: the inputs only its gradients
     # prove to be tensors, and the backward AGL405 is then reported at (once: the write has
@@ -58,9 +57,7 @@ class InputMutation(Check):
         inputs = list(flow.params) if setup_style else flow.params[1:]  # after ctx
         if origin not in inputs:
             return False
-        if self._sites is None:
-            self._sites = ApplySites(self.ctx.facts.source)
-        passed = self._sites.passed(info.name, inputs.index(origin))
+        passed = self.ctx.apply_sites.passed(info.name, inputs.index(origin))
         if not passed:
             return False
         if all(kind == FROZEN for kind in passed):

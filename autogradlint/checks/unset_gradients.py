@@ -69,10 +69,10 @@ class UnsetGradients(Check):
             if found is None or (found[0], found[1].lineno) in seen:
                 continue
             seen.add((found[0], found[1].lineno))
-            helper = _parsed(self.ctx.summaries.files.text(found[0]), found[1])
+            helper, reads = _helper(self.ctx.summaries.files.text(found[0]), found[1])
             if helper is None:
                 continue
-            for read in unbound_reads(helper, returns_only=True):
+            for read in reads:
                 self.report(
                     "AGL412",
                     site.node,
@@ -91,7 +91,7 @@ class UnsetGradients(Check):
             return
         needs = _needs_names(self.ctx.flow(function))
         for read in reads:
-            other = [text for text, _ in read.skipped if not _mentions_needs(text, needs)]
+            other = [text for text, _ in sorted(read.skipped) if not _mentions_needs(text, needs)]
             why = (
                 f"`{other[0]}` decides it"
                 if other
@@ -144,6 +144,26 @@ def _when(read: UnboundRead) -> str:
         f"`{text}` is {'true' if value else 'false'}" for text, value in sorted(read.skipped)
     )
     return when or "a branch skips its assignment"
+
+
+# Helpers read for a backward, by their `ast` node (kept in the entry, so no other node takes
+# its id): the summaries hand out one node per function of a file, and the same helper serves
+# many backwards of the file, and of the other files a worker lints that call it.
+_HELPERS: dict[int, tuple[ast.FunctionDef, cst.FunctionDef | None, list[UnboundRead]]] = {}
+
+
+def _helper(
+    text: str, function: ast.FunctionDef
+) -> tuple[cst.FunctionDef | None, list[UnboundRead]]:
+    """A helper parsed alone, and the names it may return unset."""
+    entry = _HELPERS.get(id(function))
+    if entry is None or entry[0] is not function:
+        if len(_HELPERS) >= 512:
+            _HELPERS.clear()
+        helper = _parsed(text, function)
+        reads = unbound_reads(helper, returns_only=True) if helper is not None else []
+        entry = _HELPERS[id(function)] = (function, helper, reads)
+    return entry[1], entry[2]
 
 
 def _parsed(text: str, function: ast.FunctionDef) -> cst.FunctionDef | None:

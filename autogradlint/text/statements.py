@@ -9,11 +9,14 @@ falls back to parsing the whole file); it never takes string contents for code.
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
+
+from .ast_walk import parse_quietly
 
 # Comments and string literals, consumed whole (so a quote, `#` or line start inside them is
 # never seen). Prefixes (r, b, f, u) need no handling: a backslash escapes the next character
@@ -276,6 +279,70 @@ def blank_outside(text: str, ranges: list[tuple[int, int]]) -> tuple[str, list[i
         line += kept.count("\n") if plain else line_breaks(kept)
         cursor = end
     return "".join(parts), blanked
+
+
+def parse_holding(
+    text: str, word: re.Pattern[str], members: bool = False
+) -> tuple[ast.Module | None, list[int]]:
+    """`ast` of the top-level statements whose text holds a match of `word`, at their lines
+    in the file (the others blanked), and the lines of the matches: most of a large file
+    never names what a question is about. With `members`, a top-level class keeps only its
+    header and the members that hold a match (its other members blanked too: the class is
+    then not whole), unless none does. The whole file when that does not parse (the scan
+    split a statement at a line it took for a start). Python reads identifiers after NFKC
+    normalisation (`ａpply` is `apply`), so a character outside ASCII counts as a match.
+    Line numbers are the tokenizer's (`\\r` ends a line too)."""
+    offsets = [match.start() for match in word.finditer(text)]
+    if not text.isascii():
+        offsets = sorted({*offsets, *(m.start() for m in _NOT_ASCII.finditer(text))})
+    plain = "\r" not in text
+    lines: list[int] = []
+    line, cursor = 1, 0
+    for offset in offsets:
+        line += text.count("\n", cursor, offset) if plain else line_breaks(text[cursor:offset])
+        cursor = offset
+        lines.append(line)
+    starts = chunk_starts(text)
+    bounds = [*starts, len(text)]
+    ranges: list[tuple[int, int]] = []
+    for index in sorted(chunk_of(starts, offsets)):
+        start, end = bounds[index], bounds[index + 1]
+        ranges += _members_holding(text, start, end, offsets) if members else [(start, end)]
+    kept, _blanked = blank_outside(text, ranges)
+    return parse_quietly(kept) or parse_quietly(text), lines
+
+
+_NOT_ASCII = re.compile(r"[^\x00-\x7f]+")
+
+
+def _members_holding(text: str, start: int, end: int, offsets: list[int]) -> list[tuple[int, int]]:
+    """The ranges of a statement to keep: a class's header and its members that hold one of
+    `offsets` (a member class kept the same way); the whole statement when it is no class
+    with a body of its own lines, or when no member holds one (the match is in its header)."""
+    body = class_body(text, start, end)
+    if body is None:
+        return [(start, end)]
+    offset, indent = body
+    member_starts = chunk_starts(text, indent, offset, end)
+    member_bounds = [*member_starts, end]
+    held = sorted(chunk_of(member_starts, (o for o in offsets if offset <= o < end)))
+    if not held:
+        return [(start, end)]
+    ranges = [(start, offset)]
+    for index in held:
+        ranges += _members_holding(text, member_bounds[index], member_bounds[index + 1], offsets)
+    return ranges
+
+
+def class_body(text: str, start: int, end: int) -> tuple[int, str] | None:
+    """`body_start` of the statement text[start:end] when it is a class (None for a def)."""
+    keyword = keyword_line(text, start, end)
+    if keyword is None or not _CLASS.match(text, keyword):
+        return None
+    return body_start(text, start, end)
+
+
+_CLASS = re.compile(r"[ \t]*class\b")
 
 
 def line_breaks(text: str) -> int:
