@@ -12,7 +12,7 @@ from pathlib import Path
 from autogradlint import lint_source
 from autogradlint.config import Config
 from autogradlint.native.index import forget
-from autogradlint.native.scan import GUARDED, RAW, STRIDED, Source
+from autogradlint.native.scan import CHECKED, GUARDED, RAW, STRIDED, Source
 from autogradlint.runner import discover, lint_paths
 
 
@@ -21,6 +21,12 @@ def _b(code: str) -> list[tuple[str, int]]:
     return sorted(
         (f.rule_id, f.line) for f in lint_source(code).findings if f.rule_id.startswith("AGL2")
     )
+
+
+def _b_severity(code: str) -> tuple[list[tuple[str, int, str]], list[str]]:
+    """(rule, line, severity) of every family-B finding, and their help texts."""
+    found = [f for f in lint_source(code).findings if f.rule_id.startswith("AGL2")]
+    return [(f.rule_id, f.line, f.severity) for f in found], [f.help for f in found]
 
 
 def _launching(kernel: str, cls: str, backward: str) -> str:
@@ -298,11 +304,16 @@ def _apex(tmp_path: Path, module: str) -> list[tuple[str, int]]:
         (root / "csrc" / f"{stem}.cpp").write_text(BINDING)
         (root / "csrc" / f"{stem}_cuda.cu").write_text(kernel)
     (root / "softmax.py").write_text(APEX_PY.format(module=module))
+    return [(rule, line) for rule, line, _ in _project_b(root)]
+
+
+def _project_b(root: Path) -> list[tuple[str, int, str]]:
+    """(rule, line, severity) of every family-B finding of the project at `root`."""
     config = Config(root=root)
     files = discover([str(root)], config, respect_gitignore=False).files
     forget()
     return sorted(
-        (f.rule_id, f.line)
+        (f.rule_id, f.line, f.severity)
         for r in lint_paths(files, config, root=root)
         for f in r.findings
         if f.rule_id.startswith("AGL2")
@@ -455,3 +466,236 @@ def test_agl201_an_elementwise_product_is_laid_out_like_the_gradient() -> None:
     assert "Pass `(g * 2.0).contiguous()`" in finding.help
     assert _b(ARITHMETIC.format(grad="g.contiguous() * 2.0")) == []
     assert _b(ARITHMETIC.format(grad="g @ g.T")) == []  # a matrix product is made dense
+
+
+# apex's fused_rope.py (d01-apex-3): `import fused_rotary_positional_embedding` in backward, a
+# build that does not declare it, and csrc/megatron/fused_rotary_positional_embedding.cpp
+# binding TORCH_EXTENSION_NAME: the build names such a module after its source file, so the C++
+# is read (its wrapper makes the gradient contiguous) instead of the module being unknown.
+ROPE_BINDING = """\
+#include <torch/extension.h>
+torch::Tensor bwd_cuda(const torch::Tensor &output_grads);
+torch::Tensor bwd(const torch::Tensor &output_grads_) {{
+  {guard}
+  return bwd_cuda(output_grads);
+}}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{
+  m.def("backward", &bwd);
+}}
+"""
+ROPE_KERNEL = """\
+torch::Tensor bwd_cuda(const torch::Tensor &output_grads) {
+  auto out = torch::empty_like(output_grads);
+  rope_backward(reinterpret_cast<float*>(out.data_ptr()),
+                reinterpret_cast<const float*>(output_grads.data_ptr()), output_grads.numel());
+  return out;
+}
+"""
+
+
+def _rope_project(tmp_path: Path, guard: str) -> list[tuple[str, int, str]]:
+    root = tmp_path / "apex"
+    (root / "csrc").mkdir(parents=True)
+    (root / "setup.py").write_text("from setuptools import setup\nsetup(name='apex')\n")
+    (root / "csrc" / "fused_rope.cpp").write_text(ROPE_BINDING.format(guard=guard))
+    (root / "csrc" / "fused_rope_cuda.cu").write_text(ROPE_KERNEL)
+    (root / "rope.py").write_text(APEX_PY.format(module="fused_rope").replace(", 1.0", ""))
+    return _project_b(root)
+
+
+def test_an_undeclared_extension_is_read_from_the_source_named_like_it(tmp_path: Path) -> None:
+    bad = _rope_project(tmp_path / "bad", "const torch::Tensor &output_grads = output_grads_;")
+    assert bad == [("AGL201", 13, "error")]
+    fixed = _rope_project(tmp_path / "fixed", "auto output_grads = output_grads_.contiguous();")
+    assert fixed == []
+
+
+# spline_conv_gpu.py (d02-splineconv-1): a legacy Function keeps the CuPy kernel its
+# constructor was handed on `self`, and backward launches it with `grad_output.data_ptr()`:
+# a raw address, read as dense memory by whatever kernel it is.
+CUPY_LAUNCH = """\
+import torch
+from torch.autograd import Function
+
+
+class SplineWeighting(Function):
+    def __init__(self, weighting_backward_kernel):
+        super().__init__()
+        self.f_weighting_bw = weighting_backward_kernel
+
+    def forward(self, x):
+        return x * 2
+
+    def backward(self, grad_output):
+        {guard}
+        grad_input = grad_output.new(grad_output.size()).fill_(0)
+        self.f_weighting_bw(
+            block=(1024, 1, 1),
+            args=[grad_output.data_ptr(), grad_input.data_ptr(), grad_output.numel()],
+        )
+        return grad_input
+"""
+
+
+def test_agl201_a_raw_address_of_the_gradient_handed_to_a_kernel_on_self() -> None:
+    found, helps = _b_severity(CUPY_LAUNCH.format(guard="pass"))
+    assert found == [("AGL201", 18, "warning")]
+    assert "`grad_output.data_ptr()`, a raw address with no strides" in helps[0]
+    assert "Pass `grad_output.contiguous()`" in helps[0]
+    assert _b(CUPY_LAUNCH.format(guard="grad_output = grad_output.contiguous()")) == []
+    # Handed the tensor itself, what the caller handed is taken as Python (a hook, a state
+    # object): the corpus's callers pass those there.
+    tensor = CUPY_LAUNCH.format(guard="pass").replace("grad_output.data_ptr()", "grad_output")
+    assert _b(tensor) == []
+
+
+# Megatron's dsa_cudnn_kernels.py (c02-megatron-1): a keyword-only helper parameter, a name
+# reassigned only under `if`, a module-level `_dsa: Optional[...] = None` set at run time, and
+# a call under `if all_rows_nonempty:` that a caller leaving the flag at False never reaches.
+DSA = """\
+from typing import Optional
+
+import torch
+
+_dsa: Optional[object] = None
+
+
+def _ensure() -> None:
+    global _dsa
+    from cudnn import DSA as _ns
+    _dsa = _ns
+
+
+def _run_backward(*, q, grad_output, pad: bool = False, all_rows_nonempty: bool = False):
+    dO = grad_output.reshape(-1, q.size(-1))
+    bwd_dO = dO
+    if pad:
+        bwd_dO = dO.new_zeros((dO.size(0) + 1, dO.size(1)))
+    _ensure()
+    if all_rows_nonempty:
+        return _dsa.sparse_attention_backward_wrapper(q, bwd_dO)
+    return _dsa.sparse_attention_backward_wrapper(q, bwd_dO.index_select(0, q[0]).contiguous())
+
+
+class Fused(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q):
+        ctx.save_for_backward(q)
+        ctx.all_rows_nonempty = True
+        return q * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (q,) = ctx.saved_tensors
+        return _run_backward(
+            q=q, grad_output={grad}, all_rows_nonempty=ctx.all_rows_nonempty
+        )
+
+
+class Compact(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q):
+        ctx.save_for_backward(q)
+        return q * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (q,) = ctx.saved_tensors
+        return _run_backward(q=q, grad_output=grad_output)
+"""
+
+
+def test_agl201_through_a_keyword_only_helper_to_a_module_set_at_run_time() -> None:
+    found, helps = _b_severity(DSA.format(grad="grad_output"))
+    assert found == [("AGL201", 36, "warning")]
+    assert "a module-level name set at run time" in helps[0]
+    assert _b(DSA.format(grad="grad_output.contiguous()")) == []
+
+
+# unsloth's grouped_gemm/interface.py (d03-unsloth-1): the helper asserts the gradient
+# contiguous, views it, and launches one of two kernels (`a if autotune else b`) with its
+# arguments unpacked from a dict (`kernel[grid](**kernel_args)`), indexing it densely.
+GROUPED = _launching(
+    """\
+def _dX_kernel(dY_ptr, dX_ptr, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    g = tl.load(dY_ptr + row * N + cols, mask=cols < N)
+    tl.store(dX_ptr + row * N + cols, g, mask=cols < N)
+
+
+def grouped_gemm_dX(dY, autotune=False):
+    assert dY.is_contiguous()
+    dY = dY.view(-1, dY.shape[-1])
+    dX = torch.zeros_like(dY)
+    kernel_args = {{"dY_ptr": dY, "dX_ptr": dX, "N": dY.shape[1]}}
+    kernel = _dX_kernel if autotune else _dX_kernel
+    kernel[(dY.shape[0],)](**kernel_args, BLOCK=1024)
+    return dX
+""",
+    "GroupedGemm",
+    """\
+    def backward(ctx, dY):
+        return grouped_gemm_dX(dY={grad})
+""",
+)
+
+
+def test_agl201_a_kernel_picked_by_a_condition_and_launched_with_unpacked_arguments() -> None:
+    found, helps = _b_severity(GROUPED.format(grad="dY"))
+    assert found == [("AGL201", 31, "warning")]
+    assert "`grouped_gemm_dX()` asserts it contiguous first: training raises" in helps[0]
+    assert _b(GROUPED.format(grad="dY.contiguous()")) == []
+
+
+# mamba_ssm's angle_dt.py: the launch is given the gradient's own strides through a name
+# (`s = g.stride()`, then `s[0], s[1]`): read through its strides, whatever its layout.
+STRIDES_BY_NAME = _launching(
+    """\
+def _bwd_kernel(g_ptr, out_ptr, s0, s1, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    g = tl.load(g_ptr + row * s0 + cols * s1)
+    tl.store(out_ptr + row * BLOCK + cols, g)
+
+
+def bwd(grad_state=None, like=None):
+    out = torch.empty_like(like)
+    if grad_state is None:
+        grad_state = out  # a dummy the kernel never reads
+        strides = (0, 0)
+    else:
+        strides = {strides}
+    _bwd_kernel[(out.shape[0],)](grad_state, out, strides[0], strides[1], BLOCK=64)
+    return out
+""",
+    "Angle",
+    """\
+    def backward(ctx, g):
+        return bwd(grad_state=g, like=g)
+""",
+)
+
+
+def test_agl201_strides_handed_through_a_name_are_the_gradients_own() -> None:
+    assert _b(STRIDES_BY_NAME.format(strides="grad_state.stride()")) == []
+    assert _b(STRIDES_BY_NAME.format(strides="out.stride()")) == [("AGL201", 32)]
+
+
+# MinkowskiEngine's coo_spmm (a01-minkowski-5): the contiguity of the gradient is asserted
+# before the copy that would make it contiguous: a non-contiguous gradient raises first.
+SPMM = """\
+torch::Tensor coo_spmm(torch::Tensor const &vals, torch::Tensor const &mat2) {{
+  {first}
+  {second}
+  spmm_kernel(vals.data_ptr<float>(), mat2_contig.data_ptr<float>(), mat2.size(0));
+  return vals;
+}}
+"""
+
+
+def test_a_contiguity_check_before_the_copy_raises_first() -> None:
+    check = 'TORCH_CHECK(mat2.is_contiguous(), "mat2 must be contiguous");'
+    copy = "torch::Tensor const mat2_contig = mat2.contiguous();"
+    assert _how(SPMM.format(first=check, second=copy), "coo_spmm")[1] == CHECKED
+    assert _how(SPMM.format(first=copy, second=check), "coo_spmm")[1] == GUARDED

@@ -54,6 +54,12 @@ class Reach:
     kind: str = "extension"  # or "triton": a kernel launch
     copied: bool = False  # a private copy reached it: a write there harms no one
     strides: tuple[str, ...] = ()  # a launch: the tensors whose `.stride(...)` it is given
+    # The call runs only under `if <when>:`, `when` a parameter of the summarised function
+    # that defaults to False or None: a caller that does not pass it never gets there.
+    when: str = ""
+    # The function asserts the parameter contiguous before the call (`assert dY.is_contiguous()`):
+    # a gradient laid out otherwise raises there instead of being misread.
+    asserted: bool = False
 
 
 @dataclass(frozen=True)
@@ -355,24 +361,47 @@ class Summaries:
     def _summarise(self, path: str, function: ast.FunctionDef, depth: int) -> Summary:
         args = function.args
         params = tuple(a.arg for a in (*args.posonlyargs, *args.args))
+        if args.vararg is None:
+            # keyword-only parameters (`def run(*, grad_output)`) are reached by name; with
+            # `*args` beside them a slot past the positional ones would be ambiguous
+            params += tuple(a.arg for a in args.kwonlyargs)
         states: dict[str, _State] = {p: _State(i, False, True) for i, p in enumerate(params)}
         values: dict[str, ast.expr] = {}
         reaches: list[Reach] = []
         returns_module = False
         returns_member: tuple[str, int] | None = None
         returns_op: tuple[str, int] | None = None
+        maybe = _conditional(function)
+        gated = _gated_calls(function)
+        asserted: set[int] = set()  # parameters asserted contiguous so far
         for node in _in_order(function):
+            if isinstance(node, ast.Assert):
+                for inner in walk_ast(node.test):
+                    if (
+                        isinstance(inner, ast.Call)
+                        and isinstance(inner.func, ast.Attribute)
+                        and inner.func.attr == "is_contiguous"
+                        and (held := _state_of(inner.func.value, states)) is not None
+                    ):
+                        asserted.add(held.param)
+                continue
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target = node.targets[0]
                 if isinstance(target, ast.Name):
                     values[target.id] = node.value
                     state = _state_of(node.value, states)
-                    if state is None:
+                    if state is None and id(node) in maybe:
+                        pass  # `if pad: x = fresh` leaves the gradient in `x` on the other path
+                    elif state is None:
                         states.pop(target.id, None)
                     else:
                         states[target.id] = state
             elif isinstance(node, ast.Call):
-                reaches.extend(self._call(path, node, states, values, depth, function.name))
+                found = self._call(path, node, states, values, depth, function.name)
+                if id(node) in gated:
+                    found = [replace(r, when=gated[id(node)]) for r in found]
+                found = [replace(r, asserted=True) if r.param in asserted else r for r in found]
+                reaches.extend(found)
             elif isinstance(node, ast.Return) and node.value is not None:
                 value = node.value
                 if isinstance(value, ast.Name) and value.id in values:
@@ -454,29 +483,45 @@ class Summaries:
             state = _state_of(arg, states)
             if state is not None:
                 passed.append((state, None if starred else index, None))
+        from_dict: list[tuple[_State, None, str]] = []
         for keyword in call.keywords:
             state = _state_of(keyword.value, states) if keyword.arg else None
             if state is not None:
                 passed.append((state, None, keyword.arg))
+            unpacked = values.get(keyword.value.id) if isinstance(keyword.value, ast.Name) else None
+            if keyword.arg is None and isinstance(unpacked, ast.Dict):
+                # `kernel[grid](**kernel_args)`, `kernel_args = {"dY_ptr": dY, ...}`
+                for key, item in zip(unpacked.keys, unpacked.values, strict=True):
+                    state = _state_of(item, states)
+                    if isinstance(key, ast.Constant) and isinstance(key.value, str) and state:
+                        from_dict.append((state, None, key.value))
+        passed += from_dict
         if not passed:
             return []
-        kernel = self._triton_launch(path, call)
+        kernel = self._triton_launch(path, call, values)
         if kernel is not None:
-            own_strides = _stride_owners(call)
+            own_strides = _stride_owners(call, values)
             out = []
-            for index, arg in enumerate(call.args):
-                state = _state_of(arg, states)
-                if state is None:
-                    continue
-                strided = ast_dotted(arg) in own_strides  # given its own strides: stride-aware
+            launched: list[tuple[_State, int | None, str | None, str | None]] = [
+                (held, at, None, ast_dotted(arg))
+                for at, arg in enumerate(call.args)
+                if (held := _state_of(arg, states)) is not None
+            ]
+            # What a dict literal unpacks into the launch is read; a launch's own keyword
+            # arguments are not yet: fla prepares them with helpers that return the tensor and
+            # its row stride together (`dy, stride = prepare_input(x=dy)`), which the
+            # summaries cannot yet tell from a raw hand-over.
+            launched += [(held, None, kw, None) for held, _, kw in from_dict]
+            for held, slot, named, written in launched:
+                strided = written in own_strides  # given its own strides: stride-aware
                 out.append(
                     Reach(
-                        state.param,
+                        held.param,
                         kernel,
-                        index,
-                        None,
-                        state.guarded or strided,
-                        state.direct,
+                        slot,
+                        named,
+                        held.guarded or strided,
+                        held.direct,
                         path,
                         (f"{name}()",),
                         kind="triton",
@@ -497,6 +542,20 @@ class Summaries:
             # contiguous) there.
             pointers = [p for p in passed if p[0].pointer]
             return _reaches(pointers, unread, path, name, kind="unknown")
+        head = (written or "").split(".", 1)[0]
+        if written is not None and head not in values and head not in states:
+            statements = self.files.top(path, head)
+            defined = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+            value = last_value(statements)
+            if (
+                isinstance(value, ast.Constant)
+                and value.value is None
+                and not any(isinstance(s, defined) for s in statements)
+            ):
+                # `_ext: Optional[Ext] = None`, set under `global` at run time (Megatron's
+                # lazily imported cudnn-frontend DSA module): the code is what a loader put
+                # there, never the project's Python, as for a direct call in backward
+                return _reaches(passed, written, path, name, kind="runtime")
         if written is None or depth + 1 >= HELPER_DEPTH:
             return []
         found = self.function(written, path)
@@ -518,6 +577,7 @@ class Summaries:
                             direct=reach.direct and given.direct,
                             copied=reach.copied or given.copied,
                             via=(f"{name}()", *reach.via),
+                            when="",  # the inner function's parameter: its caller passes it
                         )
                     )
         return deeper
@@ -582,9 +642,12 @@ class Summaries:
         value = last_value(self.files.top(self.path, name))
         return value is not None and self._loads_module(self.path, value)
 
-    def _triton_launch(self, path: str, call: ast.Call) -> str | None:
+    def _triton_launch(
+        self, path: str, call: ast.Call, values: dict[str, ast.expr] | None = None
+    ) -> str | None:
         """`kernel[grid](...)` on a `@triton.jit` function of that file (or one it imports),
-        or `wrap_triton(kernel)[grid](...)`: the kernel's name."""
+        or `wrap_triton(kernel)[grid](...)`: the kernel's name. `kernel = a if tune else b`
+        launches one of two: the first that is a kernel is read."""
         func = call.func
         if not isinstance(func, ast.Subscript):
             return None
@@ -596,6 +659,14 @@ class Summaries:
             return None
         written = ast_dotted(value)
         if written is None:
+            return None
+        chosen = (values or {}).get(written)
+        if isinstance(chosen, ast.IfExp):
+            for branch in (chosen.body, chosen.orelse):
+                picked = ast.Call(ast.Subscript(branch, func.slice), call.args, call.keywords)
+                kernel = self._triton_launch(path, picked)
+                if kernel is not None:
+                    return kernel
             return None
         found = self.function(written, path)
         if found is None:
@@ -701,10 +772,16 @@ def _reaches(
     ]
 
 
-def _stride_owners(call: ast.Call) -> set[str]:
-    """Names whose `.stride(...)` / `.stride()` a launch is given."""
+def _stride_owners(call: ast.Call, values: dict[str, ast.expr] | None = None) -> set[str]:
+    """Names whose `.stride(...)` / `.stride()` a launch is given, also through a name bound
+    to them (`s = g.stride()`, then `s[0], s[1]`: mamba's `angle_dt_bwd`)."""
     owners: set[str] = set()
-    for node in walk_ast(call):
+    nodes = list(walk_ast(call))
+    bound = {n.id for n in nodes if isinstance(n, ast.Name)} & set(values or ())
+    for name in bound:
+        assert values is not None
+        nodes += walk_ast(values[name])
+    for node in nodes:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr == "stride":
                 owner = ast_dotted(node.func.value)
@@ -747,6 +824,53 @@ def _state_of(expr: ast.expr, states: dict[str, _State]) -> _State | None:
     return None
 
 
+def _gated_calls(function: ast.FunctionDef) -> dict[int, str]:
+    """The calls that run only under `if <param>:` (in its body, not its `else`), where the
+    parameter defaults to False or None (Megatron's `all_rows_nonempty: bool = False`): by id,
+    the parameter's name."""
+    args = function.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = dict(
+        zip(
+            [a.arg for a in positional[len(positional) - len(args.defaults) :]],
+            args.defaults,
+            strict=True,
+        )
+    )
+    defaults.update(
+        (a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
+    )
+    off = {
+        name
+        for name, default in defaults.items()
+        if isinstance(default, ast.Constant) and default.value in (False, None)
+    }
+    found: dict[int, str] = {}
+    for node in walk_ast(function):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id in off:
+            for statement in node.body:
+                for inner in walk_ast(statement):
+                    if isinstance(inner, ast.Call):
+                        found.setdefault(id(inner), node.test.id)
+    return found
+
+
+def _conditional(function: ast.FunctionDef) -> set[int]:
+    """The ids of the assignments that may not run: under an `if`, a loop or a `try` (nested
+    defs left out)."""
+    found: set[int] = set()
+    pending: list[tuple[ast.AST, bool]] = [(child, False) for child in function.body]
+    while pending:
+        node, under = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if under and isinstance(node, ast.Assign):
+            found.add(id(node))
+        branches = isinstance(node, (ast.If, ast.For, ast.While, ast.Try, ast.AsyncFor))
+        pending.extend((child, under or branches) for child in ast.iter_child_nodes(node))
+    return found
+
+
 def _in_order(function: ast.FunctionDef) -> list[ast.AST]:
     """The function's statements and calls in source order (nested defs left out)."""
     out: list[ast.AST] = []
@@ -756,7 +880,7 @@ def _in_order(function: ast.FunctionDef) -> list[ast.AST]:
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
                 continue
             visit(child)
-            if isinstance(child, (ast.Assign, ast.Call, ast.Return)):
+            if isinstance(child, (ast.Assign, ast.Call, ast.Return, ast.Assert)):
                 out.append(child)
 
     visit(function)
@@ -785,6 +909,8 @@ def last_value(statements: list[ast.stmt]) -> ast.expr | None:
     for stmt in statements:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
             found = stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            found = stmt.value  # `_ext: Optional[Ext] = None`
     return found
 
 

@@ -115,6 +115,9 @@ class GradState:
     read_safe: bool  # dense row-major: `.contiguous()` or clone(memory_format=contiguous_format)
     write_safe: bool  # a private copy: any `.clone()`
     root: str = ""  # the gradient parameter it comes from
+    # `g.data_ptr()`: the raw address, no strides with it: whatever reads through it reads the
+    # memory as it lies (a CuPy kernel launch, ctypes), whoever the callee is
+    pointer: bool = False
 
 
 class CompiledGradients(Check):
@@ -152,6 +155,7 @@ class CompiledGradients(Check):
         self._none_why: dict[int, str | None] = {}  # per method: why a gradient may be None
         self._nested = _nested_defs(method)
         self._methods: frozenset[str] | None = None
+        self._raw_address = False  # the call being resolved is handed a gradient's address
         self._via = ""  # set while a Function's forward is read for the backward calling it
         self._handed: dict[str, GradState] = {}  # that forward's parameters: what they got
         self._calls(flow, grads, info.name)
@@ -168,6 +172,11 @@ class CompiledGradients(Check):
                 and not site.in_nested_def
                 and self._takes_gradient(site, flow, grads)
             ):
+                self._raw_address = any(
+                    (state := self._state(arg.value, flow, grads, site.order)) is not None
+                    and state.pointer
+                    for arg in site.node.args
+                )
                 if self._may_lead_somewhere(site.node, flow):
                     callee = compiled_by_evidence(site.node, facts, self.ctx.native)
                     callee = callee or self._loaded_module_call(site, flow)
@@ -308,6 +317,8 @@ class CompiledGradients(Check):
             if arg.keyword is not None and arg.keyword.value in summary.params:
                 index = summary.params.index(arg.keyword.value)
             for reach in summary.reaches:
+                if reach.when and not _passes(call, reach.when, summary.params):
+                    continue  # under `if flag:`, `flag` left at its False/None default
                 if reach.param == index and self._helper_reach(arg, state, reach, flow, cls):
                     break  # one finding per argument
 
@@ -318,10 +329,14 @@ class CompiledGradients(Check):
         the way; else AGL201 when it reads it unguarded. Whether it reported."""
         via = " -> ".join(f"`{step}`" for step in reach.via)
         callee = reach.callee.lstrip(".")
-        if reach.kind == "unknown":
+        if reach.kind in ("unknown", "runtime"):
             if state.read_safe or reach.guarded:
                 return False
-            unknown = unreadable_import(reach.callee, None)
+            unknown = (
+                unreadable_import(reach.callee, None)
+                if reach.kind == "unknown"
+                else _set_at_run_time(callee)
+            )
             assert unknown is not None
             self._raw_read(
                 arg.value,
@@ -352,10 +367,10 @@ class CompiledGradients(Check):
             self._raw_read(
                 arg.value,
                 fix,
-                told.severity,
+                "warning" if reach.asserted else told.severity,
                 callee=callee,
                 cls=cls,
-                evidence=f"Through {via}: {told.text}",
+                evidence=f"Through {via}: {told.text}{_asserted(reach)}",
             )
             return True
         native = self.ctx.summaries.native_for(reach.path)
@@ -371,10 +386,10 @@ class CompiledGradients(Check):
             self._direct_fix(
                 arg, reach, flow, found.writes, callee if not found.known else "", found.may_write
             ),
-            found.severity,
+            "warning" if reach.asserted else found.severity,
             callee=callee,
             cls=cls,
-            evidence=f"Through {via}: {found.text}".rstrip(": "),
+            evidence=f"Through {via}: {found.text}".rstrip(": ") + _asserted(reach),
         )
         return True
 
@@ -526,8 +541,16 @@ class CompiledGradients(Check):
         """`_where` for a callee written as a dotted name (`ext.fn`, `ctx.fn`, `fn`)."""
         head, _, rest = written.partition(".")
         facts = self.ctx.facts
-        if head in self._nested or head in ("self", "cls"):
-            return PYTHON  # a function of backward's own, a method of its class
+        if head in self._nested:
+            return PYTHON  # a function of backward's own
+        if head in ("self", "cls") and (
+            not flow.params
+            or head != flow.params[0]
+            or rest.split(".", 1)[0] in self._class_methods()
+        ):
+            # a method of its class; `self.kernel` of a legacy Function, whose `self` is its
+            # ctx, is judged by what the class stored there, as `ctx.kernel` is
+            return PYTHON
         definition = flow.definition_before(head, site.order)
         if definition is not None and depth < 8:
             return self._where_local(written, definition, site, flow, depth)
@@ -600,12 +623,7 @@ class CompiledGradients(Check):
             return PYTHON
         value = last_value(statements)
         if isinstance(value, ast.Constant) and value.value is None:
-            return Unreadable(
-                written,
-                f"is a method of `{head}`, a module-level name set at run time"
-                if rest
-                else f"is `{head}`, a module-level name set at run time",
-            )
+            return _set_at_run_time(written)
         if isinstance(value, (ast.Name, ast.Attribute)) and depth < 8:
             bound = ast_dotted(value)
             if bound is not None and bound != head:
@@ -788,9 +806,12 @@ class CompiledGradients(Check):
         self, rest: str, site: CallSite, depth: int
     ) -> str | Unreadable | tuple[str, str] | None:
         """`ctx.attr...(g)`: what forward stored as `ctx.attr`, judged where forward made it
-        (`ctx.impl = ScanImpl(...)`: Python). A forward parameter stored as it came is what
-        the caller handed to `apply`: not followed (the Function's callers are not read), and
-        not flagged. None when this class's forward stores no such attribute."""
+        (`ctx.impl = ScanImpl(...)`: Python). A parameter stored as it came is what the caller
+        handed to `apply` (or, for a legacy Function, to its constructor): the callers are not
+        read. Handed a gradient it is taken as Python (a hook, a state object, a portal: what
+        callers pass there); handed a gradient's raw address (`g.data_ptr()`) it is code that
+        reads memory, not known here (spline_conv's CuPy kernel stored on `self`). None when
+        the class stores no such attribute."""
         if self.info.node is None:
             return None
         contract = self.ctx.contract()
@@ -799,7 +820,7 @@ class CompiledGradients(Check):
             return None
         attr, _, more = rest.partition(".")
         stored = value = None
-        for method in ("forward", "setup_context"):
+        for method in ("forward", "setup_context", "__init__"):
             defined = contract.method(found, method)
             flow = self.ctx.flow(defined) if defined is not None else None
             if flow is not None and flow.params:
@@ -818,7 +839,14 @@ class CompiledGradients(Check):
                 name = source.value if isinstance(source, cst.Name) else ""
                 given = flow.definition_before(name, given.order) if name else None
             if given is not None and given.kind == "param":
-                return PYTHON
+                if not self._raw_address:
+                    return PYTHON
+                called = dotted(site.node.func) or f"ctx.{rest}"
+                return Unreadable(
+                    called,
+                    f"is `{value.value}`, handed to `{method}` by its caller and stored as it "
+                    "came: the code it runs is not read here",
+                )
         if isinstance(value, cst.Call):
             if (self.ctx.facts.imports.resolve(value.func) or "") in _DYNAMIC_IMPORTS:
                 return Unreadable(f"ctx.{rest}", _DYNAMIC)
@@ -902,6 +930,22 @@ class CompiledGradients(Check):
                 continue
             if state.read_safe:
                 continue
+            if state.pointer:
+                # `args=[g.data_ptr(), ...]` (a CuPy launch): the finding points at the address
+                # taken, and the fix belongs on the tensor it is taken from, not here
+                taken = self._pointer_taken(arg.value, flow, grads, site.order)
+                self._raw_read(
+                    taken,
+                    None,
+                    "warning",
+                    callee=where.callee,
+                    cls=cls,
+                    evidence=f"{where.text} It is handed `{code_of(taken, self.ctx.facts.module)}`"
+                    ", a raw address with no strides: whatever reads through it indexes the "
+                    "memory as if dense.",
+                    grad=state.root,
+                )
+                continue
             unproven = self._write_unproven(False, where.callee, where.callee)
             self._raw_read(
                 arg.value,
@@ -911,6 +955,24 @@ class CompiledGradients(Check):
                 cls=cls,
                 evidence=where.text,
             )
+
+    def _pointer_taken(
+        self, expr: cst.BaseExpression, flow: MethodFlow, grads: set[str], order: int
+    ) -> cst.BaseExpression:
+        """The element of a list or tuple argument that holds the gradient's raw address
+        (`args=[g.data_ptr(), out.data_ptr()]`), else the argument itself."""
+        while isinstance(expr, (cst.Tuple, cst.List)):
+            held = [
+                e.value
+                for e in expr.elements
+                if (found := self._state(e.value, flow, grads, order)) is not None
+                and found.pointer
+                and not found.read_safe
+            ]
+            if not held:
+                break
+            expr = held[0]
+        return expr
 
     def _may_lead_somewhere(self, call: cst.Call, flow: MethodFlow) -> bool:
         """A call whose callee is a name the file imports, defines or binds (cheap, before
@@ -973,11 +1035,7 @@ class CompiledGradients(Check):
             if value is None or definition.kind == "with":
                 return None
             inner = self._state(value, flow, grads, definition.order, depth + 1)
-            return (
-                None
-                if inner is None
-                else GradState(expr.value, inner.read_safe, inner.write_safe, inner.root)
-            )
+            return None if inner is None else replace(inner, name=expr.value)
         if isinstance(expr, cst.StarredElement):
             return self._state(expr.value, flow, grads, order, depth + 1)
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _ELEMENTWISE):
@@ -987,7 +1045,8 @@ class CompiledGradients(Check):
             for side in (expr.left, expr.right):
                 found = self._state(side, flow, grads, order, depth + 1)
                 if found is not None:
-                    return GradState(found.name, found.read_safe, True, found.root)
+                    # `ptr + offset` still points into the gradient's own memory
+                    return found if found.pointer else replace(found, write_safe=True)
             return None
         if isinstance(expr, cst.IfExp):
             # `dQ.clone() if not dQ.is_contiguous else dQ`: either branch may be the value,
@@ -1030,6 +1089,8 @@ class CompiledGradients(Check):
                 return GradState(inner.name, inner.read_safe or dense, True, inner.root)
             if method in ALIASING_METHODS:
                 return inner
+            if method in ("data_ptr", "const_data_ptr"):
+                return replace(inner, pointer=True)
         return None
 
     # --- findings --------------------------------------------------------------------------
@@ -1100,7 +1161,8 @@ class CompiledGradients(Check):
                 else:
                     unread = "" if found.known else name
                     unproven = self._write_unproven(found.writes, unread, name, found.may_write)
-                fix = self._contiguous_fix(arg, flow, unproven)
+                # `.contiguous()` belongs on the tensor a raw address is taken from, not on it
+                fix = None if state.pointer else self._contiguous_fix(arg, flow, unproven)
                 if kind == "triton" and stride_names:
                     # `.contiguous()` is no safe fix here: where the other tensor is not
                     # contiguous and the gradient happened to match it, it would break a
@@ -1153,9 +1215,11 @@ class CompiledGradients(Check):
         callee: str,
         cls: str,
         evidence: str,
+        grad: str = "",
     ) -> None:
-        """AGL201 at the gradient argument `value`."""
-        grad = source_of(self.ctx.facts.module, value)
+        """AGL201 at the gradient argument `value` (`grad`: the tensor to make contiguous,
+        when `value` is not it)."""
+        grad = grad or source_of(self.ctx.facts.module, value)
         if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation, cst.IfExp)):
             grad = f"({grad})"  # the help says `{grad}.contiguous()`: keep the precedence
         evidence = self._via_text(evidence)
@@ -1417,6 +1481,39 @@ class CompiledGradients(Check):
         for arg in call.args:
             _Strides().walk(arg.value)
         return names
+
+
+def _asserted(reach: Reach) -> str:
+    """What a helper's `assert g.is_contiguous()` before the call changes: it raises instead."""
+    if not reach.asserted:
+        return ""
+    return (
+        f" `{reach.via[-1]}` asserts it contiguous first: training raises on a gradient laid out "
+        "otherwise (the stride-0 one of `out.sum()`, a transposed one) instead of computing."
+    )
+
+
+def _passes(call: cst.Call, name: str, params: Sequence[str]) -> bool:
+    """Whether `call` may pass the parameter `name`: by keyword, by position, or through a
+    `*args`/`**kwargs` it unpacks."""
+    if any(
+        arg.star or (arg.keyword is not None and arg.keyword.value == name) for arg in call.args
+    ):
+        return True
+    given = sum(1 for arg in call.args if arg.keyword is None)
+    return name in params and params.index(name) < given
+
+
+def _set_at_run_time(written: str) -> Unreadable:
+    """`KERNEL.fn` where the module binds `KERNEL = None` and sets it under `global` at run
+    time (colossalai's `MOE_KERNEL = MoeLoader().load()`): nothing the linter can read."""
+    head, _, rest = written.partition(".")
+    return Unreadable(
+        written,
+        f"is a method of `{head}`, a module-level name set at run time"
+        if rest
+        else f"is `{head}`, a module-level name set at run time",
+    )
 
 
 def _calls_in(expr: cst.BaseExpression) -> list[cst.Call]:

@@ -74,7 +74,10 @@ class Access:
         if self.strided is not None:
             return STRIDED
         if self.contiguous is not None:
-            return GUARDED
+            # `ASSERT(mat2.is_contiguous())` and only then `mat2.contiguous()` (Minkowski's
+            # coo_spmm): the check raises on a non-contiguous tensor before the copy is made
+            early = self.checked is not None and self.checked < self.contiguous
+            return CHECKED if early else GUARDED
         if self.checked is not None:
             return CHECKED
         return UNKNOWN

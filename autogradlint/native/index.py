@@ -93,6 +93,18 @@ class NativeIndex:
         }
 
     @property
+    def named_modules(self) -> set[str]:
+        """The names a build gives the `PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)` sources when
+        it names each after its file (`fused_rope.cpp` -> `fused_rope`): the module an import of
+        that name loads, when no build declaration lists the file."""
+        return {
+            os.path.basename(path).rsplit(".", 1)[0]
+            for found in self.bindings.values()
+            for b, path in found
+            if b.kind == "pybind" and b.module == "TORCH_EXTENSION_NAME"
+        }
+
+    @property
     def namespaces(self) -> set[str]:
         """`TORCH_LIBRARY` namespaces (the `ns` of `torch.ops.ns.op`)."""
         return {b.module for found in self.bindings.values() for b, _ in found if b.kind == "op"}

@@ -81,7 +81,10 @@ class ProjectNative:
         if located is None and not module.startswith(".") and _python_elsewhere(module):
             return False  # the standard library, or a package installed as Python source
         index = self.index()
-        return last in index.modules
+        # A top-level import (`import fused_rope`, not `pkg._C`) names a module built from a
+        # source file of that name, when the build does not say (apex's per-op extensions).
+        named = "." not in module and last in index.named_modules
+        return last in index.modules or named
 
     def _locate(self, module: str) -> tuple[str, str] | None:
         """(directory, name) where the module's file would be in this project, if its package
