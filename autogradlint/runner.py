@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .analysis.dependencies import Current
-from .checks.admission import can_hold_findings
 from .checks.gates import Memo, declarations
+from .checks.registry import can_hold_findings
 from .config import Config
 from .engine.request import LintRequest
 from .gitignore import IgnoreRule, is_ignored, parse_gitignore

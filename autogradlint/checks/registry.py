@@ -1,16 +1,14 @@
 """The one list of checks, in the order they run. Each check declares beside its code the rules
 it reports (`codes`), the byte gate of the files that can hold them (`gate`) and what of a file
-it reads (`reads`); what the slicer keeps is derived here from the enabled checks, and the gates
-are listed again as plain data in admission.py (the readers use them without importing libcst),
-which this module verifies on import. Adding a rule is its YAML file, its check module, a line
-here and its line in admission.py's GATE_TABLE."""
+it reads (`reads`); everything else (the gate table, what the slicer keeps) is derived here from
+the enabled checks. Adding a rule is its YAML file, its check module, and a line here."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from .admission import GATE_TABLE, can_hold_findings, gates_for
+from ..text.outline import ClassDecl
 from .backward_state import BackwardState
 from .base import Check
 from .compiled_grads import CompiledGradients
@@ -18,6 +16,16 @@ from .custom_op_fake import CustomOpFake
 from .custom_op_setup import CustomOpSetup
 from .direct_calls import DirectCalls
 from .dispatch_handlers import DispatchHandlers
+from .gates import (
+    SUPPRESSION_CODES,
+    SUPPRESSIONS,
+    Gate,
+    Memo,
+    admitting,
+    declarations,
+    declared,
+    subclasses_index,
+)
 from .gradient_count import GradientCount
 from .input_mutation import InputMutation
 from .reads import Reads, union
@@ -27,8 +35,6 @@ from .static_methods import StaticMethods
 from .torch_function import TorchFunctionConversions
 from .torch_function_hygiene import TorchFunctionHygiene
 from .unset_gradients import UnsetGradients
-
-__all__ = ["REGISTRY", "can_hold_findings", "checks_for", "gates_for", "reads_for"]
 
 REGISTRY: tuple[type[Check], ...] = (
     ReentrantAutograd,
@@ -54,15 +60,36 @@ def checks_for(enabled: Iterable[str]) -> list[type[Check]]:
     return [check for check in REGISTRY if wanted.intersection(check.codes)]
 
 
-def _verify_gates() -> None:
-    """Each check declares the rules and gate admission.py lists for it, in the same order:
-    the readers gate files from that table without importing the checks."""
-    declared = [(check.__name__, check.codes, check.gate) for check in REGISTRY]
-    if declared != list(GATE_TABLE):
-        raise AssertionError("checks/admission.py's GATE_TABLE differs from the checks' gates")
+def gates_for(enabled: Iterable[str]) -> list[Gate]:
+    """The gates of the enabled checks, and the suppression audit's (engine/hygiene.py)."""
+    wanted = set(enabled)
+    gates = [check.gate for check in checks_for(wanted)]
+    return gates + [SUPPRESSIONS] if wanted.intersection(SUPPRESSION_CODES) else gates
 
 
-_verify_gates()
+@functools.lru_cache(maxsize=64)
+def _admitting_gates(enabled: frozenset[str]) -> tuple[Gate, ...]:
+    return admitting(gates_for(enabled))
+
+
+def can_hold_findings(
+    source: bytes,
+    enabled: Iterable[str],
+    index: frozenset[str] = frozenset(),
+    decls: Sequence[ClassDecl] | None = None,
+    memo: Memo | None = None,
+) -> bool:
+    """Whether an enabled gate admits the file, or it subclasses a Function of the index.
+
+    `decls` are the file's class_declarations when the caller already has them; `memo`, what
+    earlier tests of the same bytes found (gates.declarations puts the class statements there)."""
+    gates = _admitting_gates(frozenset(enabled))
+    memo = declared(memo, decls)
+    if any(gate.admits(source, memo) for gate in gates):
+        return True
+    if not index or not any(gate.starts_from_functions for gate in gates):
+        return False
+    return subclasses_index(declarations(source, memo), index)
 
 
 # What every check reads: what the slicer keeps when no rule is disabled.
