@@ -106,7 +106,9 @@ def ranks() -> list[dict[tuple[str, str], tuple[object, object]]]:
 
 
 @rows("B2.10")
-def test_gloo_reads_a_non_contiguous_input_right_and_refuses_it_only_in_exchanges(ranks) -> None:
+def test_gloo_reads_a_non_contiguous_input_right_and_refuses_it_only_in_exchanges(
+    ranks: list[dict[tuple[str, str], tuple[object, object]]],
+) -> None:
     for rank in ranks:
         for layout in LAYOUTS:
             for op in READ_OPS:
