@@ -55,13 +55,8 @@ class CollectiveReads:
 
     def __init__(self, ctx: CheckContext) -> None:
         self.ctx = ctx
-        self._helpers: HelperWrites | None = None
-
-    @property
-    def helpers(self) -> HelperWrites:
-        if self._helpers is None:
-            self._helpers = HelperWrites(self.ctx.summaries, contiguous=True)
-        return self._helpers
+        # made when a gradient first reaches a call (the project index is built on demand)
+        self.helpers: HelperWrites | None = None
 
     def of_call(
         self, call: cst.Call, unguarded: Callable[[cst.BaseExpression], bool]
@@ -81,7 +76,11 @@ class CollectiveReads:
         if written is None or any(arg.star for arg in call.args):
             return False, []
         handed = [arg for arg in call.args if unguarded(arg.value)]
-        found = self.helpers.of_call(written) if handed else None
+        if not handed:
+            return False, []
+        if self.helpers is None:
+            self.helpers = HelperWrites(self.ctx.summaries, contiguous=True)
+        found = self.helpers.of_call(written)
         if found is None:
             return False, []
         params, reads = found
