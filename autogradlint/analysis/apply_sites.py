@@ -69,8 +69,10 @@ class ApplySites:
 
 
 # The word every `X.apply(...)` call holds, however it is spaced (`(Fn).apply`, `Fn.\n apply`):
-# its statements are the only ones parsed and walked.
-_APPLY = re.compile(r"\bapply\b")
+# its statements are the only ones parsed and walked. The matches of `\bapply\b`, led by the
+# word so that `re` skips ahead to it (a leading `\b` is tried at every character: 20x slower
+# over torch's text), its start checked after it by a lookbehind.
+_APPLY = re.compile(r"apply\b(?<!\wapply)")
 
 
 _Function = ast.FunctionDef | ast.AsyncFunctionDef

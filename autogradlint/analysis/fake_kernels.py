@@ -71,29 +71,48 @@ def registers_fake(
                 rf"TORCH_LIBRARY_IMPL\s*\(\s*{re.escape(namespace)}\s*,\s*(?:{_FAKE_KEYS})\b", text
             )
         )
+    # Each pattern holds the op's name or its Python name, and a registering word: one whose
+    # literals the text lacks cannot match, and is neither built nor compiled (each op's
+    # patterns are new to `re`, which compiles them at more cost than the search)
+    by_name = short in text
+    by_python = python is not None and python in text
+    if not (by_name or by_python):
+        return False
+    registers = any(word in text for word in _REGISTER_WORDS)
+    keyed = any(word in text for word in _FAKE_KEY_WORDS)
     name = re.escape(short)
     space = re.escape(namespace) if namespace else r"[^\"']*"
     ops_space = re.escape(namespace) if namespace else r"\w+"
-    # lib.impl("op", fn, "Meta") names the op without its namespace: that of the Library the
-    # file builds, so it is the op's only where the file builds a Library of the op's namespace
-    bare = "" if namespace is None or _builds_library(text, namespace) else "(?!)"
-    patterns = [
-        # torch.library.register_fake("ns::op") / impl_abstract / register_meta, any f-string
-        rf"(?:register_fake|impl_abstract|register_meta)\s*\(\s*f?[\"']{space}::{name}[\"']",
-        # register_fake(torch.ops.ns.op.default)
-        rf"(?:register_fake|impl_abstract)\s*\(\s*torch\.ops\.{ops_space}\.{name}\b",
-        # torch.library.impl("ns::op", "Meta"), register_kernel
-        rf"[\"']{space}::{name}[\"'][^\n]*[\"'](?:{_FAKE_KEYS})[\"']",
-        # lib.impl("op", fn, "Meta")
-        rf"{bare}[\"']{name}[\"'][^\n]*[\"'](?:{_FAKE_KEYS})[\"']",
-    ]
-    if python is not None:
-        word = re.escape(python)
+    patterns = []
+    if by_name and registers:
+        patterns += [
+            # torch.library.register_fake("ns::op") / impl_abstract / register_meta, f-strings
+            rf"(?:register_fake|impl_abstract|register_meta)\s*\(\s*f?[\"']{space}::{name}[\"']",
+            # register_fake(torch.ops.ns.op.default)
+            rf"(?:register_fake|impl_abstract)\s*\(\s*torch\.ops\.{ops_space}\.{name}\b",
+        ]
+    if by_name and keyed:
+        # lib.impl("op", fn, "Meta") names the op without its namespace: that of the Library
+        # the file builds, so it is the op's only where the file builds one of its namespace
+        bare = "" if namespace is None or _builds_library(text, namespace) else "(?!)"
+        patterns += [
+            # torch.library.impl("ns::op", "Meta"), register_kernel
+            rf"[\"']{space}::{name}[\"'][^\n]*[\"'](?:{_FAKE_KEYS})[\"']",
+            # lib.impl("op", fn, "Meta")
+            rf"{bare}[\"']{name}[\"'][^\n]*[\"'](?:{_FAKE_KEYS})[\"']",
+        ]
+    if by_python and registers:
+        word = re.escape(python or "")
         patterns += [
             rf"\b{word}\s*\.\s*(?:register_fake|impl_abstract|_register_fake)\b",
             rf"(?:register_fake|impl_abstract)\s*\(\s*{word}\b",
         ]
     return any(re.search(pattern, text) for pattern in patterns)
+
+
+# The words one of the registering patterns above holds, and the kernel keys of the others.
+_REGISTER_WORDS = ("register_fake", "impl_abstract", "register_meta")
+_FAKE_KEY_WORDS = ("Meta", "meta", "Composite")
 
 
 def library_namespace(text: str, library: str) -> str | None:

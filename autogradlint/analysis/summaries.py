@@ -246,6 +246,10 @@ class Summaries:
         self._memo: dict[tuple[str, int], Summary | None] = {}
         self._natives: dict[str, ProjectNative] = {self.path: native}
         self.consulted: set[str] = set()  # other files a summary was read from
+        # `function`'s answers, and the files each added to `consulted` (which only grows)
+        self._functions: dict[
+            tuple[str, str, int], tuple[tuple[str, ast.FunctionDef] | None, frozenset[str]]
+        ] = {}
 
     # --- finding the function a call runs -----------------------------------------------------
     def function(
@@ -253,8 +257,21 @@ class Summaries:
     ) -> tuple[str, ast.FunctionDef] | None:
         """The project function `written` (a call's callee text in file `path`) names: a
         module-level function of that file or one it imports (through a package's re-export,
-        `from .decorators import input_guard` in `pkg/utils/__init__.py`), or a static method."""
-        path = path or self.path
+        `from .decorators import input_guard` in `pkg/utils/__init__.py`), or a static method.
+
+        Memoised: the rules that follow helpers ask it of every call of every method they read,
+        the same callee many times over."""
+        key = (written, path or self.path, hops)
+        known = self._functions.get(key)
+        if known is not None:
+            self.consulted |= known[1]
+            return known[0]
+        before = frozenset(self.consulted)
+        found = self._function(written, key[1], hops)
+        self._functions[key] = (found, frozenset(self.consulted - before))
+        return found
+
+    def _function(self, written: str, path: str, hops: int) -> tuple[str, ast.FunctionDef] | None:
         head, _, rest = written.partition(".")
         defined = self.files.top(path, head)
         if not rest:

@@ -407,6 +407,7 @@ def unbound_reads(function: cst.FunctionDef, returns_only: bool = False) -> list
     params = {p.name.value for p in _all_params(function.params)}
     walker = _Walker(local - params, returns_only)
     token = _ALIASES.set(_condition_aliases(function))
+    memo = _MEMO.set({})
     try:
         walker.block(function.body, {Path(frozenset(params))})
         found = [
@@ -417,6 +418,7 @@ def unbound_reads(function: cst.FunctionDef, returns_only: bool = False) -> list
     except (TooManyPaths, RecursionError):
         return []
     finally:
+        _MEMO.reset(memo)
         _ALIASES.reset(token)
     return sorted(found, key=lambda r: _position(function, r.node))
 
@@ -463,6 +465,11 @@ def condition_key(expr: cst.BaseExpression) -> str | None:
     reading the source; None for what it cannot spell (then no path remembers it). A name
     assigned once from such a condition is spelled as that condition (`needs_x` after
     `needs_x, needs_w = ctx.needs_input_grad`)."""
+    key = _memoized("key", expr, lambda: _key_or_none(expr))
+    return key if isinstance(key, str) else None
+
+
+def _key_or_none(expr: cst.BaseExpression) -> str | None:
     try:
         return _key(expr)
     except (ValueError, RecursionError):
@@ -471,6 +478,27 @@ def condition_key(expr: cst.BaseExpression) -> str | None:
 
 # Names the function assigns once from a condition, spelled as it (set while one is walked).
 _ALIASES: ContextVar[dict[str, str] | None] = ContextVar("unbound_aliases", default=None)
+
+# What the walk of one function asks again and again of the same nodes (each statement once
+# per path, a loop body twice): a test's key and negation, an expression's `:=` names. By the
+# node's id, the node kept beside the answer so no other node takes its id; set while one
+# function is walked, like _ALIASES, which the keys depend on.
+_MEMO: ContextVar[dict[tuple[str, int], tuple[cst.CSTNode, object]] | None] = ContextVar(
+    "unbound_memo", default=None
+)
+_ABSENT = object()
+
+
+def _memoized(kind: str, node: cst.CSTNode, compute: Callable[[], object]) -> object:
+    memo = _MEMO.get()
+    if memo is None:
+        return compute()
+    kept = memo.get((kind, id(node)))
+    if kept is not None and kept[0] is node:
+        return kept[1]
+    value = compute()
+    memo[(kind, id(node))] = (node, value)
+    return value
 
 
 class _Assignments(FastVisitor):
@@ -570,6 +598,11 @@ _NEGATED: dict[type, Callable[[], cst.BaseCompOp]] = {
 def _negation(test: cst.BaseExpression) -> cst.BaseExpression | None:
     """`x` for `not x`, `a is b` for `a is not b` (`==` for `!=`, `in` for `not in`): a test
     and its negation are one fact."""
+    negated = _memoized("negation", test, lambda: _negated(test))
+    return negated if isinstance(negated, cst.BaseExpression) else None
+
+
+def _negated(test: cst.BaseExpression) -> cst.BaseExpression | None:
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return test.expression
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
@@ -684,10 +717,18 @@ def _targets(target: cst.CSTNode) -> set[str]:
     return set()
 
 
-def _walrus(expr: cst.CSTNode | None) -> set[str]:
+def _walrus(expr: cst.CSTNode | None) -> frozenset[str]:
     """Names a `:=` inside an expression binds (outside nested scopes)."""
+    if expr is None:
+        return frozenset()
+    names = _memoized("walrus", expr, lambda: _walrus_names(expr))
+    assert isinstance(names, frozenset)
+    return names
+
+
+def _walrus_names(expr: cst.CSTNode) -> frozenset[str]:
     out: set[str] = set()
-    stack: list[cst.CSTNode] = [expr] if expr is not None else []
+    stack: list[cst.CSTNode] = [expr]
     while stack:
         node = stack.pop()
         if isinstance(node, cst.NamedExpr):
@@ -695,7 +736,7 @@ def _walrus(expr: cst.CSTNode | None) -> set[str]:
         if isinstance(node, cst.Lambda):
             continue
         stack.extend(children(node))
-    return out
+    return frozenset(out)
 
 
 def _imported(node: cst.Import | cst.ImportFrom) -> set[str]:

@@ -16,8 +16,9 @@ from ..text.ast_walk import walk as walk_ast
 from ..text.statements import chunk_of
 
 # `custom_op(` / `define(` anywhere in a chunk that is not a plain def or class (a decorated
-# def starts with `@`, a guard block with `if` / `try` / `with`).
-_DEFINES = re.compile(r"(?:custom_op|define)[ \t]*\(")
+# def starts with `@`, a guard block with `if` / `try` / `with`). Two searches led by a word
+# each: `re` skips ahead to a literal, but tries an alternation at every character (~9x slower).
+_DEFINES = (re.compile(r"custom_op[ \t]*\("), re.compile(r"define[ \t]*\("))
 _DEF_OR_CLASS = re.compile(r"(?:def|async|class)\b")
 
 
@@ -28,9 +29,14 @@ def op_definition_chunks(text: str, starts: list[int]) -> set[int]:
     bounds = [*starts, len(text)]
     return {
         index
-        for index in chunk_of(starts, [m.start() for m in _DEFINES.finditer(text)])
+        for index in chunk_of(starts, _define_offsets(text))
         if 0 <= index < len(starts) and not _DEF_OR_CLASS.match(text, bounds[index])
     }
+
+
+def _define_offsets(text: str) -> list[int]:
+    """Where `custom_op(` and `define(` start, in order (matches of one never overlap the other's)."""
+    return sorted(m.start() for pattern in _DEFINES for m in pattern.finditer(text))
 
 
 def op_definition_spans(statements: list[ast.stmt]) -> list[tuple[int, int]]:
