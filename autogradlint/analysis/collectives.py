@@ -4,19 +4,22 @@ the project functions that hand one of their parameters to such a collective.
 `dist.all_reduce(g)` reduces into `g` itself; `all_gather_into_tensor(out, inp)` writes `out`
 and only reads `inp` (semantics B2.4-B2.7). The out-of-place spellings
 (`torch.distributed.nn.all_reduce`, `torch.distributed._functional_collectives.*`) return a
-new tensor and are not listed. A helper is read with `ast` (the same or another project
+new tensor and are not listed. The same calls refuse a non-contiguous tensor on NCCL, as input
+or output (`CONTIGUOUS`, semantics B2.10-B2.11), which `HelperWrites(..., contiguous=True)`
+follows instead. A helper is read with `ast` (the same or another project
 file, through `Summaries.function`), following its own calls one level deeper.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..settings import HELPER_DEPTH
 from ..text.ast_walk import ast_dotted
 from .aliasing import ALIASING_METHODS
-from .summaries import Summaries
+from .summaries import Summaries, gated_calls
 
 # short name -> (position, keywords, whether it takes a list of tensors) of the written argument
 WRITTEN: dict[str, tuple[int, tuple[str, ...], bool]] = {
@@ -30,6 +33,20 @@ WRITTEN: dict[str, tuple[int, tuple[str, ...], bool]] = {
     "all_gather_into_tensor": (0, ("output_tensor",), False),
     "_all_gather_base": (0, ("output_tensor",), False),
     "all_to_all_single": (0, ("output",), False),
+}
+# short name -> the (position, keywords) of every single-tensor argument NCCL's
+# `check_gpu_single_tensor` refuses when not contiguous (B2.11): a list argument is not included
+CONTIGUOUS: dict[str, tuple[tuple[int, tuple[str, ...]], ...]] = {
+    "all_reduce": ((0, ("tensor",)),),
+    "broadcast": ((0, ("tensor",)),),
+    "reduce": ((0, ("tensor",)),),
+    "all_gather": ((1, ("tensor",)),),
+    "all_gather_into_tensor": ((0, ("output_tensor",)), (1, ("input_tensor",))),
+    "_all_gather_base": ((0, ("output_tensor",)), (1, ("input_tensor",))),
+    "reduce_scatter": ((0, ("output",)),),
+    "reduce_scatter_tensor": ((0, ("output", "output_tensor")), (1, ("input", "input_tensor"))),
+    "_reduce_scatter_base": ((0, ("output", "output_tensor")), (1, ("input", "input_tensor"))),
+    "all_to_all_single": ((0, ("output",)), (1, ("input",))),
 }
 # torch's, and DeepSpeed's drop-in `deepspeed.comm` (`from deepspeed import comm as dist`), whose
 # functions hand the same arguments to torch's through a backend object no summary can follow.
@@ -46,30 +63,50 @@ VIEW_ATTRIBUTES = frozenset({"data", "T", "mT", "H", "mH"})
 SPLITS = frozenset({"chunk", "split", "unbind", "tensor_split", "split_with_sizes", "hsplit"})
 
 
-def collective(resolved: str) -> str | None:
-    """The collective's short name when `resolved` (a qualified callee) writes an argument."""
+def collective(resolved: str, known: Mapping[str, object] = WRITTEN) -> str | None:
+    """The collective's short name when `resolved` (a qualified callee) is one of `known`
+    (by default: one that writes an argument)."""
     for module in _MODULES:
         if resolved.startswith(module):
             short = resolved[len(module) :]
-            return short if short in WRITTEN else None
+            return short if short in known else None
     return None
+
+
+def contiguous_arguments(call: ast.Call, short: str) -> list[ast.expr]:
+    """The arguments of a `CONTIGUOUS` collective's call that NCCL refuses non-contiguous."""
+    out = []
+    for position, keywords in CONTIGUOUS[short]:
+        named = [k.value for k in call.keywords if k.arg in keywords]
+        if named:
+            out.append(named[0])
+        elif not any(isinstance(a, ast.Starred) for a in call.args[: position + 1]):
+            out.extend(call.args[position : position + 1])
+    return out
 
 
 @dataclass(frozen=True)
 class CollectiveWrite:
-    """A parameter of a helper that a collective writes into."""
+    """A parameter of a helper that a collective writes into (or, for `contiguous=True`,
+    hands on without `.contiguous()`)."""
 
     collective: str  # its short name
     callee: str  # as resolved (`torch.distributed.all_reduce`)
     via: tuple[str, ...]  # the helpers on the way, outermost first
+    # for `contiguous=True`: it runs only when the caller passes this parameter (`if p is not
+    # None:`, `p` defaulting to None or False), else ""
+    when: str = ""
 
 
 class HelperWrites:
     """Which parameters of a project function reach the written argument of a collective
     (memoised per function; what the helpers of one linted file share)."""
 
-    def __init__(self, summaries: Summaries) -> None:
+    def __init__(self, summaries: Summaries, contiguous: bool = False) -> None:
         self.summaries = summaries
+        # For NCCL's contiguity check a `.contiguous()` on the way is the guard, not a view
+        self.contiguous = contiguous
+        self.views = VIEWS - {"contiguous"} if contiguous else VIEWS
         self._memo: dict[tuple[str, int], dict[int, CollectiveWrite]] = {}
 
     def of_call(self, written: str) -> tuple[tuple[str, ...], dict[int, CollectiveWrite]] | None:
@@ -92,9 +129,10 @@ class HelperWrites:
 
     def _read(self, path: str, function: ast.FunctionDef, depth: int) -> dict[int, CollectiveWrite]:
         params = _param_names(function)
-        aliases = _Aliases({name: index for index, name in enumerate(params)})
+        aliases = _Aliases({name: index for index, name in enumerate(params)}, self.views)
         bindings = self.summaries.files.bindings(path)
         found: dict[int, CollectiveWrite] = {}
+        gated = gated_calls(function) if self.contiguous else {}
         for node in _in_order(function):
             if isinstance(node, ast.Assign):
                 aliases.bind(node.targets, node.value)
@@ -103,11 +141,19 @@ class HelperWrites:
             if written is None:
                 continue
             resolved = bindings.resolve_dotted(written)
-            short = collective(resolved)
+            short = collective(resolved, CONTIGUOUS if self.contiguous else WRITTEN)
             if short is not None:
-                argument = written_argument(node, short)
-                for index in aliases.sources(argument, WRITTEN[short][2]):
-                    found.setdefault(index, CollectiveWrite(short, resolved, (function.name,)))
+                if self.contiguous:
+                    sources: set[int] = set()
+                    for argument in contiguous_arguments(node, short):
+                        sources |= aliases.sources(argument, False)
+                else:
+                    sources = aliases.sources(written_argument(node, short), WRITTEN[short][2])
+                when = gated.get(id(node), "")
+                for index in sources:
+                    found.setdefault(
+                        index, CollectiveWrite(short, resolved, (function.name,), when)
+                    )
                 continue
             if depth + 1 >= HELPER_DEPTH:
                 continue
@@ -124,15 +170,29 @@ class HelperWrites:
                 continue
             inner_params = _param_names(callee[1])
             for slot, write in self.writes(callee[0], callee[1], depth + 1).items():
+                if write.when and not _passes(node, write.when, inner_params):
+                    continue  # the branch that reaches it is off for this call
                 name = inner_params[slot] if slot < len(inner_params) else None
                 for index in passed.get(slot, set()) | named.get(name or "", set()):
                     found.setdefault(
                         index,
                         CollectiveWrite(
-                            write.collective, write.callee, (function.name, *write.via)
+                            write.collective,
+                            write.callee,
+                            (function.name, *write.via),
+                            gated.get(id(node), ""),
                         ),
                     )
         return found
+
+
+def _passes(call: ast.Call, name: str, params: tuple[str, ...]) -> bool:
+    """Whether `call` may pass the parameter `name`: by keyword, by position, or unpacked."""
+    if any(k.arg in (name, None) for k in call.keywords):
+        return True
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return True
+    return name in params and params.index(name) < len(call.args)
 
 
 def written_argument(call: ast.Call, short: str) -> ast.expr | None:
@@ -149,7 +209,8 @@ class _Aliases:
     """Local names bound to a parameter or a view of one (source order, last binding wins),
     and names bound to a list of views of one."""
 
-    def __init__(self, params: dict[str, int]) -> None:
+    def __init__(self, params: dict[str, int], views: frozenset[str] = VIEWS) -> None:
+        self.views = views
         self.tensors: dict[str, set[int]] = {name: {index} for name, index in params.items()}
         self.lists: dict[str, set[int]] = {}
 
@@ -184,7 +245,7 @@ class _Aliases:
         if isinstance(expr, ast.Attribute) and expr.attr in VIEW_ATTRIBUTES:
             return self.sources(expr.value, False)
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
-            if expr.func.attr in VIEWS:
+            if expr.func.attr in self.views:
                 return self.sources(expr.func.value, False)
         return set()
 

@@ -824,10 +824,11 @@ def _state_of(expr: ast.expr, states: dict[str, _State]) -> _State | None:
     return None
 
 
-def _gated_calls(function: ast.FunctionDef) -> dict[int, str]:
+def _gated_calls(function: ast.FunctionDef, none_tests: bool = False) -> dict[int, str]:
     """The calls that run only under `if <param>:` (in its body, not its `else`), where the
     parameter defaults to False or None (Megatron's `all_rows_nonempty: bool = False`): by id,
-    the parameter's name."""
+    the parameter's name. With `none_tests`, also the body of `if <param> is not None:` and the
+    `else` of `if <param> is None:` (Megatron's `output_split_sizes=None`)."""
     args = function.args
     positional = [*args.posonlyargs, *args.args]
     defaults = dict(
@@ -847,12 +848,41 @@ def _gated_calls(function: ast.FunctionDef) -> dict[int, str]:
     }
     found: dict[int, str] = {}
     for node in walk_ast(function):
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id in off:
-            for statement in node.body:
-                for inner in walk_ast(statement):
-                    if isinstance(inner, ast.Call):
-                        found.setdefault(id(inner), node.test.id)
+        if not isinstance(node, ast.If):
+            continue
+        gated: tuple[str, list[ast.stmt]] | None = None
+        if isinstance(node.test, ast.Name) and node.test.id in off:
+            gated = node.test.id, node.body
+        elif none_tests and (tested := _none_test(node.test)) is not None:
+            name, is_none = tested
+            if name in off:
+                gated = name, node.orelse if is_none else node.body
+        if gated is None:
+            continue
+        for statement in gated[1]:
+            for inner in walk_ast(statement):
+                if isinstance(inner, ast.Call):
+                    found.setdefault(id(inner), gated[0])
     return found
+
+
+def gated_calls(function: ast.FunctionDef) -> dict[int, str]:
+    """`_gated_calls` with the `is None` / `is not None` tests read too."""
+    return _gated_calls(function, none_tests=True)
+
+
+def _none_test(test: ast.expr) -> tuple[str, bool] | None:
+    """(name, whether the test is `is None`) for `name is None` / `name is not None`."""
+    if (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    ):
+        return test.left.id, isinstance(test.ops[0], ast.Is)
+    return None
 
 
 def _conditional(function: ast.FunctionDef) -> set[int]:

@@ -161,7 +161,9 @@ class BackwardState(Check):
                 backward,
                 flow,
                 write.origin,
-                dense=False,
+                # a dense copy: NCCL refuses a non-contiguous tensor (B2.11), and gloo reduces
+                # the memory, not the view (B2.9); a plain clone keeps a transposed gradient so
+                dense=True,
                 title=f"copy `{write.origin}` before the collective writes it",
                 rule_id="AGL406",
                 unproven=[

@@ -42,6 +42,7 @@ from ..preconditions import Unproven, verdict
 from ..text.ast_walk import ast_dotted
 from ..text.ast_walk import walk as walk_ast
 from .base import Check
+from .collective_layout import CollectiveReads
 from .common import BackwardOf, backward_methods, keyword, positional, source_of
 from .fix_proofs import subclassed_elsewhere, torch_unreachable
 from .gates import function_gate
@@ -126,6 +127,7 @@ class CompiledGradients(Check):
     codes = ("AGL201", "AGL202")
     gate = function_gate(b"def backward", custom_ops=True)
     reads = Reads(functions=True, custom_ops=True)
+    _collectives: CollectiveReads | None = None  # made on first use, per file
 
     def run(self) -> None:
         facts = self.ctx.facts
@@ -165,6 +167,8 @@ class CompiledGradients(Check):
         facts = self.ctx.facts
         for site in flow.calls:
             if not self._via and self._through_apply(site, flow, grads, cls):
+                continue
+            if not site.in_nested_def and self._collective(site, flow, grads, cls):
                 continue
             callee = compiled_callee(site.node, facts, self.ctx.settings, self.ctx.native)
             if (
@@ -228,6 +232,31 @@ class CompiledGradients(Check):
         finally:
             self.method, self._via, self._handed = method, "", {}
         return True
+
+    def _collective(self, site: CallSite, flow: MethodFlow, grads: set[str], cls: str) -> bool:
+        """AGL201, a warning, at each gradient not made contiguous that reaches a
+        `torch.distributed` collective, in this call or a project function it calls (NCCL
+        raises, B2.11). Whether the call is a collective itself (nothing else to read)."""
+
+        def unguarded(value: cst.BaseExpression) -> bool:
+            state = self._state(value, flow, grads, site.order)
+            return state is not None and not state.read_safe and not state.pointer
+
+        if self._collectives is None:
+            self._collectives = CollectiveReads(self.ctx)
+        itself, reads = self._collectives.of_call(site.node, unguarded)
+        for read in reads:
+            if read.when and not _passes(site.node, read.when, read.params):
+                continue  # under `if sizes is not None:` in the helper, not passed here
+            self._raw_read(
+                read.arg.value,
+                None,
+                "warning",
+                callee=read.callee,
+                cls=cls,
+                evidence=read.evidence(),
+            )
+        return itself
 
     def _guarded_by_decorator(self, method: cst.FunctionDef, read_source: bool = True) -> bool:
         """A decorator that makes every tensor argument contiguous: one whose wrapper calls
