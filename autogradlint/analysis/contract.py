@@ -313,6 +313,27 @@ def is_tensor_annotation(expr: cst.BaseExpression) -> bool:
     return name.endswith("Tensor") or name == "Parameter"
 
 
+# Builtin containers: a `list[Tensor]` input holds the caller's very tensors. A generic of
+# anything else (`Request[Tensor]`, an awaitable handle) holds what it likes.
+_CONTAINERS = frozenset({"list", "List", "tuple", "Tuple", "Sequence", "MutableSequence"})
+
+
+def is_tensor_container_annotation(expr: cst.BaseExpression) -> bool:
+    """`list[Tensor]`, `List[torch.Tensor]`, `tuple[Tensor, ...]`, `Sequence[Tensor]`, or an
+    Optional / union holding one: a builtin container whose elements are the tensors."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.BitOr):
+        return is_tensor_container_annotation(expr.left) or is_tensor_container_annotation(
+            expr.right
+        )
+    if not isinstance(expr, cst.Subscript):
+        return False
+    head = (dotted(expr.value) or "").rsplit(".", 1)[-1]
+    elements = [e.slice.value for e in expr.slice if isinstance(e.slice, cst.Index)]
+    if head in _UNIONS:
+        return any(is_tensor_container_annotation(e) for e in elements)
+    return head in _CONTAINERS and any(is_tensor_annotation(e) for e in elements)
+
+
 @dataclass
 class ForwardInputs:
     """forward as the contract reads it."""

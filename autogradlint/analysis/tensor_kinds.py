@@ -292,6 +292,30 @@ class TensorKinds:
             and expr.value.value == params[0]
         )
 
+    def _ctx_attribute_kind(self, expr: cst.Attribute, where: Definition, depth: int) -> str:
+        """`ctx.x` read back in the method that kept it (`ctx.x = x.contiguous()`, then
+        `kernel(ctx.x, ...)`): what the last `ctx.x = ...` before `where` kept."""
+        params = self.flow.params
+        if not (isinstance(expr.value, cst.Name) and params and expr.value.value == params[0]):
+            return UNKNOWN
+        kept: tuple[cst.Assign, int] | None = None
+        for node, order in self.flow.statements:
+            if order >= where.order or not isinstance(node, cst.Assign):
+                continue
+            if any(
+                isinstance(t.target, cst.Attribute)
+                and isinstance(t.target.value, cst.Name)
+                and t.target.value.value == params[0]
+                and t.target.attr.value == expr.attr.value
+                for t in node.targets
+            ) and (kept is None or order > kept[1]):
+                kept = (node, order)
+        if kept is None:
+            return UNKNOWN
+        node, order = kept
+        store = Definition(expr.attr.value, node.value, order, "", kind="assign", node=node)
+        return self.expression_kind(node.value, store, depth + 1)
+
     # --- expressions ------------------------------------------------------------------------
     def expression_kind(self, expr: cst.BaseExpression, where: Definition, depth: int = 0) -> str:
         """What `expr`, evaluated at definition `where`, can be."""
@@ -362,7 +386,7 @@ class TensorKinds:
                 return TENSOR  # what forward saved: tensors (or None, which no test excludes)
             if expr.attr.value in TENSOR_METHODS:
                 return TENSOR
-            return UNKNOWN
+            return self._ctx_attribute_kind(expr, where, depth)
         if isinstance(expr, cst.Subscript):
             # An element or a slice of a tensor is a tensor; of a shape, an int.
             return self.expression_kind(expr.value, where, depth + 1)

@@ -13,6 +13,7 @@ from ..analysis.contract import (
     METADATA_USES,
     ForwardInputs,
     is_tensor_annotation,
+    is_tensor_container_annotation,
     number_default,
     plain_inputs,
     returned_names,
@@ -29,7 +30,7 @@ from .base import Check
 from .common import source_of, statement_in_block
 from .gates import function_gate
 from .reads import Reads
-from .tensor_evidence import gradient_evidence, inherited_forwards
+from .tensor_evidence import gradient_evidence, inherited_forwards, picked_compiled
 
 
 class SavedState(Check):
@@ -95,7 +96,10 @@ class SavedState(Check):
             self.ctx.facts.imports,
             tensors,
             plain_inputs(seen.flow),
-            lambda call: compiled_callee(call, self.ctx.facts, self.ctx.settings) is not None,
+            lambda call: (
+                compiled_callee(call, self.ctx.facts, self.ctx.settings) is not None
+                or picked_compiled(call, seen.flow, self.ctx.summaries)
+            ),
         )
         self._ctx_stash(
             info.name,
@@ -196,10 +200,16 @@ class SavedState(Check):
         setup_context), or, in forward (`forward` given), an input known to be a tensor or a
         view of one, or an output forward made as a tensor."""
         outputs = returned_names(flow) if forward is not None else set()
+        # inputs annotated as tensors, or as a builtin container of them (`List[Tensor]`: the
+        # list holds the caller's very tensors, as a list literal of them does)
         declared = {
             p.name.value
             for p in (*flow.function.params.posonly_params, *flow.function.params.params)
-            if p.annotation is not None and is_tensor_annotation(p.annotation.annotation)
+            if p.annotation is not None
+            and (
+                is_tensor_annotation(p.annotation.annotation)
+                or is_tensor_container_annotation(p.annotation.annotation)
+            )
         }
         stash = _Stash(tensors, inputs_name, positions, forward, parts, outputs, declared)
         found: list[tuple[cst.CSTNode, str, str]] = list(stashed or [])

@@ -16,6 +16,8 @@ import libcst as cst
 from ..analysis.contract import ContractView, ForwardInputs
 from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
+from ..analysis.names import dotted
+from ..analysis.summaries import Summaries
 
 
 def gradient_evidence(contract: ContractView, info: ClassInfo, forward: MethodFlow) -> set[str]:
@@ -87,3 +89,24 @@ def _never_none(expr: cst.BaseExpression, incoming: set[str]) -> bool:
     if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation)):
         return True
     return isinstance(expr, cst.Name) and expr.value in incoming
+
+
+def picked_compiled(call: cst.Call, flow: MethodFlow, summaries: Summaries) -> bool:
+    """`fw = get_fn("PoolingForward", x)` then `fw(x, ...)`: a local every definition of which
+    is a project function returning `getattr(<compiled module>, name + ...)`, so the call
+    runs a compiled kernel (its results are what the kernel made)."""
+    if not isinstance(call.func, cst.Name):
+        return False
+    definitions = flow.defs.get(call.func.value, ())
+    if not definitions:
+        return False
+    for definition in definitions:
+        value = definition.expression
+        if definition.kind != "assign" or not isinstance(value, cst.Call):
+            return False
+        helper = dotted(value.func)
+        found = summaries.function(helper) if helper is not None else None
+        summary = summaries.summary(*found) if found is not None else None
+        if summary is None or summary.returns_member is None:
+            return False
+    return True
