@@ -211,7 +211,7 @@ def test_the_copy_first_fix_is_unsafe_for_a_collective() -> None:
     assert fixed.source.endswith(
         "    def backward(ctx, grad_output):\n"
         "        if grad_output is not None:\n"
-        "            grad_output = grad_output.clone(memory_format=torch.contiguous_format)\n"
+        "            grad_output = grad_output.clone()\n"
         "        dist.all_reduce(grad_output)\n"
         "        return grad_output\n"
     )

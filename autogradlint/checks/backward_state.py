@@ -161,9 +161,7 @@ class BackwardState(Check):
                 backward,
                 flow,
                 write.origin,
-                # a dense copy: NCCL refuses a non-contiguous tensor (B2.11), and gloo reduces
-                # the memory, not the view (B2.9); a plain clone keeps a transposed gradient so
-                dense=True,
+                dense=False,
                 title=f"copy `{write.origin}` before the collective writes it",
                 rule_id="AGL406",
                 unproven=[
