@@ -13,13 +13,18 @@ file, through `Summaries.function`), following its own calls one level deeper.
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
+
+import libcst as cst
 
 from ..settings import HELPER_DEPTH
 from ..text.ast_walk import ast_dotted
 from .aliasing import ALIASING_METHODS
 from .summaries import Summaries, gated_calls
+
+A = TypeVar("A")
 
 # short name -> (position, keywords, whether it takes a list of tensors) of the written argument
 WRITTEN: dict[str, tuple[int, tuple[str, ...], bool]] = {
@@ -73,16 +78,43 @@ def collective(resolved: str, known: Mapping[str, object] = WRITTEN) -> str | No
     return None
 
 
+def passed_argument(
+    position: int,
+    keywords: tuple[str, ...],
+    positional: Sequence[A],
+    named: Iterable[tuple[str | None, A]],
+    starred: Callable[[A], bool],
+) -> A | None:
+    """What a collective's parameter receives: the argument given by one of its `keywords`,
+    else the one at its `position` (None: not passed, or after an unpacked `*args`, which
+    hides where it lands). One rule for both trees: `ast` in helpers, libcst in backward."""
+    for key, value in named:
+        if key in keywords:
+            return value
+    if any(starred(arg) for arg in positional[: position + 1]):
+        return None
+    return positional[position] if position < len(positional) else None
+
+
+def ast_argument(call: ast.Call, position: int, keywords: tuple[str, ...]) -> ast.expr | None:
+    """`passed_argument` of an `ast` call."""
+    named = [(k.arg, k.value) for k in call.keywords]
+    return passed_argument(
+        position, keywords, call.args, named, lambda a: isinstance(a, ast.Starred)
+    )
+
+
+def cst_argument(call: cst.Call, position: int, keywords: tuple[str, ...]) -> cst.Arg | None:
+    """`passed_argument` of a libcst call (the `Arg`, so a finding can point at it)."""
+    positional = [arg for arg in call.args if arg.keyword is None]
+    named = [(arg.keyword.value, arg) for arg in call.args if arg.keyword is not None]
+    return passed_argument(position, keywords, positional, named, lambda a: bool(a.star))
+
+
 def contiguous_arguments(call: ast.Call, short: str) -> list[ast.expr]:
     """The arguments of a `CONTIGUOUS` collective's call that NCCL refuses non-contiguous."""
-    out = []
-    for position, keywords in CONTIGUOUS[short]:
-        named = [k.value for k in call.keywords if k.arg in keywords]
-        if named:
-            out.append(named[0])
-        elif not any(isinstance(a, ast.Starred) for a in call.args[: position + 1]):
-            out.extend(call.args[position : position + 1])
-    return out
+    found = (ast_argument(call, position, keywords) for position, keywords in CONTIGUOUS[short])
+    return [arg for arg in found if arg is not None]
 
 
 @dataclass(frozen=True)
@@ -196,13 +228,9 @@ def _passes(call: ast.Call, name: str, params: tuple[str, ...]) -> bool:
 
 
 def written_argument(call: ast.Call, short: str) -> ast.expr | None:
+    """The argument the collective `short` writes into."""
     position, keywords, _ = WRITTEN[short]
-    for item in call.keywords:
-        if item.arg in keywords:
-            return item.value
-    if any(isinstance(a, ast.Starred) for a in call.args[: position + 1]):
-        return None
-    return call.args[position] if position < len(call.args) else None
+    return ast_argument(call, position, keywords)
 
 
 class _Aliases:

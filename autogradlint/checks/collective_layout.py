@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ..analysis.collectives import CONTIGUOUS, HelperWrites, collective
+from ..analysis.collectives import CONTIGUOUS, HelperWrites, collective, cst_argument
 from ..analysis.names import dotted
 from .base import CheckContext
 
@@ -69,8 +69,9 @@ class CollectiveReads:
         if resolved is not None and short is not None:
             return True, [
                 CollectiveRead(arg, short, resolved)
-                for arg in _checked(call, short)
-                if unguarded(arg.value)
+                for position, keywords in CONTIGUOUS[short]
+                if (arg := cst_argument(call, position, keywords)) is not None
+                and unguarded(arg.value)
             ]
         written = dotted(call.func)
         if written is None or any(arg.star for arg in call.args):
@@ -97,16 +98,3 @@ class CollectiveReads:
                     CollectiveRead(arg, read.collective, read.callee, read.via, read.when, params)
                 )
         return False, out
-
-
-def _checked(call: cst.Call, short: str) -> list[cst.Arg]:
-    """The arguments of the call NCCL checks: by keyword, or at their position."""
-    positional = [arg for arg in call.args if arg.keyword is None]
-    out = []
-    for position, keywords in CONTIGUOUS[short]:
-        named = [a for a in call.args if a.keyword is not None and a.keyword.value in keywords]
-        if named:
-            out.append(named[0])
-        elif not any(arg.star for arg in positional[: position + 1]):
-            out.extend(positional[position : position + 1])
-    return out

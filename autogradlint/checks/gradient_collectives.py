@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ..analysis.collectives import SPLITS, WRITTEN, HelperWrites, collective
+from ..analysis.collectives import SPLITS, WRITTEN, HelperWrites, collective, cst_argument
 from ..analysis.flow import MethodFlow
 from ..analysis.names import dotted
 from .base import CheckContext
@@ -70,9 +70,10 @@ class GradientCollectives:
             resolved = self.ctx.facts.imports.resolve(call.func)
             short = collective(resolved) if resolved is not None else None
             if resolved is not None and short is not None:
-                argument = _written(call, short)
+                position, keywords, as_list = WRITTEN[short]
+                argument = cst_argument(call, position, keywords)
                 if argument is not None:
-                    origin = self._origin(argument, flow, site.order, grads, WRITTEN[short][2])
+                    origin = self._origin(argument.value, flow, site.order, grads, as_list)
                     if origin is not None:
                         yield GradientWrite(origin, call, short, resolved)
                 continue
@@ -142,15 +143,3 @@ class GradientCollectives:
                 base = expr.args[0].value if owner == "torch" and expr.args else func.value
                 return contract.alias_of(base, flow, order, grads, {})
         return None
-
-
-def _written(call: cst.Call, short: str) -> cst.BaseExpression | None:
-    """The argument `short` writes: by its keyword, or at its position."""
-    position, keywords, _ = WRITTEN[short]
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value in keywords:
-            return arg.value
-    positional = [arg for arg in call.args if arg.keyword is None]
-    if any(arg.star for arg in positional[: position + 1]):
-        return None
-    return positional[position].value if position < len(positional) else None
