@@ -22,7 +22,7 @@ import libcst as cst
 from ..settings import HELPER_DEPTH
 from ..text.ast_walk import ast_dotted
 from .aliasing import ALIASING_METHODS
-from .summaries import Summaries, gated_calls
+from .summaries import Summaries, gated_calls, may_pass
 
 A = TypeVar("A")
 
@@ -219,12 +219,10 @@ class HelperWrites:
 
 
 def _passes(call: ast.Call, name: str, params: tuple[str, ...]) -> bool:
-    """Whether `call` may pass the parameter `name`: by keyword, by position, or unpacked."""
-    if any(k.arg in (name, None) for k in call.keywords):
-        return True
-    if any(isinstance(a, ast.Starred) for a in call.args):
-        return True
-    return name in params and params.index(name) < len(call.args)
+    """`may_pass` of an `ast` call."""
+    unpacks = any(isinstance(arg, ast.Starred) for arg in call.args)
+    keywords = [k.arg for k in call.keywords]
+    return may_pass(name, params, len(call.args), keywords, unpacks)
 
 
 def written_argument(call: ast.Call, short: str) -> ast.expr | None:

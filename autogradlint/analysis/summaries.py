@@ -11,6 +11,7 @@ import os
 import re
 import textwrap
 import warnings
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 
@@ -864,6 +865,17 @@ def _gated_calls(function: ast.FunctionDef, none_tests: bool = False) -> dict[in
                 if isinstance(inner, ast.Call):
                     found.setdefault(id(inner), gated[0])
     return found
+
+
+def may_pass(
+    name: str, params: Sequence[str], given: int, keywords: Iterable[str | None], unpacks: bool
+) -> bool:
+    """Whether a call may pass `name`, a parameter of a function taking `params`, and so run
+    what is gated on it: it unpacks `*args` or `**kwargs` (`unpacks`, or a keyword None, as
+    `ast` spells `**kwargs`), names it, or gives it among its `given` positional arguments."""
+    if unpacks or any(keyword is None or keyword == name for keyword in keywords):
+        return True
+    return name in params and params.index(name) < given
 
 
 def gated_calls(function: ast.FunctionDef) -> dict[int, str]:

@@ -33,7 +33,7 @@ from ..analysis.reading import (
     unreadable_import,
 )
 from ..analysis.source_text import code_of
-from ..analysis.summaries import Reach, last_value
+from ..analysis.summaries import Reach, last_value, may_pass
 from ..analysis.torch_api import CONTAINER_METHODS, CTX_METHODS, TENSOR_METHODS
 from ..analysis.walk import FastVisitor
 from ..edits import Edits, Fix
@@ -1523,14 +1523,10 @@ def _asserted(reach: Reach) -> str:
 
 
 def _passes(call: cst.Call, name: str, params: Sequence[str]) -> bool:
-    """Whether `call` may pass the parameter `name`: by keyword, by position, or through a
-    `*args`/`**kwargs` it unpacks."""
-    if any(
-        arg.star or (arg.keyword is not None and arg.keyword.value == name) for arg in call.args
-    ):
-        return True
+    """`may_pass` of a libcst call (`Arg.star` is `*` or `**`)."""
+    keywords = [arg.keyword.value for arg in call.args if arg.keyword is not None]
     given = sum(1 for arg in call.args if arg.keyword is None)
-    return name in params and params.index(name) < given
+    return may_pass(name, params, given, keywords, any(arg.star for arg in call.args))
 
 
 def _set_at_run_time(written: str) -> Unreadable:
