@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..text.hierarchy import descendants
+from .contract import is_classmethod
 from .facts import class_method, filled_string
 
 
@@ -36,47 +38,29 @@ def built_names(
 
 def _bound_class(method: cst.FunctionDef) -> str | None:
     """The first parameter of a `@classmethod` (the class it is bound to), else None."""
-    decorated = any(
-        isinstance(d.decorator, cst.Name) and d.decorator.value == "classmethod"
-        for d in method.decorators
-    )
     params = method.params.params
-    return params[0].name.value if decorated and params else None
+    return params[0].name.value if is_classmethod(method) and params else None
 
 
 def _runners(method: cst.FunctionDef, classes: dict[str, cst.ClassDef]) -> list[cst.ClassDef]:
-    """The class defining `method`, and the classes of the file that derive from it (a few
-    levels) and run the same method (they do not define their own)."""
+    """The class defining `method`, and the classes of the file that derive from it and run
+    the same method (they do not define their own; `class_method` looks a few levels up)."""
     name = method.name.value
-    owner = next((c for c in classes.values() if _defines(c, method)), None)
+    owner = next((key for key, node in classes.items() if _defines(node, method)), None)
     if owner is None:
         return []
-    found = [owner]
-    for node in classes.values():
-        if (
-            node is not owner
-            and _derives(node, owner, classes)
-            and (class_method(node, name, classes) is method)
-        ):
-            found.append(node)
-    return found
+    bases_of = {
+        key: [arg.value.value for arg in node.bases if isinstance(arg.value, cst.Name)]
+        for key, node in classes.items()
+    }
+    derived = descendants([owner], bases_of)
+    return [classes[owner]] + [
+        node
+        for key, node in classes.items()
+        if key != owner and key in derived and class_method(node, name, classes) is method
+    ]
 
 
 def _defines(node: cst.ClassDef, method: cst.FunctionDef) -> bool:
     body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
     return any(stmt is method for stmt in body)
-
-
-def _derives(
-    node: cst.ClassDef, owner: cst.ClassDef, classes: dict[str, cst.ClassDef], depth: int = 0
-) -> bool:
-    for arg in node.bases:
-        base = classes.get(arg.value.value) if isinstance(arg.value, cst.Name) else None
-        if base is owner or (
-            base is not None
-            and base is not node
-            and depth < 3
-            and _derives(base, owner, classes, depth + 1)
-        ):
-            return True
-    return False
