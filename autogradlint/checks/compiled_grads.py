@@ -6,12 +6,11 @@ import ast
 import builtins
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fnmatch import fnmatchcase
 
 import libcst as cst
 
-from ..analysis.aliasing import ALIASING_METHODS
 from ..analysis.compiled import (
     ReadEvidence,
     compiled_by_evidence,
@@ -47,13 +46,8 @@ from .common import BackwardOf, backward_methods, keyword, positional, source_of
 from .fix_proofs import subclassed_elsewhere, torch_unreachable
 from .gates import function_gate
 from .gradient_copy import copy_gradient_first
+from .gradient_trace import GradientTrace, GradState
 from .reads import Reads
-
-ALIASING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data"})
-# Operators that ATen computes element by element (TensorIterator: the result keeps the
-# operand's memory layout); `@` makes a fresh contiguous result.
-_ELEMENTWISE = (cst.Multiply, cst.Divide, cst.Add, cst.Subtract, cst.Power, cst.FloorDivide)
-
 
 _DYNAMIC_IMPORTS = frozenset({"importlib.import_module", "__import__"})
 _DYNAMIC = "comes from a dynamic import (`importlib.import_module`)"
@@ -108,19 +102,6 @@ def _other_strides(launch: str, others: Iterable[str], owner: str) -> str:
     )
 
 
-@dataclass(frozen=True)
-class GradState:
-    """A value derived from a gradient, and which guards it went through."""
-
-    name: str
-    read_safe: bool  # dense row-major: `.contiguous()` or clone(memory_format=contiguous_format)
-    write_safe: bool  # a private copy: any `.clone()`
-    root: str = ""  # the gradient parameter it comes from
-    # `g.data_ptr()`: the raw address, no strides with it: whatever reads through it reads the
-    # memory as it lies (a CuPy kernel launch, ctypes), whoever the callee is
-    pointer: bool = False
-
-
 class CompiledGradients(Check):
     """AGL201 (raw read) and AGL202 (write into a shared grad buffer)."""
 
@@ -146,7 +127,7 @@ class CompiledGradients(Check):
         """AGL201 / AGL202 for the calls of one backward."""
         flow = self.ctx.flow(method)
         self.loaded: set[str] = set()  # names bound to loaded modules (by evidence)
-        self._states: dict[int, dict[tuple[int, int], GradState | None]] = {}
+        self._tracer = GradientTrace()
         grads = set(flow.params[1:])
         if flow.vararg:
             grads.add(flow.vararg)
@@ -159,7 +140,6 @@ class CompiledGradients(Check):
         self._methods: frozenset[str] | None = None
         self._raw_address = False  # the call being resolved is handed a gradient's address
         self._via = ""  # set while a Function's forward is read for the backward calling it
-        self._handed: dict[str, GradState] = {}  # that forward's parameters: what they got
         self._calls(flow, grads, info.name)
 
     def _calls(self, flow: MethodFlow, grads: set[str], cls: str) -> None:
@@ -225,12 +205,12 @@ class CompiledGradients(Check):
             return True
         method, self.method = self.method, forward
         self._via = f"`{owner}.apply` hands it to `{owner}.forward`, where "
-        self._handed = handed
-        self._states.pop(id(inner), None)  # traced afresh: another `apply` hands other states
+        self._tracer.handed = handed
+        self._tracer.forget(inner)  # traced afresh: another `apply` hands other states
         try:
             self._calls(inner, set(handed), cls)
         finally:
-            self.method, self._via, self._handed = method, "", {}
+            self.method, self._via, self._tracer.handed = method, "", {}
         return True
 
     def _collective(self, site: CallSite, flow: MethodFlow, grads: set[str], cls: str) -> bool:
@@ -1031,96 +1011,9 @@ class CompiledGradients(Check):
         flow: MethodFlow,
         grads: set[str],
         order: int,
-        depth: int = 0,
     ) -> GradState | None:
-        """What gradient `expr` is derived from at `order`, memoised per method: a chain of
-        reassignments is walked once, not once per argument that reaches it."""
-        key = (id(expr), order)
-        memo = self._states.setdefault(id(flow), {})
-        if key not in memo:
-            memo[key] = self._trace(expr, flow, grads, order, depth)
-        return memo[key]
-
-    def _trace(
-        self,
-        expr: cst.BaseExpression,
-        flow: MethodFlow,
-        grads: set[str],
-        order: int,
-        depth: int = 0,
-    ) -> GradState | None:
-        if depth > 20:
-            return None
-        if isinstance(expr, cst.Name):
-            if (definition := flow.definition_before(expr.value, order)) is None:
-                return None
-            if definition.kind == "param":
-                if expr.value not in grads:
-                    return None
-                given = self._handed.get(expr.value) if self._via else None
-                safe = (given.read_safe, given.write_safe) if given else (False, False)
-                return GradState(expr.value, *safe, expr.value)
-            value = definition.expression
-            if value is None or definition.kind == "with":
-                return None
-            inner = self._state(value, flow, grads, definition.order, depth + 1)
-            return None if inner is None else replace(inner, name=expr.value)
-        if isinstance(expr, cst.StarredElement):
-            return self._state(expr.value, flow, grads, order, depth + 1)
-        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _ELEMENTWISE):
-            # `g * scale`: a fresh tensor (a write into it harms no one), laid out as ATen's
-            # TensorIterator lays out its result: like `g`, so a transposed `g` gives a
-            # transposed product (tiny-cuda-nn's `doutput * loss_scale`)
-            for side in (expr.left, expr.right):
-                found = self._state(side, flow, grads, order, depth + 1)
-                if found is not None:
-                    # `ptr + offset` still points into the gradient's own memory
-                    return found if found.pointer else replace(found, write_safe=True)
-            return None
-        if isinstance(expr, cst.IfExp):
-            # `dQ.clone() if not dQ.is_contiguous else dQ`: either branch may be the value,
-            # so it is guarded only as far as both are.
-            states = [
-                self._state(branch, flow, grads, order, depth + 1)
-                for branch in _branches_not_none(expr)
-            ]
-            known = [found for found in states if found is not None]
-            if not known:
-                return None
-            return GradState(
-                known[0].name,
-                all(found.read_safe for found in known),
-                all(found.write_safe for found in known),
-                known[0].root,
-            )
-        if isinstance(expr, cst.Subscript):
-            return self._state(expr.value, flow, grads, order, depth + 1)
-        if isinstance(expr, cst.Attribute):
-            if expr.attr.value in ALIASING_ATTRIBUTES:
-                return self._state(expr.value, flow, grads, order, depth + 1)
-            return None
-        if isinstance(expr, (cst.Tuple, cst.List)):
-            for element in expr.elements:
-                found = self._state(element.value, flow, grads, order, depth + 1)
-                if found is not None and not (found.read_safe and found.write_safe):
-                    return found
-            return None
-        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
-            method = expr.func.attr.value
-            inner = self._state(expr.func.value, flow, grads, order, depth + 1)
-            if inner is None:
-                return None
-            if method == "contiguous":
-                return GradState(inner.name, True, inner.write_safe, inner.root)
-            if method == "clone":
-                fmt = dotted(keyword(expr, "memory_format") or cst.Name("x")) or ""
-                dense = fmt.endswith("contiguous_format")
-                return GradState(inner.name, inner.read_safe or dense, True, inner.root)
-            if method in ALIASING_METHODS:
-                return inner
-            if method in ("data_ptr", "const_data_ptr"):
-                return replace(inner, pointer=True)
-        return None
+        """What gradient `expr` is derived from at `order` (checks/gradient_trace.py)."""
+        return self._tracer.state(expr, flow, grads, order)
 
     # --- findings --------------------------------------------------------------------------
     def _check_call(
@@ -1551,24 +1444,6 @@ def _calls_in(expr: cst.BaseExpression) -> list[cst.Call]:
 
     _Calls().walk(expr)
     return calls
-
-
-def _branches_not_none(expr: cst.IfExp) -> list[cst.BaseExpression]:
-    """The branches of `expr` that may hold a tensor: in `g if g is None else g.contiguous()`
-    (FIX-B1's own form) the first branch is taken only when `g` is None."""
-    test = expr.test
-    if (
-        isinstance(test, cst.Comparison)
-        and len(test.comparisons) == 1
-        and isinstance(test.comparisons[0].comparator, cst.Name)
-        and test.comparisons[0].comparator.value == "None"
-        and isinstance(test.comparisons[0].operator, (cst.Is, cst.IsNot))
-    ):
-        tested = dotted(test.left)
-        none_branch = expr.body if isinstance(test.comparisons[0].operator, cst.Is) else expr.orelse
-        if tested is not None and dotted(none_branch) == tested:
-            return [expr.orelse if none_branch is expr.body else expr.body]
-    return [expr.body, expr.orelse]
 
 
 def _evaluated_freely(value: cst.BaseExpression) -> bool:
