@@ -20,6 +20,7 @@ CHECKED: dict[str, tuple[str, ...]] = {
     "AGL102": ("graphless", "reaches-call", "nothing-catches", "torch-in-scope"),
     "AGL201": ("callee-does-not-write", "gradient-not-none"),
     "AGL202": ("locals-not-introspected", "torch-in-scope"),
+    "AGL204": ("result-not-written",),
     "AGL303": ("cls-not-read",),
     "AGL402": ("no-instance",),
     "AGL406": (

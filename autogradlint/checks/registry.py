@@ -27,6 +27,7 @@ from .gates import (
     subclasses_index,
 )
 from .gradient_count import GradientCount
+from .gradient_views import GradientViews
 from .input_mutation import InputMutation
 from .reads import Reads, union
 from .reentrant import ReentrantAutograd
@@ -39,6 +40,7 @@ from .unset_gradients import UnsetGradients
 REGISTRY: tuple[type[Check], ...] = (
     ReentrantAutograd,
     CompiledGradients,
+    GradientViews,
     TorchFunctionConversions,
     DispatchHandlers,
     TorchFunctionHygiene,

@@ -258,6 +258,58 @@ def kernel_calls(draw: st.DrawFn) -> str:
     return _module(header, body)
 
 
+# --- AGL204: `.view(...)` of the incoming gradient --------------------------------------------
+VIEW_SOURCES = ["g", "h"]
+VIEW_ALIASES = ["h = g", "h = g * 2.0", "h = g.t()", "h = g[0:3]", "h = g.clone()", "h = g.data"]
+VIEWS = [
+    "v = {src}.view(-1)",
+    "v = {src}.view(12)",
+    "v = {src}.view(2, -1)",
+    "v = {src}.view(-1, 2).view(12)",
+    "v = {src}.view_as(W.reshape(-1))",
+    "v = {src}.view(*{src}.shape[:-1], 2, -1)",
+    "v = {src}.view(1, *{src}.shape)",
+]
+VIEW_USES = [
+    "r = v * 3",
+    "r = v.flip(0)",
+    "r = v.sum() * v",
+    # writes into the result: through a view of the gradient where `view` works, into
+    # reshape's copy where it raised (B1.10): the fix is unsafe
+    "v.mul_(2)\nr = v",
+    "v[0] = 0.5\nr = v * 1.0",
+    "w = v[1:]\nw.zero_()\nr = v",
+    "{T}.mul(v, 2, out=v)\nr = v",
+]
+VIEW_RETURNS = ["r.reshape(3, 4)", "g * 1.0 + r.reshape(3, 4)", "g"]
+
+
+@st.composite
+def gradient_views(draw: st.DrawFn) -> str:
+    """A Function whose backward views its gradient, or an alias of it, into another shape
+    (AGL204), and uses the view: read, written in place, or returned."""
+    header = draw(st.sampled_from(sorted(HEADERS)))
+    lines: list[str] = []
+    if draw(st.booleans()):
+        lines.append(draw(st.sampled_from(["if FLAG:\n    g = g * 1.0", "n = g.numel()"])))
+    alias = draw(st.booleans())
+    if alias:
+        lines.append(draw(st.sampled_from(VIEW_ALIASES)))
+    src = draw(st.sampled_from(VIEW_SOURCES if alias else ["g"]))
+    lines.append(draw(st.sampled_from(VIEWS)).format(src=src))
+    use = draw(st.sampled_from(VIEW_USES))
+    if draw(st.booleans()):
+        use = "if MODE == 1:\n" + indent(use, "    ") + "\nelse:\n    r = v * 2"
+    lines.append(use)
+    lines.append("return " + draw(st.sampled_from(VIEW_RETURNS)))
+    body = (
+        "class Fn({T}.autograd.Function):\n"
+        "    @staticmethod\n    def forward(ctx, x):\n        return x * 2\n\n"
+        "    @staticmethod\n    def backward(ctx, g):\n" + _block(lines)
+    )
+    return _module(header, body)
+
+
 # --- AGL402: Function methods that are not static ---------------------------------------------
 USES = [
     "return Fn.apply({T}.ones(3, 4, requires_grad=True)).sum()",

@@ -24,7 +24,14 @@ from hazards import (
 )
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from programs import grad_writes, graphless_grads, kernel_calls, plain_hooks, plain_methods
+from programs import (
+    grad_writes,
+    gradient_views,
+    graphless_grads,
+    kernel_calls,
+    plain_hooks,
+    plain_methods,
+)
 from project import fix_project
 from run import differences, function_scenarios, subclass_scenarios
 from unset_programs import needs_grad_scenarios, unset_gradients
@@ -48,6 +55,7 @@ FAMILIES = [
     pytest.param(grad_writes(), {"AGL406"}, function_scenarios, id="AGL406"),
     pytest.param(graphless_grads(), {"AGL101", "AGL102"}, function_scenarios, id="AGL101-AGL102"),
     pytest.param(kernel_calls(), {"AGL201", "AGL202"}, function_scenarios, id="AGL201-AGL202"),
+    pytest.param(gradient_views(), {"AGL204"}, function_scenarios, id="AGL204"),
     pytest.param(plain_methods(), {"AGL402"}, function_scenarios, id="AGL402"),
     pytest.param(plain_hooks(), {"AGL303"}, subclass_scenarios, id="AGL303"),
     # issue 34: the shapes each precondition is about
@@ -100,6 +108,7 @@ def test_safe_fixes_keep_every_non_raising_result(programs, rules, scenarios, ex
         graphless_grads(),
         grad_writes(),
         kernel_calls(),
+        gradient_views(),
         decorated_backwards(),
         nullable_gradients(),
         lazy_torch(),

@@ -1,0 +1,279 @@
+"""AGL204: a backward `.view(...)`s its incoming gradient (or an alias of it) into a shape that
+may merge dims, with no `.contiguous()` before it: a transposed or narrow gradient raises
+(semantics B1.7). The fix is `.reshape(...)` (FIX-B3)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.aliasing import ALIASING_METHODS
+from ..analysis.contract import mutation
+from ..analysis.flow import MethodFlow
+from ..analysis.names import dotted
+from ..analysis.source_text import code_of
+from ..analysis.torch_api import TENSOR_METHODS
+from ..edits import Edits, Fix
+from ..preconditions import Unproven, verdict
+from .base import Check
+from .common import BackwardOf, backward_methods, source_of
+from .gates import function_gate
+from .gradient_trace import ALIASING_ATTRIBUTES, GradientTrace, GradState
+from .reads import Reads
+
+# The view methods and the reshape that takes the same arguments (B1.9: the same view where
+# the view works, a copy where it raises).
+RESHAPE_OF = {"view": "reshape", "view_as": "reshape_as"}
+# What a tensor's shape is read as: `g.shape`, `g.size()`
+_SHAPE_READS = ("shape", "size")
+
+
+class GradientViews(Check):
+    """AGL204 over every backward: Function classes' and custom ops' alike."""
+
+    codes = ("AGL204",)
+    gate = function_gate(b"view", custom_ops=True)
+    reads = Reads(functions=True, custom_ops=True)
+
+    def run(self) -> None:
+        for info, method in backward_methods(self.ctx.facts):
+            self.ctx.enter(info.subject)
+            if any(
+                (
+                    dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator)
+                    or ""
+                ).rsplit(".", 1)[-1]
+                in self.ctx.settings.guard_decorators
+                for d in method.decorators
+            ):
+                continue  # a decorator the configuration names makes every argument contiguous
+            self._method(info, method)
+
+    def _method(self, info: BackwardOf, method: cst.FunctionDef) -> None:
+        flow = self.ctx.flow(method)
+        grads = set(flow.params[1:])
+        if flow.vararg:
+            grads.add(flow.vararg)
+        if not grads:
+            return
+        tracer = GradientTrace()
+        module = self.ctx.facts.module
+        found: list[tuple[int, cst.Call, cst.Attribute, GradState]] = []
+        for site in flow.calls:
+            call, func = site.node, site.node.func
+            if site.in_nested_def or not isinstance(func, cst.Attribute):
+                continue
+            if func.attr.value not in RESHAPE_OF or not call.args:
+                continue
+            state = tracer.state(func.value, flow, grads, site.order)
+            if state is None or state.read_safe or state.pointer:
+                continue
+            if _dtype_view(call) or _per_sample(call) or _merges_no_dims(call, func.value, module):
+                continue
+            found.append((site.order, call, func, state))
+        for order, call, func, state in found:
+            if any(_derives(func.value, other, flow, order) for _, other, _, _ in found):
+                continue  # it views a view flagged already: one finding per chain
+            name = func.attr.value
+            self.report(
+                "AGL204",
+                call,
+                fix=self._fix(call, func, method, flow),
+                shown=source_of(module, call),
+                grad=state.root or state.name,
+                code=name,
+                method=RESHAPE_OF[name],
+                cls=info.name,
+                evidence=_evidence(state.root or state.name, state.name),
+            )
+
+    def _fix(
+        self, call: cst.Call, func: cst.Attribute, method: cst.FunctionDef, flow: MethodFlow
+    ) -> Fix:
+        """FIX-B3: `.view` -> `.reshape`, safe where nothing writes into the result."""
+        why = self._written(call, flow)
+        unproven = Unproven("AGL204", "result-not-written", why) if why else None
+        replacement = RESHAPE_OF[func.attr.value]
+
+        def build(edits: Edits) -> None:
+            edits.nodes[id(func.attr)] = lambda _: cst.Name(replacement)
+
+        safety, note = verdict([unproven])
+        return Fix(safety, method, build, f"use `.{replacement}(...)`", note)
+
+    def _written(self, call: cst.Call, flow: MethodFlow) -> str | None:
+        """Why the view's result may be written into (None: nothing writes into it): an
+        in-place statement reaches it, or it is handed to code outside torch."""
+        module = self.ctx.facts.module
+        for node, order in flow.statements:
+            found = mutation(node)
+            if found is not None and _derives(found[0], call, flow, order):
+                return f"`{source_of(module, found[1])}` writes into it"
+        imports = self.ctx.facts.imports
+        for site in flow.calls:
+            func = site.node.func
+            handed = [a for a in site.node.args if _derives(a.value, call, flow, site.order)]
+            if not handed:
+                continue
+            resolved = imports.resolve(func) or dotted(func) or ""
+            if resolved.split(".", 1)[0] == "torch":
+                if any(a.keyword is not None and a.keyword.value == "out" for a in handed):
+                    return f"`{source_of(module, site.node)}` writes into it (`out=`)"
+                continue
+            head = (dotted(func) or "").split(".", 1)[0]
+            if (
+                isinstance(func, cst.Attribute)
+                and func.attr.value in TENSOR_METHODS
+                and not imports.is_imported(head)  # `ext.backward(flat)` is the module's
+            ):
+                if not (func.attr.value.endswith("_") or _has_out(site.node)):
+                    continue  # `w.matmul(flat)`: a tensor's method reads it
+            shown = code_of(func, module)
+            return f"it is handed to `{shown}`, which may write into it"
+        return None
+
+
+def _has_out(call: cst.Call) -> bool:
+    return any(a.keyword is not None and a.keyword.value == "out" for a in call.args)
+
+
+def _unaliased(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`expr` with the views and aliases on top of it taken off: what it shares storage with."""
+    for _ in range(32):
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Attribute) and expr.attr.value in ALIASING_ATTRIBUTES:
+            expr = expr.value
+        elif (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value in ALIASING_METHODS
+        ):
+            if expr.func.attr.value in RESHAPE_OF:
+                return expr  # the view itself: the caller asks whether it is this one
+            expr = expr.func.value
+        else:
+            return expr
+    return expr
+
+
+def _derives(expr: cst.BaseExpression, view: cst.Call, flow: MethodFlow, order: int) -> bool:
+    """Whether `expr` at `order` may share storage with the result of `view`."""
+    for _ in range(32):
+        base = _unaliased(expr)
+        if base is view:
+            return True
+        if isinstance(base, cst.Call) and isinstance(base.func, cst.Attribute):
+            if base.func.attr.value in RESHAPE_OF:
+                expr = base.func.value  # a view of a view of it
+                continue
+            return False
+        if not isinstance(base, cst.Name):
+            return False
+        definition = flow.definition_before(base.value, order)
+        if definition is None or definition.expression is None:
+            return False
+        expr, order = definition.expression, definition.order
+    return False
+
+
+def _dtype_view(call: cst.Call) -> bool:
+    """`g.view(torch.int32)`, `g.view(x.dtype)`: a view of the bytes as another dtype, not of
+    another shape."""
+    if len(call.args) != 1 or call.args[0].star:
+        return False
+    written = dotted(call.args[0].value) or ""
+    return written.endswith("dtype") or (
+        written.startswith("torch.") and written.count(".") == 1 and written != "torch.Size"
+    )
+
+
+def _per_sample(call: cst.Call) -> bool:
+    """`g.view(-1, 1, 1)`: the idiom that broadcasts a per-sample gradient over a batch. It
+    merges dims only of a gradient of rank 2 or more, and then the code breaks anyway (a
+    `[B * N, 1, 1]` tensor does not broadcast against the `[B, ...]` one it scales), so it is
+    written for a 1-D gradient, where it only adds size-1 dims (B1.8). An assumption, not a
+    proof: the rule's docs say so."""
+    values = [arg.value for arg in call.args]
+    if len(values) < 2 or any(arg.star or arg.keyword for arg in call.args):
+        return False
+    first = values[0]
+    return (
+        isinstance(first, cst.UnaryOperation)
+        and isinstance(first.operator, cst.Minus)
+        and isinstance(first.expression, cst.Integer)
+        and first.expression.value == "1"
+        and all(isinstance(v, cst.Integer) and v.value == "1" for v in values[1:])
+    )
+
+
+def _merges_no_dims(call: cst.Call, receiver: cst.BaseExpression, module: cst.Module) -> bool:
+    """Whether the view provably merges no dims of `receiver` (B1.8: it never raises): the
+    same shape, size-1 dims added, or the last dim split."""
+    assert isinstance(call.func, cst.Attribute)
+    mine = code_of(receiver, module)
+
+    def same(expr: cst.BaseExpression) -> bool:
+        return code_of(expr, module) == mine
+
+    def shape_of(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+        """`t` of `t.shape` / `t.size()`."""
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "shape":
+            return expr.value
+        if (
+            isinstance(expr, cst.Call)
+            and not expr.args
+            and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value == "size"
+        ):
+            return expr.func.value
+        return None
+
+    if call.func.attr.value == "view_as":
+        return same(call.args[0].value)
+    args: list[cst.BaseExpression | cst.StarredElement] = []
+    if len(call.args) == 1 and isinstance(call.args[0].value, (cst.Tuple, cst.List)):
+        for element in call.args[0].value.elements:
+            args.append(
+                cst.StarredElement(element.value)
+                if isinstance(element, cst.StarredElement)
+                else element.value
+            )
+    else:
+        for arg in call.args:
+            if arg.keyword is not None:
+                return False
+            args.append(cst.StarredElement(arg.value) if arg.star == "*" else arg.value)
+    if len(args) == 1 and not isinstance(args[0], cst.StarredElement):
+        owner = shape_of(args[0])
+        return owner is not None and same(owner)  # `g.view(g.shape)`
+    kept = [a for a in args if not (isinstance(a, cst.Integer) and a.value == "1")]
+    starred = [i for i, a in enumerate(kept) if isinstance(a, cst.StarredElement)]
+    if len(starred) != 1:
+        return False
+    spread = kept[starred[0]]
+    assert isinstance(spread, cst.StarredElement)
+    owner = shape_of(spread.value)
+    if owner is not None:
+        return same(owner) and len(kept) == 1  # `g.view(1, *g.shape)`: size-1 dims added
+    # `g.view(*g.shape[:-1], heads, -1)`: every dim but the last kept, the last one split
+    value = spread.value
+    if starred[0] != 0 or not isinstance(value, cst.Subscript) or len(value.slice) != 1:
+        return False
+    owner = shape_of(value.value)
+    part = value.slice[0].slice
+    return (
+        owner is not None
+        and same(owner)
+        and isinstance(part, cst.Slice)
+        and part.lower is None
+        and part.step is None
+        and isinstance(part.upper, cst.UnaryOperation)
+        and isinstance(part.upper.operator, cst.Minus)
+        and isinstance(part.upper.expression, cst.Integer)
+        and part.upper.expression.value == "1"
+    )
+
+
+def _evidence(root: str, name: str) -> str:
+    """The help line's opening: which value is viewed, when it is not the gradient itself."""
+    return "" if name == root else f"`{name}` is derived from the gradient `{root}`. "
