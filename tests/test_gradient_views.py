@@ -105,6 +105,10 @@ def test_every_gradient_of_star_grads_is_one() -> None:
         "return grad_output.view(torch.int32).float(), None",
         "return grad_output.view(grad_output.dtype), None",
         "x, w = ctx.saved_tensors\nreturn x * grad_output.view(-1, 1), None",
+        # reshaped from the gradient and viewed back into its own shape (unsloth's RMS norm)
+        "shape = grad_output.shape\nflat = grad_output.reshape(-1, shape[-1])\n"
+        "return flat.view(*shape), None",
+        "flat = grad_output.flatten()\nreturn flat.view_as(grad_output), None",
         # not the gradient: a saved input, a fresh result
         "x, w = ctx.saved_tensors\nreturn x.view(-1), None",
         "return grad_output.matmul(ctx.saved_tensors[1]).view(-1), None",

@@ -69,6 +69,8 @@ class GradientViews(Check):
                 continue
             if _dtype_view(call) or _per_sample(call) or _merges_no_dims(call, func.value, module):
                 continue
+            if _back_to_own_shape(call, flow, site.order):
+                continue
             found.append((site.order, call, func, state))
         for order, call, func, state in found:
             if any(_derives(func.value, other, flow, order) for _, other, _, _ in found):
@@ -185,6 +187,83 @@ def _dtype_view(call: cst.Call) -> bool:
     return written.endswith("dtype") or (
         written.startswith("torch.") and written.count(".") == 1 and written != "torch.Size"
     )
+
+
+# Methods that only reshape (or densify) what they are given: a chain of them from a tensor
+# leaves a layout that views back into the tensor's own shape (each view merged or split dims
+# that were contiguous chunks; a copy is dense).
+_SHAPE_ONLY = frozenset(
+    {"view", "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "contiguous", "clone"}
+)
+
+
+def _back_to_own_shape(call: cst.Call, flow: MethodFlow, order: int) -> bool:
+    """`dX.view(*shape)` after `shape = dY.shape; dY = dY.reshape(-1, dim); dX = dY`: a value
+    reshaped from the gradient, viewed back into the gradient's own shape. Every step merged
+    or split contiguous chunks (else reshape copied), so the way back only splits and merges
+    what was merged: it never raises (B1.8, B1.9)."""
+    assert isinstance(call.func, cst.Attribute)
+    root = _reshaped_from(call.func.value, flow, order)
+    if root is None or len(call.args) != 1 or call.args[0].keyword is not None:
+        return False
+    target = call.args[0].value
+    if call.func.attr.value == "view_as":
+        return _param_at(target, flow, order) == root
+    return _shape_of_param(target, flow, order) == root
+
+
+def _resolved(
+    expr: cst.BaseExpression, flow: MethodFlow, order: int
+) -> tuple[cst.BaseExpression, int]:
+    """`expr` with local names replaced by what they were assigned (not parameters)."""
+    for _ in range(32):
+        if not isinstance(expr, cst.Name):
+            break
+        definition = flow.definition_before(expr.value, order)
+        if definition is None or definition.kind != "assign" or definition.expression is None:
+            break
+        expr, order = definition.expression, definition.order
+    return expr, order
+
+
+def _param_at(expr: cst.BaseExpression, flow: MethodFlow, order: int) -> str | None:
+    """The parameter `expr` is, unchanged, at `order`."""
+    expr, order = _resolved(expr, flow, order)
+    if isinstance(expr, cst.Name):
+        definition = flow.definition_before(expr.value, order)
+        if definition is not None and definition.kind == "param":
+            return expr.value
+    return None
+
+
+def _reshaped_from(expr: cst.BaseExpression, flow: MethodFlow, order: int) -> str | None:
+    """The parameter `expr` was made from by `_SHAPE_ONLY` methods alone."""
+    for _ in range(32):
+        expr, order = _resolved(expr, flow, order)
+        if (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value in _SHAPE_ONLY
+        ):
+            expr = expr.func.value
+            continue
+        return _param_at(expr, flow, order)
+    return None
+
+
+def _shape_of_param(expr: cst.BaseExpression, flow: MethodFlow, order: int) -> str | None:
+    """The parameter whose `.shape` / `.size()` `expr` is."""
+    expr, order = _resolved(expr, flow, order)
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "shape":
+        return _param_at(expr.value, flow, order)
+    if (
+        isinstance(expr, cst.Call)
+        and not expr.args
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value == "size"
+    ):
+        return _param_at(expr.func.value, flow, order)
+    return None
 
 
 def _per_sample(call: cst.Call) -> bool:
