@@ -177,3 +177,37 @@ def test_a_result_only_read_keeps_the_fix_safe() -> None:
     )
     (finding,) = _findings(backward(body))
     assert finding.fixable == "safe"
+
+
+DECORATED = """\
+import functools
+
+import torch
+
+
+def make_dense(fn):
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        args = [a.contiguous() if isinstance(a, torch.Tensor) else a for a in args]
+        return fn(ctx, *args)
+
+    return wrapper
+
+
+class Flat(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    {decorator}
+    def backward(ctx, g):
+        return g.view(-1).mul(2).view(g.shape)
+"""
+
+
+def test_a_decorator_whose_source_makes_the_arguments_contiguous_guards_the_view() -> None:
+    # liger's @ensure_contiguous: read from the decorator's source, as AGL201 reads it
+    (finding,) = _findings(DECORATED.format(decorator="@functools.lru_cache"))
+    assert finding.line == 23
+    assert _findings(DECORATED.format(decorator="@make_dense")) == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from fnmatch import fnmatchcase
 
@@ -39,14 +39,14 @@ from ..edits import Edits, Fix
 from ..native.modules import module_file
 from ..preconditions import Unproven, verdict
 from ..text.ast_walk import ast_dotted
-from ..text.ast_walk import walk as walk_ast
 from .base import Check
 from .collective_layout import CollectiveReads
-from .common import BackwardOf, backward_methods, keyword, positional, source_of
+from .common import BackwardOf, backward_methods, positional, source_of
 from .fix_proofs import subclassed_elsewhere, torch_unreachable
 from .gates import function_gate
 from .gradient_copy import copy_gradient_first
 from .gradient_trace import GradientTrace, GradState
+from .guard_decorators import guarded_by_decorator
 from .reads import Reads
 
 _DYNAMIC_IMPORTS = frozenset({"importlib.import_module", "__import__"})
@@ -54,33 +54,6 @@ _DYNAMIC = "comes from a dynamic import (`importlib.import_module`)"
 
 # `len(g)`, `max(...)`: never a project function (the file is not scanned for its definitions)
 _BUILTINS = frozenset(dir(builtins))
-
-
-def makes_arguments_contiguous(
-    decorator: ast.FunctionDef, helper_makes_contiguous: Callable[[str], bool] = lambda _: False
-) -> bool:
-    """Whether a decorator's wrapper makes the arguments contiguous before calling what it
-    wraps: a nested def that calls `.contiguous()`, itself or through a helper of the
-    decorator's file (`helper_makes_contiguous`: fla's `_contiguous_if_needed`), and then the
-    decorator's parameter (the function), passing on what it built (`fn(ctx, *args, **kwargs)`
-    after `args = [a.contiguous() ... for a in args]`)."""
-    params = [a.arg for a in (*decorator.args.posonlyargs, *decorator.args.args)]
-    if not params:
-        return False
-    wrapped = params[0]
-    for inner in walk_ast(decorator):
-        if not isinstance(inner, ast.FunctionDef) or inner is decorator:
-            continue
-        calls = [n for n in walk_ast(inner) if isinstance(n, ast.Call)]
-        contiguous = any(
-            (isinstance(c.func, ast.Attribute) and c.func.attr == "contiguous")
-            or (isinstance(c.func, ast.Name) and helper_makes_contiguous(c.func.id))
-            for c in calls
-        )
-        forwards = any(isinstance(c.func, ast.Name) and c.func.id == wrapped for c in calls)
-        if contiguous and forwards:
-            return True
-    return False
 
 
 def _launch_evidence(reach: Reach) -> ReadEvidence:
@@ -114,13 +87,13 @@ class CompiledGradients(Check):
         facts = self.ctx.facts
         for info, method in backward_methods(facts):
             self.ctx.enter(info.subject)
-            if self._guarded_by_decorator(method, read_source=False):
+            if guarded_by_decorator(self.ctx, method, read_source=False):
                 continue
             reported = len(self.ctx.violations)
             self._method(info, method)
             # A decorator's source is read only when there is something it could answer for:
             # resolving every decorator of every backward (often in other files) costs more.
-            if len(self.ctx.violations) > reported and self._guarded_by_decorator(method):
+            if len(self.ctx.violations) > reported and guarded_by_decorator(self.ctx, method):
                 del self.ctx.violations[reported:]
 
     def _method(self, info: BackwardOf, method: cst.FunctionDef) -> None:
@@ -237,57 +210,6 @@ class CompiledGradients(Check):
                 evidence=read.evidence(),
             )
         return itself
-
-    def _guarded_by_decorator(self, method: cst.FunctionDef, read_source: bool = True) -> bool:
-        """A decorator that makes every tensor argument contiguous: one whose wrapper calls
-        `.contiguous()` and then the function it wraps (liger's `@ensure_contiguous`, fla's
-        `@input_guard`, read from their source), or one the configuration names."""
-        for decorator in method.decorators:
-            expr = decorator.decorator
-            call = expr if isinstance(expr, cst.Call) else None
-            written = dotted(call.func if call else expr) or ""
-            named = written.rsplit(".", 1)[-1] in self.ctx.settings.guard_decorators
-            if not named and not (read_source and self._contiguous_wrapper(written)):
-                continue
-            opt_out = call is not None and keyword(call, "no_guard_contiguous")
-            if not (isinstance(opt_out, cst.Name) and opt_out.value == "True"):
-                return True
-        return False
-
-    def _contiguous_wrapper(self, written: str, path: str | None = None, hops: int = 0) -> bool:
-        """Whether the decorator `written` (in file `path`) is shown, by its source, to make
-        the arguments contiguous: its own wrapper does, or it hands the function to one that
-        does (fla's `contiguous(fn)` is `return input_guard(fn)`)."""
-        if not written or written in ("staticmethod", "classmethod"):
-            return False
-        summaries = self.ctx.summaries
-        found = summaries.function(written, path)
-        if found is None:
-            return False
-        path = found[0]
-        body = found[1].body
-        params = [a.arg for a in (*found[1].args.posonlyargs, *found[1].args.args)]
-        last = body[-1] if body else None
-        if (
-            hops < 3
-            and isinstance(last, ast.Return)
-            and isinstance(last.value, ast.Call)
-            and [ast_dotted(a) for a in last.value.args] == params[:1]
-        ):
-            other = ast_dotted(last.value.func)  # `return input_guard(fn)`: an alias
-            if other is not None and self._contiguous_wrapper(other, path, hops + 1):
-                return True
-
-        def helper_makes_contiguous(name: str) -> bool:
-            helper = summaries.function(name, path)
-            return helper is not None and any(
-                isinstance(n, ast.Call)
-                and isinstance(n.func, ast.Attribute)
-                and n.func.attr == "contiguous"
-                for n in walk_ast(helper[1])
-            )
-
-        return makes_arguments_contiguous(found[1], helper_makes_contiguous)
 
     # --- one call deeper ---------------------------------------------------------------------
     def _through_helper(self, site: CallSite, flow: MethodFlow, grads: set[str], cls: str) -> None:
