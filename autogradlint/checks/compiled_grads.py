@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
@@ -46,7 +47,7 @@ from .fix_proofs import subclassed_elsewhere, torch_unreachable
 from .gates import function_gate
 from .gradient_copy import copy_gradient_first
 from .gradient_trace import GradientTrace, GradState
-from .guard_decorators import guarded_by_decorator
+from .guard_decorators import unless_guarded
 from .reads import Reads
 
 _DYNAMIC_IMPORTS = frozenset({"importlib.import_module", "__import__"})
@@ -87,14 +88,7 @@ class CompiledGradients(Check):
         facts = self.ctx.facts
         for info, method in backward_methods(facts):
             self.ctx.enter(info.subject)
-            if guarded_by_decorator(self.ctx, method, read_source=False):
-                continue
-            reported = len(self.ctx.violations)
-            self._method(info, method)
-            # A decorator's source is read only when there is something it could answer for:
-            # resolving every decorator of every backward (often in other files) costs more.
-            if len(self.ctx.violations) > reported and guarded_by_decorator(self.ctx, method):
-                del self.ctx.violations[reported:]
+            unless_guarded(self.ctx, method, functools.partial(self._method, info, method))
 
     def _method(self, info: BackwardOf, method: cst.FunctionDef) -> None:
         """AGL201 / AGL202 for the calls of one backward."""

@@ -4,6 +4,8 @@ may merge dims, with no `.contiguous()` before it: a transposed or narrow gradie
 
 from __future__ import annotations
 
+import functools
+
 import libcst as cst
 
 from ..analysis.aliasing import ALIASING_METHODS
@@ -18,7 +20,7 @@ from .base import Check
 from .common import BackwardOf, backward_methods, source_of
 from .gates import function_gate
 from .gradient_trace import ALIASING_ATTRIBUTES, GradientTrace, GradState
-from .guard_decorators import guarded_by_decorator
+from .guard_decorators import unless_guarded
 from .reads import Reads
 
 # The view methods and the reshape that takes the same arguments (B1.9: the same view where
@@ -38,14 +40,7 @@ class GradientViews(Check):
     def run(self) -> None:
         for info, method in backward_methods(self.ctx.facts):
             self.ctx.enter(info.subject)
-            if guarded_by_decorator(self.ctx, method, read_source=False):
-                continue  # a decorator the configuration names makes every argument contiguous
-            reported = len(self.ctx.violations)
-            self._method(info, method)
-            # the decorator's source (often in another file) is read only when it would
-            # answer for a finding, as AGL201 does
-            if len(self.ctx.violations) > reported and guarded_by_decorator(self.ctx, method):
-                del self.ctx.violations[reported:]
+            unless_guarded(self.ctx, method, functools.partial(self._method, info, method))
 
     def _method(self, info: BackwardOf, method: cst.FunctionDef) -> None:
         flow = self.ctx.flow(method)

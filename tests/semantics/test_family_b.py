@@ -17,8 +17,10 @@ OVERLAP = (
 )
 
 
-def grad_seen(loss_of: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
-    """The grad_output a Function's backward receives for a 2x3 float32 input."""
+def grad_seen(
+    loss_of: Callable[[torch.Tensor], torch.Tensor], shape: tuple[int, ...] = (2, 3)
+) -> torch.Tensor:
+    """The grad_output a Function's backward receives for a float32 input of `shape`."""
     seen: list[torch.Tensor] = []
 
     class Spy(Function):
@@ -31,7 +33,7 @@ def grad_seen(loss_of: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
             seen.append(g)
             return g
 
-    x = torch.arange(6.0).reshape(2, 3).requires_grad_()
+    x = torch.arange(float(torch.Size(shape).numel())).reshape(shape).requires_grad_()
     loss_of(Spy.apply(x)).backward()
     return seen[0]
 

@@ -7,35 +7,14 @@ from collections.abc import Callable
 
 import pytest
 import torch
-from torch.autograd import Function
 
 from .rows import first_line, rows
+from .test_family_b import grad_seen
 
 NOT_VIEWABLE = (
     "view size is not compatible with input tensor's size and stride (at least one dimension "
     "spans across two contiguous subspaces). Use .reshape(...) instead."
 )
-
-
-def grad_seen(
-    loss_of: Callable[[torch.Tensor], torch.Tensor], shape: tuple[int, ...]
-) -> torch.Tensor:
-    """The grad_output a Function's backward receives for a float32 input of `shape`."""
-    seen: list[torch.Tensor] = []
-
-    class Spy(Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x.clone()
-
-        @staticmethod
-        def backward(ctx, g):
-            seen.append(g)
-            return g
-
-    x = torch.arange(float(torch.Size(shape).numel())).reshape(shape).requires_grad_()
-    loss_of(Spy.apply(x)).backward()
-    return seen[0]
 
 
 def weights(*shape: int) -> torch.Tensor:
