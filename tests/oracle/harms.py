@@ -34,6 +34,8 @@ PREDICTS: dict[str, str] = {
     ),
     "AGL104": r"changed:grad:leaf-grad|wrong:double:second",
     "AGL105": r"wrong:double:second",
+    # B: a `.view` of the incoming gradient that merges dims raises on a transposed one
+    "AGL204": r"raise:\w+:RuntimeError: view size is not compatible with input tensor's size",
     # C: __torch_function__ / __torch_dispatch__ overrides and modes
     "AGL301": r"wrong:\w+:dtype|wrong:dtype:value|raise:\w+:RuntimeError: .*(dtype|scalar type)",
     "AGL302": r"wrong:\w+:device|wrong:device:value|raise:\w+:RuntimeError: .*device",
@@ -95,6 +97,7 @@ class Generator:
 
 GENERATORS: dict[str, Generator] = {
     "A": Generator(frozenset({"AGL101", "AGL102", "AGL103", "AGL104", "AGL105"})),
+    "AGL204": Generator(frozenset({"AGL204"})),
     "C": Generator(frozenset({"AGL301", "AGL302", "AGL303", "AGL304", "AGL305", "AGL306"})),
     # one generator per contract rule; AGL412's and AGL413's are named for their hazard below
     **{
@@ -135,8 +138,12 @@ def judge(generator: str, harms: list[str], codes: list[str]) -> list[Disagreeme
     if missed:
         name = "+".join(sorted(gen.codes))
         out.append(Disagreement(generator, "missed", name, tuple(missed)))
+    # A program whose process died (`crash:<scenario>:...`, a collective corrupting the heap)
+    # reports that crash alone: the scenarios after it never ran, so a finding whose harm
+    # shows only in one of them (AGL204's `transposed`) has no verdict either way.
+    crashed = any(h.startswith("crash:") for h in harms)
     for code in flagged:
-        if not any(re.search(PREDICTS[code], h) for h in harms):
+        if not any(re.search(PREDICTS[code], h) for h in harms) and not crashed:
             out.append(Disagreement(generator, "false-alarm", code, tuple(harms)))
     return out
 

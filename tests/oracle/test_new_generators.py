@@ -21,6 +21,7 @@ HAZARD: dict[str, Callable[[Tags], bool]] = {
         t["form"] in ("unbound", "one-unbound", "stale-none", "any-branch")
     ),
     "fake-impl": lambda t: t["fake"] == "none",
+    "AGL204": lambda t: t["view"] in ("flat", "flat-as") and t["guard"] != "contiguous",
 }
 
 
@@ -32,3 +33,15 @@ def test_each_new_rules_generator_makes_30_programs_with_and_without_the_hazard(
     texts = {p.text(): HAZARD[family](p.tags) for p in programs}
     assert len(texts) >= 30, f"{family}: {len(texts)} different programs"
     assert set(texts.values()) == {True, False}
+
+
+def test_a_crashed_program_gives_no_false_alarm_verdict() -> None:
+    """A collective that corrupts the heap kills the process in `sum`: the `transposed`
+    scenario AGL204's harm shows in never ran, so its finding is neither right nor wrong;
+    where every scenario ran and none shows the harm, it is a false alarm."""
+    from .harms import judge
+
+    crashed = ["crash:sum:rc=-6:munmap_chunk(): invalid pointer"]
+    assert judge("collectives", crashed, ["AGL204", "AGL406"]) == []
+    (alarm,) = judge("collectives", ["changed:train:upstream"], ["AGL204", "AGL406"])
+    assert alarm.key == "collectives/false-alarm/AGL204"

@@ -16,7 +16,8 @@ autograd on the same math (the batch's `reference`), or a side effect plain auto
 
 Scenarios of the `function` driver (`model(*xs)` against `reference(*xs)`):
 train (`backward` on `out + sibling`, dense upstream gradient), sum (`out.sum().backward()`: the
-stride-0 gradient), grad (`torch.autograd.grad`), retain (two `autograd.grad` calls, the first
+stride-0 gradient), grad (`torch.autograd.grad`), transposed (`grad` with the upstream
+gradients laid out transposed, semantics B1.1), retain (two `autograd.grad` calls, the first
 with `retain_graph=True`), double (`create_graph=True`, then second order), partial (each input
 in turn without requires_grad), nonleaf (inputs `w * 1.0`, used again after the call), mutate
 (inputs changed in place between forward and backward: a correct gradient or an error is fine,
@@ -218,6 +219,7 @@ class FunctionDriver:
             ("train", self.train),
             ("sum", self.sum),
             ("grad", self.grad),
+            ("transposed", self.transposed),
             ("retain", self.retain),
             ("double", self.double),
             ("nonleaf", self.nonleaf),
@@ -341,6 +343,22 @@ class FunctionDriver:
         ]
         obs["!leaf-grad"] = bool(touched)
         return obs
+
+    def transposed(self, call: Callable[..., Any], grad: set[int]) -> dict[str, Any]:
+        """`grad`, with each upstream gradient of two or more dims laid out transposed (the
+        same values, the strides a consumer that transposes the output hands backward,
+        semantics B1.1); refused where no output has two dims."""
+        xs = _inputs(self.prog, grad)
+        outs = self._forward(call, xs)
+        roots, ups = self._roots(outs)
+        if not any(u.dim() >= 2 for u in ups):
+            raise Refused()
+        ups = [
+            u.transpose(-2, -1).contiguous().transpose(-2, -1) if u.dim() >= 2 else u for u in ups
+        ]
+        wanted = [xs[k] for k in sorted(grad)]
+        got = torch.autograd.grad(roots, wanted, ups, allow_unused=True)
+        return {f"grad{k}": g for k, g in zip(sorted(grad), got, strict=True)}
 
     def retain(self, call: Callable[..., Any], grad: set[int]) -> dict[str, Any]:
         xs = _inputs(self.prog, grad)

@@ -9,12 +9,13 @@ from ..program import Chooser, Program
 from .contract import gen_402, gen_403, gen_404, gen_405, gen_407, gen_408, gen_409
 from .counts import gen_401, gen_410, gen_411
 from .customops import gen_fake_impl
-from .gradients import gen_406, gen_collectives, gen_needs_input_grad
+from .gradients import gen_204, gen_406, gen_collectives, gen_needs_input_grad
 from .overrides import gen_c
 from .reentrant import gen_a
 
 GENERATE: dict[str, Callable[[Chooser], Program]] = {
     "A": gen_a,
+    "AGL204": gen_204,
     "C": gen_c,
     "AGL401": gen_401,
     "AGL402": gen_402,

@@ -48,6 +48,46 @@ def gen_406(c: Chooser) -> Program:
     )
 
 
+VIEWS_204 = {
+    "flat": "{t}.view(-1)",  # merges the two dims: raises on a transposed gradient (B1.7)
+    "flat-as": "{t}.view_as({t}.sum(0).repeat({t}.shape[0]))",
+    "same": "{t}.view({t}.shape)",  # merges nothing (B1.8)
+    "unsqueeze": "{t}.view(1, *{t}.shape)[0]",
+    "split": "{t}.view(*{t}.shape[:-1], {t}.shape[-1], 1)",
+    "reshape": "{t}.reshape(-1)",  # the fix: a copy where the view would raise (B1.9)
+}
+GUARDS_204 = {
+    "none": [],
+    "contiguous": ["g = g.contiguous()"],  # dense: every view works
+    "clone": ["g = g.clone()"],  # keeps a transposed gradient's strides (B1.4b)
+    "scale": ["g = g * 1.0"],  # an elementwise result keeps the layout
+}
+
+
+def gen_204(c: Chooser) -> Program:
+    """backward viewing its incoming gradient (or an alias of it) into another shape: a view
+    that merges dims raises when the gradient arrives transposed (the `transposed` scenario),
+    one that merges none never does."""
+    view = c.pick("view", list(VIEWS_204))
+    guard = c.pick("guard", list(GUARDS_204))
+    alias = c.pick("alias", ["g", "h=g", "h=g.data"])
+    target = "g" if alias == "g" else "h"
+    body = list(GUARDS_204[guard])
+    if alias != "g":
+        body.append(alias.replace("=", " = ", 1))
+    body.append("flat = " + VIEWS_204[view].replace("{t}", target))
+    body.append("return (flat * 2.0).reshape(g.shape)")
+    parts = Parts(sig=Sig("plain", ("x",)), forward=["out = x * 2.0"], ctx_lines=[], backward=body)
+    files = render(c, parts, ["single", "base-other-module", "mixin-other-module"])
+    return Program(
+        family="AGL204",
+        files=files,
+        reference="def reference(x):\n    return x * 2.0\n",
+        inputs=[[2, 3]],
+        function="Fn",
+    )
+
+
 COLLECTIVES = {
     "all_reduce": ("dist.all_reduce({t})", "all_reduce"),
     "all_reduce-async": ("dist.all_reduce({t}, async_op=True).wait()", "all_reduce"),
