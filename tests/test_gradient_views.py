@@ -109,6 +109,9 @@ def test_every_gradient_of_star_grads_is_one() -> None:
         "shape = grad_output.shape\nflat = grad_output.reshape(-1, shape[-1])\n"
         "return flat.view(*shape), None",
         "flat = grad_output.flatten()\nreturn flat.view_as(grad_output), None",
+        "shape = grad_output.shape\nflat = grad_output.reshape(-1, shape[-1])\n"
+        "out = torch.empty_like(flat) if ctx.needs_input_grad[1] else flat\n"
+        "return out.view(*shape), None",
         # not the gradient: a saved input, a fresh result
         "x, w = ctx.saved_tensors\nreturn x.view(-1), None",
         "return grad_output.matmul(ctx.saved_tensors[1]).view(-1), None",

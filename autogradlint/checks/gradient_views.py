@@ -230,10 +230,23 @@ def _param_at(expr: cst.BaseExpression, flow: MethodFlow, order: int) -> str | N
     return None
 
 
-def _reshaped_from(expr: cst.BaseExpression, flow: MethodFlow, order: int) -> str | None:
-    """The parameter `expr` was made from by `_SHAPE_ONLY` methods alone."""
+def _reshaped_from(
+    expr: cst.BaseExpression, flow: MethodFlow, order: int, depth: int = 0
+) -> str | None:
+    """The parameter `expr` was made from by `_SHAPE_ONLY` methods alone. Of a conditional
+    value (`torch.empty_like(dY) if gemma else dY`), the branches that are the gradient must
+    all be, and the others fresh tensors of torch's (not the gradient: not this rule's)."""
     for _ in range(32):
         expr, order = _resolved(expr, flow, order)
+        if isinstance(expr, cst.IfExp) and depth < 4:
+            roots = set()
+            for branch in (expr.body, expr.orelse):
+                if isinstance(branch, cst.Call) and (dotted(branch.func) or "").startswith(
+                    "torch."
+                ):
+                    continue
+                roots.add(_reshaped_from(branch, flow, order, depth + 1))
+            return roots.pop() if len(roots) == 1 else None
         if (
             isinstance(expr, cst.Call)
             and isinstance(expr.func, cst.Attribute)
