@@ -214,3 +214,38 @@ def test_a_decorator_whose_source_makes_the_arguments_contiguous_guards_the_view
     (finding,) = _findings(DECORATED.format(decorator="@functools.lru_cache"))
     assert finding.line == 23
     assert _findings(DECORATED.format(decorator="@make_dense")) == []
+
+
+TILED = """\
+import torch
+
+
+class TiledMLP(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, shards):
+        ctx.save_for_backward(x)
+        ctx.shards = shards
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, *grads):
+        (x,) = ctx.saved_tensors
+        hidden_size = x.shape[-1]
+        x = x.reshape(-1, hidden_size)
+        incoming_grad = grads[0].reshape(-1, hidden_size)
+        x_shards = list(torch.chunk(x, chunks=ctx.shards, dim=0))
+        offset = 0
+        for i, x_shard in enumerate(x_shards):
+            step = x_shard.shape[0]
+            shard = incoming_grad.narrow(0, offset, step).view_as({target})
+            offset += step
+        return shard, None
+"""
+
+
+def test_rows_of_the_same_width_viewed_as_each_other_are_quiet() -> None:
+    # DeepSpeed's tiled MLP: a row slice of the gradient reshaped to width H, viewed as a
+    # dim-0 chunk of the input reshaped to the same width: the same shape
+    assert _findings(TILED.format(target="x_shard")) == []
+    (finding,) = _findings(TILED.format(target="x_shard.flatten()"))
+    assert finding.line == 21

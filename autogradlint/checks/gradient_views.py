@@ -63,7 +63,7 @@ class GradientViews(Check):
                 continue
             if _dtype_view(call) or _per_sample(call) or _merges_no_dims(call, func.value, module):
                 continue
-            if _back_to_own_shape(call, flow, site.order):
+            if _back_to_own_shape(call, flow, site.order) or _same_rows(call, flow, site.order):
                 continue
             found.append((site.order, call, func, state))
         for order, call, func, state in found:
@@ -204,6 +204,91 @@ def _back_to_own_shape(call: cst.Call, flow: MethodFlow, order: int) -> bool:
     if call.func.attr.value == "view_as":
         return _param_at(target, flow, order) == root
     return _shape_of_param(target, flow, order) == root
+
+
+def _same_rows(call: cst.Call, flow: MethodFlow, order: int) -> bool:
+    """`g2.narrow(0, i, n).view_as(x_shard)` after `g2 = g.reshape(-1, H)` and `x_shard` a
+    dim-0 chunk of `x.reshape(-1, H)` (DeepSpeed's tiled MLP): both are rows of width `H`, and
+    a view between two 2-D shapes of the same width and element count is the same shape: it
+    merges no dims (B1.8)."""
+    assert isinstance(call.func, cst.Attribute)
+    if call.func.attr.value != "view_as" or len(call.args) != 1:
+        return False
+    mine = _rows_of(call.func.value, flow, order)
+    return mine is not None and mine == _rows_of(call.args[0].value, flow, order)
+
+
+def _rows_of(expr: cst.BaseExpression, flow: MethodFlow, order: int) -> str | None:
+    """The width `H`, as written, when `expr` is rows of `t.reshape(-1, H)` / `t.view(-1, H)`:
+    that tensor, a dim-0 `narrow`, or a dim-0 `torch.chunk` / `torch.split` piece (also as a
+    loop over a list of them)."""
+    for _ in range(16):
+        if isinstance(expr, cst.Name):
+            definition = flow.definition_before(expr.value, order)
+            if definition is None or not isinstance(definition.value, cst.BaseExpression):
+                return None
+            value = definition.value
+            loop = definition.kind == "loop"
+            if (  # `for i, piece in enumerate(pieces)`
+                definition.kind == "unpack"
+                and isinstance(definition.node, cst.For)
+                and definition.index == 1
+                and isinstance(value, cst.Call)
+                and dotted(value.func) == "enumerate"
+                and value.args
+            ):
+                loop, value = True, value.args[0].value
+            elif definition.kind not in ("assign", "loop"):
+                return None
+            expr, order = value, definition.order
+            if loop:  # `for piece in pieces`: one of `pieces`
+                expr, order = _resolved(expr, flow, order)
+                if isinstance(expr, cst.Call) and dotted(expr.func) == "list" and expr.args:
+                    expr = expr.args[0].value
+                if not _dim0_pieces(expr):
+                    return None
+                assert isinstance(expr, cst.Call)
+                expr = expr.args[0].value
+            continue
+        if isinstance(expr, cst.Subscript) and _dim0_pieces(expr.value):
+            assert isinstance(expr.value, cst.Call)
+            expr = expr.value.args[0].value  # `torch.chunk(t, n, dim=0)[i]`
+            continue
+        if not isinstance(expr, cst.Call) or not isinstance(expr.func, cst.Attribute):
+            return None
+        name = expr.func.attr.value
+        args = [a.value for a in expr.args]
+        if name == "narrow" and args and _is_zero(args[0]):
+            expr = expr.func.value
+            continue
+        if (
+            name in ("reshape", "view")
+            and len(args) == 2
+            and all(a.keyword is None and not a.star for a in expr.args)
+            and isinstance(args[0], cst.UnaryOperation)
+            and isinstance(args[0].operator, cst.Minus)
+            and isinstance(args[0].expression, cst.Integer)
+            and args[0].expression.value == "1"
+        ):
+            return cst.Module([]).code_for_node(args[1])
+        return None
+    return None
+
+
+def _dim0_pieces(expr: cst.BaseExpression) -> bool:
+    """`torch.chunk(t, n, dim=0)` / `torch.split(t, n, dim=0)` (dim 0 as the default too)."""
+    if not isinstance(expr, cst.Call) or not expr.args or expr.args[0].keyword is not None:
+        return False
+    if (dotted(expr.func) or "") not in ("torch.chunk", "torch.split"):
+        return False
+    dims = [a.value for a in expr.args if a.keyword is not None and a.keyword.value == "dim"]
+    positional = [a.value for a in expr.args if a.keyword is None]
+    dim = dims[0] if dims else positional[2] if len(positional) > 2 else None
+    return dim is None or _is_zero(dim)
+
+
+def _is_zero(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Integer) and expr.value == "0"
 
 
 def _resolved(
