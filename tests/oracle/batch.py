@@ -74,12 +74,14 @@ class Log:
     started: str | None
     scenario: str
     seen: list[str]
+    first: bool = True  # the program it was running was the first this process ran
 
 
 def _parse(stdout: str) -> Log:
     log = Log({}, None, "import", [])
     for line in stdout.splitlines():
         if line.startswith("@@START "):
+            log.first = log.started is None and not log.done
             log.started, log.scenario, log.seen = line.split(" ", 1)[1], "import", []
         elif line.startswith("@@SCEN "):
             log.scenario = line.split(" ", 1)[1]
@@ -93,12 +95,16 @@ def _parse(stdout: str) -> Log:
 
 
 def _children(
-    root: Path, specs: list[dict[str, object]], world: int, timeout: float
+    root: Path, specs: list[dict[str, object]], world: int, timeout: float, alone: bool = False
 ) -> dict[str, list[str]]:
     """Run the specs in one subprocess (world 0) or one gloo group of `world` ranks, each rank
     running every spec; a program's harms are those of any rank. A child that dies costs only
-    the program it was running (`crash:<scenario>:...`): the rest run again without it."""
-    tag = str(specs[0]["id"])
+    the program it was running: the rest run again without it, and, unless it was the first
+    its process ran, that program runs again alone, in fresh processes (`alone`), whose verdict
+    is its own: an earlier program of the same process may have corrupted the heap (an
+    in-place collective past the storage of a stride-0 gradient, B2.9) and the abort shown
+    later. Dying first or alone is `crash:<scenario>:...`, beside the harms seen before it."""
+    tag = str(specs[0]["id"]) + ("-alone" if alone else "")
     path = root / f"batch-{tag}.json"
     results: dict[str, list[str]] = {}
     attempt = 0
@@ -134,6 +140,7 @@ def _children(
         found: dict[str, list[str]] = {}
         dead: tuple[str, str, str] | None = None
         before: list[str] = []  # the harms the dead program showed before it died, any rank
+        own = alone  # whether the death is the dead program's own (it ran first, or alone)
         parsed = [_parse(log.read_text()) for log in logs]
         for p, log, out in zip(procs, logs, parsed, strict=True):
             for key, harms in out.done.items():
@@ -143,7 +150,7 @@ def _children(
                 text = log.read_text()
                 tail = [line for line in text.splitlines() if not line.startswith(("@@", "{"))]
                 why = f"rc={p.returncode}:{(tail[-1] if tail else '')[:120]}"
-                dead = (out.started, out.scenario, why)
+                dead, own = (out.started, out.scenario, why), own or out.first
         if dead is not None:
             for out in parsed:
                 if out.started == dead[0]:
@@ -157,8 +164,12 @@ def _children(
         if len(results) < len(specs):
             pending = [str(s["id"]) for s in specs if s["id"] not in results]
             if dead is None or dead[0] in results:
-                dead, before = (pending[0], "unknown", "no result"), []
-            results[dead[0]] = [*before, f"crash:{dead[1]}:{dead[2]}"]
+                dead, before, own = (pending[0], "unknown", "no result"), [], alone
+            if own:
+                results[dead[0]] = [*before, f"crash:{dead[1]}:{dead[2]}"]
+            else:
+                spec = next(s for s in specs if s["id"] == dead[0])
+                results.update(_children(root, [spec], world, timeout, alone=True))
     return results
 
 
