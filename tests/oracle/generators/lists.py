@@ -32,6 +32,34 @@ KEEPS = [
     "ints",  # ns: list[int], kept and read
     "size",  # shape: torch.Size, kept and read
 ]
+# The quiet forms: (forward's parameter, forward's line, what it keeps, backward's return, the
+# call in `model`, the reference's math).
+QUIET: dict[str, tuple[str, list[str], str, list[str], str, str]] = {
+    "kept-len": (
+        "ws: {annotation}",
+        ["out = x * float(len(ws))"],
+        "ctx.ws = ws",
+        ["return g * float(len(ctx.ws)), None"],
+        "Fn.apply(x, {passed})",
+        "x * 1.0",
+    ),
+    "ints": (
+        "ns: list[int]",
+        ["out = x * float(ns[1])"],
+        "ctx.ns = ns",
+        ["return g * float(ctx.ns[1]), None"],
+        "Fn.apply(x, [w.numel(), 2])",
+        "x * 2.0",
+    ),
+    "size": (
+        "shape: torch.Size",
+        ["out = x * torch.ones(shape, dtype=x.dtype)"],
+        "ctx.shape = shape",
+        ["return g * torch.ones(ctx.shape, dtype=g.dtype), None"],
+        "Fn.apply(x, w.shape)",
+        "x * 1.0",
+    ),
+}
 # How backward reads the first tensor of the kept container.
 READS = {
     "index": ["w0 = ctx.ws[0]"],
@@ -69,27 +97,12 @@ def gen_ctx_lists(c: Chooser) -> Program:
             backward = [*READS[read]]
         backward.append("return g * w0, None")
         call = f"Fn.apply(x, {passed})"
-    elif keep == "kept-len":
-        param = f"ws: {annotation}"
-        forward = ["out = x * float(len(ws))"]
-        stash = "ctx.ws = ws"
-        backward = ["return g * float(len(ctx.ws)), None"]
-        call = f"Fn.apply(x, {passed})"
-        reference = "def reference(x, w):\n    return x * 1.0\n"
-    elif keep == "ints":
-        param, imports = "ns: list[int]", ""
-        forward = ["out = x * float(ns[1])"]
-        stash = "ctx.ns = ns"
-        backward = ["return g * float(ctx.ns[1]), None"]
-        call = "Fn.apply(x, [w.numel(), 2])"
-        reference = "def reference(x, w):\n    return x * 2.0\n"
-    else:  # size
-        param, imports = "shape: torch.Size", ""
-        forward = ["out = x * torch.ones(shape, dtype=x.dtype)"]
-        stash = "ctx.shape = shape"
-        backward = ["return g * torch.ones(ctx.shape, dtype=g.dtype), None"]
-        call = "Fn.apply(x, w.shape)"
-        reference = "def reference(x, w):\n    return x * 1.0\n"
+    else:  # a form D3.1 does not reach: the values are never read, or are not tensors
+        param, forward, stash, backward, call, math = QUIET[keep]
+        param = param.format(annotation=annotation)
+        imports = imports if keep == "kept-len" else ""
+        call = call.format(passed=passed)
+        reference = f"def reference(x, w):\n    return {math}\n"
     parts = Parts(
         sig=Sig(style, ("x", "w")),
         forward=forward,
