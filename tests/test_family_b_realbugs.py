@@ -699,3 +699,58 @@ def test_a_contiguity_check_before_the_copy_raises_first() -> None:
     copy = "torch::Tensor const mat2_contig = mat2.contiguous();"
     assert _how(SPMM.format(first=check, second=copy), "coo_spmm")[1] == CHECKED
     assert _how(SPMM.format(first=copy, second=check), "coo_spmm")[1] == GUARDED
+
+
+# Megatron's fused_kernels/__init__.py (a02-megatron-3): no setup.py; `load(args)` builds each
+# extension at run time through a nested helper that hands `cpp_extension.load` its own `name`
+# and `sources`, and fused_softmax.py then does `import scaled_masked_softmax_cuda`. The module
+# is the project's own C++, read like a setup.py declaration: the in-place backward writes the
+# gradient (AGL202); the one that allocates its result and makes the gradient contiguous is
+# clean, not an "unknown module" warning.
+JIT_LOADER = """\
+import pathlib
+
+from torch.utils import cpp_extension
+
+
+def load(args):
+    srcpath = pathlib.Path(__file__).parent.absolute()
+
+    def _load_helper(name, sources, extra_cuda_flags):
+        return cpp_extension.load(name=name, sources=sources, extra_cuda_cflags=extra_cuda_flags)
+
+    sources = [srcpath / "masked_softmax.cpp", srcpath / "masked_softmax_cuda.cu"]
+    masked_softmax_cuda = _load_helper("masked_softmax_cuda", sources, [])
+    sources = [srcpath / "triang_softmax.cpp", srcpath / "triang_softmax_cuda.cu"]
+    triang_softmax_cuda = _load_helper("triang_softmax_cuda", sources, [])
+"""
+
+
+def _megatron(tmp_path: Path, module: str) -> list[tuple[str, int, str]]:
+    root = tmp_path / module
+    kernels = root / "fused_kernels"
+    kernels.mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[project]\nname = 'megatronlike'\n")
+    (kernels / "__init__.py").write_text(JIT_LOADER)
+    for stem, kernel in (("masked_softmax", FRESH), ("triang_softmax", IN_PLACE)):
+        (kernels / f"{stem}.cpp").write_text(BINDING)
+        (kernels / f"{stem}_cuda.cu").write_text(kernel)
+    (root / "softmax.py").write_text(APEX_PY.format(module=module))
+    return _project_b(root)
+
+
+def test_an_extension_loaded_at_run_time_through_a_helper_is_read_from_its_sources(
+    tmp_path: Path,
+) -> None:
+    assert _megatron(tmp_path, "triang_softmax_cuda") == [("AGL202", 13, "error")]
+    assert _megatron(tmp_path, "masked_softmax_cuda") == []
+
+
+def test_the_loads_a_python_file_makes_name_their_sources() -> None:
+    from autogradlint.native.loaders import loads_in
+
+    found = loads_in(JIT_LOADER, (".cpp", ".cu"))
+    assert found["masked_softmax_cuda"] == {"masked_softmax.cpp", "masked_softmax_cuda.cu"}
+    assert found["triang_softmax_cuda"] == {"triang_softmax.cpp", "triang_softmax_cuda.cu"}
+    # a `load` that is not torch's (names are not evidence) declares nothing
+    assert loads_in(JIT_LOADER.replace("cpp_extension.load(", "other.load("), (".cu",)) == {}
