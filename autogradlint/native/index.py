@@ -483,7 +483,7 @@ def forget() -> None:
     _native_files.cache_clear()
     declared_sources.cache_clear()
     declared_extensions.cache_clear()
-    _run_time_loads.cache_clear()
+    run_time_loads.cache_clear()
 
 
 _DECLARED = re.compile(
@@ -526,13 +526,13 @@ def declared_sources(root: str) -> dict[str, frozenset[str]]:
                 found[module] = found.get(module, frozenset()) | files
                 last = module.rsplit(".", 1)[-1]
                 found[last] = found.get(last, frozenset()) | files
-    for module, files in _run_time_loads(root).items():
+    for module, files in run_time_loads(root).items():
         found[module] = found.get(module, frozenset()) | files
     return found
 
 
 @functools.lru_cache(maxsize=8)
-def _run_time_loads(root: str) -> dict[str, frozenset[str]]:
+def run_time_loads(root: str) -> dict[str, frozenset[str]]:
     """The extensions the project's Python loads at run time (`cpp_extension.load(name=...)`),
     read from the Python files beside its native sources: a loader names its sources relative
     to itself (`srcpath / "softmax.cpp"`), so it lives where they do."""
@@ -584,5 +584,4 @@ def declared_extensions(root: str) -> frozenset[str]:
         for alias in set(_ALIASED.findall(text)):
             call = re.compile(rf"""\b{alias}\s*\(\s*(?:name\s*=\s*)?["']([\w.]+)["']""")
             names.update(call.findall(text))
-    names.update(_run_time_loads(root))
     return frozenset(names)
