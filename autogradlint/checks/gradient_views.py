@@ -26,8 +26,6 @@ from .reads import Reads
 # The view methods and the reshape that takes the same arguments (B1.9: the same view where
 # the view works, a copy where it raises).
 RESHAPE_OF = {"view": "reshape", "view_as": "reshape_as"}
-# What a tensor's shape is read as: `g.shape`, `g.size()`
-_SHAPE_READS = ("shape", "size")
 
 
 class GradientViews(Check):
