@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autogradlint.checks import REGISTRY
 from autogradlint.checks.gates import Gate
 from autogradlint.checks.reads import Reads
+from autogradlint.checks.registry import REGISTRY
 from autogradlint.engine.hygiene import HYGIENE
 from autogradlint.meta import RuleFileError, all_rules, get_rule, parse_rule, rules_dir
 
