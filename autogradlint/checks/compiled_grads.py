@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
+from typing import ClassVar
 
 import libcst as cst
 
@@ -124,9 +125,12 @@ class GradState:
 class CompiledGradients(Check):
     """AGL201 (raw read) and AGL202 (write into a shared grad buffer)."""
 
-    codes = ("AGL201", "AGL202")
+    codes: ClassVar[tuple[str, ...]] = ("AGL201", "AGL202")
     gate = function_gate(b"def backward", custom_ops=True)
     reads = Reads(functions=True, custom_ops=True)
+    # The rule a raw read is reported under: AGL203 follows saved forward inputs through the
+    # same machinery (checks/saved_inputs.py), the tensor it tracks being all that differs.
+    read_code: ClassVar[str] = "AGL201"
     _collectives: CollectiveReads | None = None  # made on first use, per file
 
     def run(self) -> None:
@@ -147,13 +151,11 @@ class CompiledGradients(Check):
         flow = self.ctx.flow(method)
         self.loaded: set[str] = set()  # names bound to loaded modules (by evidence)
         self._states: dict[int, dict[tuple[int, int], GradState | None]] = {}
-        grads = set(flow.params[1:])
-        if flow.vararg:
-            grads.add(flow.vararg)
-        if not grads:
-            return
         self.method = method
         self.info = info
+        grads = self._tracked(flow)
+        if not grads:
+            return
         self._none_why: dict[int, str | None] = {}  # per method: why a gradient may be None
         self._nested = _nested_defs(method)
         self._methods: frozenset[str] | None = None
@@ -161,6 +163,13 @@ class CompiledGradients(Check):
         self._via = ""  # set while a Function's forward is read for the backward calling it
         self._handed: dict[str, GradState] = {}  # that forward's parameters: what they got
         self._calls(flow, grads, info.name)
+
+    def _tracked(self, flow: MethodFlow) -> set[str]:
+        """The names of backward whose values are followed: its gradient parameters."""
+        grads = set(flow.params[1:])
+        if flow.vararg:
+            grads.add(flow.vararg)
+        return grads
 
     def _calls(self, flow: MethodFlow, grads: set[str], cls: str) -> None:
         """AGL201 / AGL202 for the calls of `flow` that take one of `grads`."""
@@ -490,13 +499,11 @@ class CompiledGradients(Check):
             unproven = self._write_unproven(
                 evidence.writes, "" if evidence.known else shown, shown, evidence.may_write
             )
-            self.report(
-                "AGL201",
+            self._raw_read(
                 arg.value,
-                fix=self._contiguous_fix(arg, flow, unproven),
-                severity=evidence.severity,
-                grad=source_of(self.ctx.facts.module, arg.value),
-                callee=f"{module.lstrip('.')}.{prefix}*" if prefix else module.lstrip("."),
+                self._contiguous_fix(arg, flow, unproven),
+                evidence.severity,
+                callee=shown,
                 cls=cls,
                 evidence=f"`{written}` is `{helper}(...)`, a function of compiled "
                 f"`{module.lstrip('.')}`: {evidence.text}",
@@ -1253,7 +1260,7 @@ class CompiledGradients(Check):
             grad = f"({grad})"  # the help says `{grad}.contiguous()`: keep the precedence
         evidence = self._via_text(evidence)
         self.report(
-            "AGL201",
+            self.read_code,
             value,
             fix=None if self._via else fix,
             severity=severity,
