@@ -123,6 +123,14 @@ def test_no_copy_in_forward_fires_only_on_a_proven_raw_read() -> None:
         return ext.raw_double(x) * x
 """
     assert _saved(_function(raw_forward, _backward("x"))) == []
+    # The same through a project function that hands it on as it is.
+    through_helper = """\
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return launch(x) * x
+"""
+    helper = "\n\ndef launch(t):\n    return ext.raw_double(t)\n"
+    assert _saved(_function(through_helper, _backward("x")) + helper) == []
     # Nothing read of the backward kernel and no copy in forward: no evidence, no finding.
     unknown = """\
     def backward(ctx, grad):

@@ -153,16 +153,15 @@ class CompiledGradients(Check):
         self._states: dict[int, dict[tuple[int, int], GradState | None]] = {}
         self.method = method
         self.info = info
-        grads = self._tracked(flow)
-        if not grads:
-            return
         self._none_why: dict[int, str | None] = {}  # per method: why a gradient may be None
         self._nested = _nested_defs(method)
         self._methods: frozenset[str] | None = None
         self._raw_address = False  # the call being resolved is handed a gradient's address
         self._via = ""  # set while a Function's forward is read for the backward calling it
         self._handed: dict[str, GradState] = {}  # that forward's parameters: what they got
-        self._calls(flow, grads, info.name)
+        grads = self._tracked(flow)
+        if grads:
+            self._calls(flow, grads, info.name)
 
     def _tracked(self, flow: MethodFlow) -> set[str]:
         """The names of backward whose values are followed: its gradient parameters."""

@@ -9,9 +9,10 @@ from typing import ClassVar
 
 import libcst as cst
 
-from ..analysis.compiled import RAW_READ, compiled_callee
+from ..analysis.compiled import RAW_READ, compiled_by_evidence, compiled_callee
 from ..analysis.flow import CallSite, MethodFlow
 from ..analysis.names import dotted
+from ..analysis.reading import Unreadable
 from ..analysis.source_text import code_of
 from ..edits import Fix
 from ..text.ast_walk import ast_dotted
@@ -251,13 +252,37 @@ class SavedInputs(CompiledGradients):
         return ""
 
     def _raw_in(self, forward: MethodFlow, name: str) -> bool:
-        """Whether forward hands the input as it came to compiled code."""
+        """Whether forward hands the input as it came to compiled code: itself, or through a
+        project function that passes it on without making it contiguous."""
         facts, settings, native = self.ctx.facts, self.ctx.settings, self.ctx.native
-        return any(
-            compiled_callee(site.node, facts, settings, native) is not None
-            and any(_is_input(arg.value, forward, name, site.order) for arg in site.node.args)
-            for site in self._given(forward, name)
-        )
+        for site in self._given(forward, name):
+            call = site.node
+            given = [
+                (position, arg)
+                for position, arg in enumerate(call.args)
+                if not arg.star and _is_input(arg.value, forward, name, site.order)
+            ]
+            if not given:
+                continue
+            if compiled_callee(call, facts, settings, native) or compiled_by_evidence(
+                call, facts, native
+            ):
+                return True
+            where = self._where(site, forward)
+            if isinstance(where, (tuple, list, Unreadable)):
+                return True  # a table of compiled functions, or code that cannot be read
+            written = dotted(call.func)
+            found = self.ctx.summaries.function(written) if written is not None else None
+            summary = self.ctx.summaries.summary(*found) if found is not None else None
+            if summary is None:
+                continue
+            for position, arg in given:
+                index = position
+                if arg.keyword is not None and arg.keyword.value in summary.params:
+                    index = summary.params.index(arg.keyword.value)
+                if any(r.param == index and not r.guarded for r in summary.reaches):
+                    return True
+        return False
 
     @staticmethod
     def _given(forward: MethodFlow, name: str) -> Iterator[CallSite]:
