@@ -1047,6 +1047,11 @@ class CompiledGradients(Check):
             memo[key] = self._trace(expr, flow, grads, order, depth)
         return memo[key]
 
+    def _origin(self, expr: cst.BaseExpression, flow: MethodFlow, order: int) -> GradState | None:
+        """A tracked tensor that is no parameter (AGL203: a binding of `ctx.saved_tensors`);
+        a gradient is a parameter, found by name below."""
+        return None
+
     def _trace(
         self,
         expr: cst.BaseExpression,
@@ -1057,6 +1062,9 @@ class CompiledGradients(Check):
     ) -> GradState | None:
         if depth > 20:
             return None
+        origin = self._origin(expr, flow, order)
+        if origin is not None:
+            return origin
         if isinstance(expr, cst.Name):
             if (definition := flow.definition_before(expr.value, order)) is None:
                 return None
@@ -1254,6 +1262,10 @@ class CompiledGradients(Check):
     ) -> None:
         """AGL201 at the gradient argument `value` (`grad`: the tensor to make contiguous,
         when `value` is not it)."""
+        judged = self._judged(value, severity, evidence)
+        if judged is None:
+            return
+        evidence, fixable = judged
         grad = grad or source_of(self.ctx.facts.module, value)
         if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation, cst.IfExp)):
             grad = f"({grad})"  # the help says `{grad}.contiguous()`: keep the precedence
@@ -1261,13 +1273,20 @@ class CompiledGradients(Check):
         self.report(
             self.read_code,
             value,
-            fix=None if self._via else fix,
+            fix=fix if fixable and not self._via else None,
             severity=severity,
             grad=grad,
             callee=callee,
             cls=cls,
             evidence=evidence,
         )
+
+    def _judged(
+        self, value: cst.BaseExpression, severity: str | None, evidence: str
+    ) -> tuple[str, bool] | None:
+        """Whether a raw read of `value` is reported: the evidence it is told with and
+        whether its fix is offered, or None. A gradient's always is, with its fix."""
+        return evidence, True
 
     def _via_text(self, evidence: str) -> str:
         """The evidence, led by the `apply` the gradient went through (when it did)."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -14,15 +12,11 @@ from ..analysis.flow import CallSite, MethodFlow
 from ..analysis.names import dotted
 from ..analysis.reading import Unreadable
 from ..analysis.source_text import code_of
-from ..edits import Fix
-from ..text.ast_walk import ast_dotted
-from ..text.ast_walk import walk as walk_ast
 from .compiled_grads import CompiledGradients, GradState
 from .gates import function_gate
 from .reads import Reads
 
 _SAVED = frozenset({"saved_tensors", "saved_variables"})
-_HELPER_DEPTH = 2  # how many project calls deep forward's dense copy is looked for
 
 
 @dataclass(frozen=True)
@@ -70,23 +64,14 @@ class SavedInputs(CompiledGradients):
         self._ctx = flow.params[0]
         return {"<saved>"}  # the roots are bindings of ctx.saved_tensors, not parameters
 
-    def _trace(
-        self,
-        expr: cst.BaseExpression,
-        flow: MethodFlow,
-        grads: set[str],
-        order: int,
-        depth: int = 0,
-    ) -> GradState | None:
+    def _origin(self, expr: cst.BaseExpression, flow: MethodFlow, order: int) -> GradState | None:
         position = self._saved_position(expr, flow, order)
-        if position is not None:
-            saved = self._saved.get(position)
-            if saved is None:
-                return None
-            root = code_of(expr) if not isinstance(expr, cst.Name) else expr.value
-            self._roots[root] = saved
-            return GradState(root, False, False, root)
-        return super()._trace(expr, flow, grads, order, depth)
+        saved = self._saved.get(position) if position is not None else None
+        if saved is None:
+            return None
+        root = expr.value if isinstance(expr, cst.Name) else code_of(expr)
+        self._roots[root] = saved
+        return GradState(root, False, False, root)
 
     def _saved_position(self, expr: cst.BaseExpression, flow: MethodFlow, order: int) -> int | None:
         """The position in `ctx.saved_tensors` that `expr` is bound to: a name unpacked from
@@ -134,9 +119,7 @@ class SavedInputs(CompiledGradients):
         saved: dict[int, SavedInput] = {}
         for position, name in by_position.items():
             if name is not None and forward is not None:
-                saved[position] = SavedInput(
-                    name, self._dense_copy(forward, name), self._raw_in(forward, name)
-                )
+                saved[position] = SavedInput(name, *self._forward_use(forward, name))
         return saved
 
     def _forward(self) -> _Forward | None:
@@ -199,130 +182,79 @@ class SavedInputs(CompiledGradients):
             return inputs[definition.index]
         return None
 
-    def _dense_copy(self, forward: MethodFlow, name: str) -> str:
-        """Where forward, or a project function it hands the input to, makes it contiguous."""
-        for site in self._given(forward, name):
-            call = site.node
-            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "contiguous":
-                return f"makes it contiguous for its own kernel (`{code_of(call)}`)"
-            written = dotted(call.func)
-            if written is None:
-                continue
-            for position, arg in enumerate(call.args):
-                if arg.star or not _is_input(arg.value, forward, name, site.order):
-                    continue
-                found = self.ctx.summaries.function(written)
-                if found is None:
-                    continue
-                param = _parameter(found[1], position, arg.keyword)
-                shown = self._made_dense(found[0], found[1], param, 0)
-                if shown:
-                    return f"hands it to `{written}`, which makes it contiguous ({shown})"
-        return ""
-
-    def _made_dense(
-        self, path: str, function: ast.FunctionDef, param: str | None, depth: int
-    ) -> str:
-        """How a project function makes its parameter `param` contiguous (its code), or ""."""
-        if param is None:
-            return ""
-        for node in walk_ast(function):
-            if not isinstance(node, ast.Call):
-                continue
-            func = node.func
-            if (
-                isinstance(func, ast.Attribute)
-                and func.attr == "contiguous"
-                and isinstance(func.value, ast.Name)
-                and func.value.id == param
-            ):
-                return f"`{param}.contiguous()` in `{function.name}`"
-            written = ast_dotted(func)
-            if depth >= _HELPER_DEPTH or written is None:
-                continue
-            for position, arg in enumerate(node.args):
-                if isinstance(arg, ast.Name) and arg.id == param:
-                    found = self.ctx.summaries.function(written, path)
-                    if found is None:
-                        break
-                    inner = _parameter(found[1], position, None)
-                    shown = self._made_dense(found[0], found[1], inner, depth + 1)
-                    if shown:
-                        return shown
-        return ""
-
-    def _raw_in(self, forward: MethodFlow, name: str) -> bool:
-        """Whether forward hands the input as it came to compiled code: itself, or through a
-        project function that passes it on without making it contiguous."""
-        facts, settings, native = self.ctx.facts, self.ctx.settings, self.ctx.native
-        for site in self._given(forward, name):
-            call = site.node
-            given = [
-                (position, arg)
-                for position, arg in enumerate(call.args)
-                if not arg.star and _is_input(arg.value, forward, name, site.order)
+    def _forward_use(self, forward: MethodFlow, name: str) -> tuple[str, bool]:
+        """What forward does with its input `name` where compiled code gets it: how the help
+        tells the dense copy it hands a kernel ("" when it hands none), and whether it also
+        hands the input as it came to compiled code (directly, or through a project function
+        that passes it on unguarded)."""
+        dense, raw = "", False
+        for site in forward.calls:
+            held = [
+                (position, arg, how)
+                for position, arg in enumerate(site.node.args)
+                if not arg.star and (how := _held(arg.value, forward, name, site.order))
             ]
-            if not given:
+            if not held:
                 continue
-            if compiled_callee(call, facts, settings, native) or compiled_by_evidence(
-                call, facts, native
-            ):
-                return True
-            where = self._where(site, forward)
-            if isinstance(where, (tuple, list, Unreadable)):
-                return True  # a table of compiled functions, or code that cannot be read
-            written = dotted(call.func)
+            if self._compiled(site, forward):
+                for _, arg, how in held:
+                    raw = raw or how == "raw"
+                    if how == "dense" and not dense:
+                        callee = dotted(site.node.func) or code_of(site.node.func)
+                        dense = (
+                            f"hands its kernel a dense copy (`{code_of(arg.value)}` to `{callee}`)"
+                        )
+                continue
+            written = dotted(site.node.func)
             found = self.ctx.summaries.function(written) if written is not None else None
             summary = self.ctx.summaries.summary(*found) if found is not None else None
             if summary is None:
                 continue
-            for position, arg in given:
+            for position, arg, how in held:
                 index = position
                 if arg.keyword is not None and arg.keyword.value in summary.params:
                     index = summary.params.index(arg.keyword.value)
-                if any(r.param == index and not r.guarded for r in summary.reaches):
-                    return True
-        return False
+                reaches = [r for r in summary.reaches if r.param == index]
+                raw = raw or (how == "raw" and any(not r.guarded for r in reaches))
+                guarded = next((r for r in reaches if r.guarded or how == "dense"), None)
+                if guarded is not None and not dense:
+                    dense = (
+                        f"hands it to `{written}`, which makes it contiguous before compiled "
+                        f"`{guarded.callee.lstrip('.')}`"
+                    )
+        return dense, raw
 
-    @staticmethod
-    def _given(forward: MethodFlow, name: str) -> Iterator[CallSite]:
-        """Forward's calls that are handed the input as it came, or called on it."""
-        for site in forward.calls:
-            call = site.node
-            on = call.func.value if isinstance(call.func, cst.Attribute) else None
-            if (on is not None and _is_input(on, forward, name, site.order)) or any(
-                _is_input(arg.value, forward, name, site.order) for arg in call.args
-            ):
-                yield site
+    def _compiled(self, site: CallSite, forward: MethodFlow) -> bool:
+        """Whether a call of forward runs compiled code, or code the linter cannot read (a
+        per-device table of compiled functions included)."""
+        facts, settings, native = self.ctx.facts, self.ctx.settings, self.ctx.native
+        call = site.node
+        if compiled_callee(call, facts, settings, native) or compiled_by_evidence(
+            call, facts, native
+        ):
+            return True
+        if not self._may_lead_somewhere(call, forward) and not isinstance(call.func, cst.Subscript):
+            return False  # a method of a tensor (`x.view(...)`): torch's
+        return isinstance(self._where(site, forward), (tuple, list, Unreadable))
 
     # --- findings: the gate, and what the help says ------------------------------------------
-    def _raw_read(
-        self,
-        value: cst.BaseExpression,
-        fix: Fix | None,
-        severity: str | None,
-        *,
-        callee: str,
-        cls: str,
-        evidence: str,
-        grad: str = "",
-    ) -> None:
+    def _judged(
+        self, value: cst.BaseExpression, severity: str | None, evidence: str
+    ) -> tuple[str, bool] | None:
         """AGL203, with no fix, where the evidence holds: forward makes the input dense for
         its own kernel (a non-contiguous input is expected there), or the backward kernel
         is proven to read it raw (an error) and forward never handed it to compiled code."""
         state = self._state(value, self._flow, {"<saved>"}, self._order_of(self._flow, value))
         saved = self._roots.get(state.root) if state is not None else None
         if saved is None:
-            return
+            return None
         proven = severity in (None, "error") and RAW_READ in evidence
         if not saved.dense and (not proven or saved.raw_in_forward):
-            return
+            return None
         why = f"Forward saves its input `{saved.name}` as it came" + (
             f", yet {saved.dense}." if saved.dense else ", and hands it to no kernel itself."
         )
-        super()._raw_read(
-            value, None, severity, callee=callee, cls=cls, evidence=f"{why} {evidence}", grad=grad
-        )
+        return f"{why} {evidence}", False
 
     def _write(self, *args: object, **kwargs: object) -> None:
         """A write into a saved input is not this rule's (AGL409 reads backward's writes)."""
@@ -331,17 +263,29 @@ class SavedInputs(CompiledGradients):
         return False  # another Function's forward: its own saves are its own backward's
 
 
+def _held(value: cst.BaseExpression, forward: MethodFlow, name: str, order: int) -> str:
+    """How an argument holds forward's input `name`: "raw" (the input as it came), "dense"
+    (its `.contiguous()`, or a name bound to that), or "" (it does not)."""
+    if _is_input(value, forward, name, order):
+        return "raw"
+    if isinstance(value, cst.Name):
+        definition = forward.definition_before(value.value, order)
+        if definition is None or definition.kind != "assign" or definition.expression is None:
+            return ""
+        value, order = definition.expression, definition.order
+    if (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value == "contiguous"
+        and _is_input(value.func.value, forward, name, order)
+    ):
+        return "dense"
+    return ""
+
+
 def _is_input(value: cst.BaseExpression, forward: MethodFlow, name: str, order: int) -> bool:
     """Whether `value` is forward's input `name` as it came (the parameter, not rebound)."""
     if not isinstance(value, cst.Name) or value.value != name:
         return False
     definition = forward.definition_before(name, order)
     return definition is not None and definition.kind == "param"
-
-
-def _parameter(function: ast.FunctionDef, position: int, keyword: cst.Name | None) -> str | None:
-    """The parameter of `function` an argument at `position` (or by `keyword`) binds."""
-    params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
-    if keyword is not None:
-        return keyword.value if keyword.value in params else None
-    return params[position] if position < len(params) else None
