@@ -123,6 +123,12 @@ def test_no_copy_in_forward_fires_only_on_a_proven_raw_read() -> None:
         return ext.raw_double(x) * x
 """
     assert _saved(_function(raw_forward, _backward("x"))) == []
+    assert (
+        _saved(
+            _function(raw_forward.replace("raw_double(x)", "raw_double(x.data)"), _backward("x"))
+        )
+        == []
+    )
     # The same through a project function that hands it on as it is.
     through_helper = """\
     def forward(ctx, x):
@@ -246,3 +252,48 @@ square.register_autograd(backward, setup_context=setup_context)
     )
     assert _saved(custom_op) == [(custom_op.count("\n") - 3, "error")]
     assert _saved(custom_op.replace("raw_times(x,", "raw_times(x.contiguous(),")) == []
+
+
+TRITON = """\
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _fwd(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n), mask=offsets < n)
+
+
+@triton.jit
+def _bwd(x_ptr, g_ptr, out_ptr, stride_g, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offsets, mask=offsets < n)
+    g = tl.load(g_ptr + offsets * stride_g, mask=offsets < n)
+    tl.store(out_ptr + offsets, x * g, mask=offsets < n)
+
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        out = torch.empty_like(x)
+        _fwd[(triton.cdiv(x.numel(), 1024),)](x.contiguous(), out, x.numel(), BLOCK=1024)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        out = torch.empty_like(g)
+        _bwd[(triton.cdiv(g.numel(), 1024),)](x, g, out, {stride}, g.numel(), BLOCK=1024)
+        return out
+"""
+
+
+def test_a_triton_launch_given_no_strides_for_the_saved_input() -> None:
+    # Forward's launch gets a dense copy; backward's indexes the saved input as dense.
+    assert _saved(TRITON.format(stride="1")) == [(TRITON.count("\n") - 1, "error")]
+    # Given the strides of the tensors beside it, the launch is stride-aware code: the saved
+    # input's own not being matched is no evidence of a dense read.
+    assert _saved(TRITON.format(stride="g.stride(0)")) == []

@@ -100,12 +100,16 @@ def _launch_evidence(reach: Reach) -> ReadEvidence:
     return ReadEvidence(False, None, f"{text}.")
 
 
+# What the help says of a launch given other tensors' strides (AGL203 does not fire on it).
+OTHER_STRIDES = "is read at the wrong places"
+
+
 def _other_strides(launch: str, others: Iterable[str], owner: str) -> str:
     """The pytorch#194719 sentence: a launch indexes the gradient with other tensors' strides."""
     given = ", ".join(f"`{n}.stride(...)`" for n in sorted(others))
     return (
         f"{launch} is given {given}, not {owner} own: a gradient laid out differently (the "
-        "narrow view `torch.cat`'s backward hands each input) is read at the wrong places"
+        f"narrow view `torch.cat`'s backward hands each input) {OTHER_STRIDES}"
     )
 
 

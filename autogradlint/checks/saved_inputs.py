@@ -12,7 +12,7 @@ from ..analysis.flow import CallSite, MethodFlow
 from ..analysis.names import dotted
 from ..analysis.reading import Unreadable
 from ..analysis.source_text import code_of
-from .compiled_grads import CompiledGradients, GradState
+from .compiled_grads import OTHER_STRIDES, CompiledGradients, GradState
 from .gates import function_gate
 from .reads import Reads
 
@@ -246,7 +246,10 @@ class SavedInputs(CompiledGradients):
         is proven to read it raw (an error) and forward never handed it to compiled code."""
         state = self._state(value, self._flow, {"<saved>"}, self._order_of(self._flow, value))
         saved = self._roots.get(state.root) if state is not None else None
-        if saved is None:
+        if saved is None or OTHER_STRIDES in evidence:
+            # A launch given the strides of the tensors beside it is stride-aware code: that
+            # the saved input's own were not matched (a tuple of them bound under `if`:
+            # mamba's `*B_strides`) says nothing of a dense read.
             return None
         proven = severity in (None, "error") and RAW_READ in evidence
         if not saved.dense and (not proven or saved.raw_in_forward):
@@ -266,6 +269,8 @@ class SavedInputs(CompiledGradients):
 def _held(value: cst.BaseExpression, forward: MethodFlow, name: str, order: int) -> str:
     """How an argument holds forward's input `name`: "raw" (the input as it came), "dense"
     (its `.contiguous()`, or a name bound to that), or "" (it does not)."""
+    while isinstance(value, cst.Attribute) and value.attr.value == "data":
+        value = value.value  # `x.data`: the same tensor, the same layout
     if _is_input(value, forward, name, order):
         return "raw"
     if isinstance(value, cst.Name):
