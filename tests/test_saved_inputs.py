@@ -197,6 +197,7 @@ def test_a_dense_copy_in_a_helper_of_forward_is_the_evidence() -> None:
     help_text = _findings(bad)[0].help
     assert "hands it to `indice_conv`, which makes it contiguous" in help_text
     assert "`cumm.tensorview.from_blob`" in help_text
+    assert "how it reads the tensor is not known" in help_text  # AGL201's words, of an input
     fixed = SPCONV.format(guard="features = features.contiguous()")
     assert _saved(fixed) == []
     # Without the copy in forward there is no evidence the input ever arrives strided.

@@ -17,6 +17,15 @@ from .gates import function_gate
 from .reads import Reads
 
 _SAVED = frozenset({"saved_tensors", "saved_variables"})
+# AGL201's sentences (shared evidence) speak of a gradient; AGL203's tensor is a saved input.
+_AS_INPUT = (
+    ("how it reads the gradient", "how it reads the tensor"),
+    (
+        "a gradient laid out otherwise (the stride-0 one of `out.sum()`, a transposed one)",
+        "an input laid out otherwise (a transposed or sliced one)",
+    ),
+    ("a non-contiguous gradient", "a non-contiguous input"),
+)
 
 
 @dataclass(frozen=True)
@@ -257,6 +266,8 @@ class SavedInputs(CompiledGradients):
         why = f"Forward saves its input `{saved.name}` as it came" + (
             f", yet {saved.dense}." if saved.dense else ", and hands it to no kernel itself."
         )
+        for said, meant in _AS_INPUT:
+            evidence = evidence.replace(said, meant)
         return f"{why} {evidence}", False
 
     def _write(self, *args: object, **kwargs: object) -> None:
