@@ -20,6 +20,7 @@ from .gradient_count import GradientCount
 from .input_mutation import InputMutation
 from .reads import Reads, union
 from .reentrant import ReentrantAutograd
+from .saved_inputs import SavedInputs
 from .saved_state import SavedState
 from .static_methods import StaticMethods
 from .torch_function import TorchFunctionConversions
@@ -29,6 +30,7 @@ from .unset_gradients import UnsetGradients
 REGISTRY: tuple[type[Check], ...] = (
     ReentrantAutograd,
     CompiledGradients,
+    SavedInputs,
     TorchFunctionConversions,
     DispatchHandlers,
     TorchFunctionHygiene,
