@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from fnmatch import fnmatchcase
+from typing import ClassVar
 
 import libcst as cst
 
@@ -68,21 +69,28 @@ def _launch_evidence(reach: Reach) -> ReadEvidence:
     return ReadEvidence(False, None, f"{text}.")
 
 
+# What the help says of a launch given other tensors' strides (AGL203 does not fire on it).
+OTHER_STRIDES = "is read at the wrong places"
+
+
 def _other_strides(launch: str, others: Iterable[str], owner: str) -> str:
     """The pytorch#194719 sentence: a launch indexes the gradient with other tensors' strides."""
     given = ", ".join(f"`{n}.stride(...)`" for n in sorted(others))
     return (
         f"{launch} is given {given}, not {owner} own: a gradient laid out differently (the "
-        "narrow view `torch.cat`'s backward hands each input) is read at the wrong places"
+        f"narrow view `torch.cat`'s backward hands each input) {OTHER_STRIDES}"
     )
 
 
 class CompiledGradients(Check):
     """AGL201 (raw read) and AGL202 (write into a shared grad buffer)."""
 
-    codes = ("AGL201", "AGL202")
+    codes: ClassVar[tuple[str, ...]] = ("AGL201", "AGL202")
     gate = function_gate(b"def backward", custom_ops=True)
     reads = Reads(functions=True, custom_ops=True)
+    # The rule a raw read is reported under: AGL203 follows saved forward inputs through the
+    # same machinery (checks/saved_inputs.py), the tensor it tracks being all that differs.
+    read_code: ClassVar[str] = "AGL201"
     _collectives: CollectiveReads | None = None  # made on first use, per file
     _tree: ast.Module | None = None  # the file's whole `ast`, when the apply callers are read
 
@@ -96,12 +104,7 @@ class CompiledGradients(Check):
         """AGL201 / AGL202 for the calls of one backward."""
         flow = self.ctx.flow(method)
         self.loaded: set[str] = set()  # names bound to loaded modules (by evidence)
-        self._tracer = GradientTrace()
-        grads = set(flow.params[1:])
-        if flow.vararg:
-            grads.add(flow.vararg)
-        if not grads:
-            return
+        self._tracer = GradientTrace(self._origin)
         self.method = method
         self.info = info
         self._none_why: dict[int, str | None] = {}  # per method: why a gradient may be None
@@ -109,7 +112,16 @@ class CompiledGradients(Check):
         self._methods: frozenset[str] | None = None
         self._raw_address = False  # the call being resolved is handed a gradient's address
         self._via = ""  # set while a Function's forward is read for the backward calling it
-        self._calls(flow, grads, info.name)
+        grads = self._tracked(flow)
+        if grads:
+            self._calls(flow, grads, info.name)
+
+    def _tracked(self, flow: MethodFlow) -> set[str]:
+        """The names of backward whose values are followed: its gradient parameters."""
+        grads = set(flow.params[1:])
+        if flow.vararg:
+            grads.add(flow.vararg)
+        return grads
 
     def _calls(self, flow: MethodFlow, grads: set[str], cls: str) -> None:
         """AGL201 / AGL202 for the calls of `flow` that take one of `grads`."""
@@ -388,13 +400,11 @@ class CompiledGradients(Check):
             unproven = self._write_unproven(
                 evidence.writes, "" if evidence.known else shown, shown, evidence.may_write
             )
-            self.report(
-                "AGL201",
+            self._raw_read(
                 arg.value,
-                fix=self._contiguous_fix(arg, flow, unproven),
-                severity=evidence.severity,
-                grad=source_of(self.ctx.facts.module, arg.value),
-                callee=f"{module.lstrip('.')}.{prefix}*" if prefix else module.lstrip("."),
+                self._contiguous_fix(arg, flow, unproven),
+                evidence.severity,
+                callee=shown,
                 cls=cls,
                 evidence=f"`{written}` is `{helper}(...)`, a function of compiled "
                 f"`{module.lstrip('.')}`: {evidence.text}",
@@ -1087,6 +1097,11 @@ class CompiledGradients(Check):
         """What gradient `expr` is derived from at `order` (checks/gradient_trace.py)."""
         return self._tracer.state(expr, flow, grads, order)
 
+    def _origin(self, expr: cst.BaseExpression, flow: MethodFlow, order: int) -> GradState | None:
+        """A tracked tensor that is no parameter (AGL203: a binding of `ctx.saved_tensors`);
+        a gradient is a parameter, found by name (checks/gradient_trace.py)."""
+        return None
+
     # --- findings --------------------------------------------------------------------------
     def _check_call(
         self, site: CallSite, callee: tuple[str, str], flow: MethodFlow, grads: set[str], cls: str
@@ -1213,20 +1228,31 @@ class CompiledGradients(Check):
     ) -> None:
         """AGL201 at the gradient argument `value` (`grad`: the tensor to make contiguous,
         when `value` is not it)."""
+        judged = self._judged(value, severity, evidence)
+        if judged is None:
+            return
+        evidence, fixable = judged
         grad = grad or source_of(self.ctx.facts.module, value)
         if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation, cst.IfExp)):
             grad = f"({grad})"  # the help says `{grad}.contiguous()`: keep the precedence
         evidence = self._via_text(evidence)
         self.report(
-            "AGL201",
+            self.read_code,
             value,
-            fix=None if self._via else fix,
+            fix=fix if fixable and not self._via else None,
             severity=severity,
             grad=grad,
             callee=callee,
             cls=cls,
             evidence=evidence,
         )
+
+    def _judged(
+        self, value: cst.BaseExpression, severity: str | None, evidence: str
+    ) -> tuple[str, bool] | None:
+        """Whether a raw read of `value` is reported: the evidence it is told with and
+        whether its fix is offered, or None. A gradient's always is, with its fix."""
+        return evidence, True
 
     def _via_text(self, evidence: str) -> str:
         """The evidence, led by the `apply` the gradient went through (when it did)."""

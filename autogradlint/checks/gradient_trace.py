@@ -4,6 +4,7 @@ it went through on the way: the tracing AGL201/AGL202 judge kernel calls by and 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import libcst as cst
@@ -32,11 +33,18 @@ class GradState:
     pointer: bool = False
 
 
+# `origin(expr, flow, order)`: the state of a tracked tensor that is no parameter, or None
+Origin = Callable[[cst.BaseExpression, MethodFlow, int], "GradState | None"]
+
+
 class GradientTrace:
     """One backward's (or one forward's, reached through `apply`) gradient states, memoised:
     a chain of reassignments is walked once, not once per argument that reaches it."""
 
-    def __init__(self) -> None:
+    def __init__(self, origin: Origin | None = None) -> None:
+        # a tracked tensor that is no parameter (AGL203's bindings of `ctx.saved_tensors`),
+        # asked first at every step of a trace
+        self.origin = origin
         self._states: dict[int, dict[tuple[int, int], GradState | None]] = {}
         # the parameters of a forward `Other.apply(g, ...)` hands gradients to, guarded as far
         # as they were when handed (empty outside such a forward)
@@ -71,6 +79,8 @@ class GradientTrace:
     ) -> GradState | None:
         if depth > 20:
             return None
+        if self.origin is not None and (found := self.origin(expr, flow, order)) is not None:
+            return found
         if isinstance(expr, cst.Name):
             if (definition := flow.definition_before(expr.value, order)) is None:
                 return None
