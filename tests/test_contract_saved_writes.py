@@ -1,0 +1,287 @@
+"""AGL409 on saved tensors the real-bug batches wrote in backward and the rule missed (issue 31):
+an input saved under another name and saved twice (Megatron's cross entropy), and what a
+`setup_context` saved (a custom op's, gsplat's absgrad holder; a Function's). Each: the bad code,
+the finding, the fixed code."""
+
+from __future__ import annotations
+
+from autogradlint import lint_source
+from autogradlint.settings import Settings
+
+
+def _found(code: str, rule: str = "AGL409") -> list[tuple[int, str]]:
+    result = lint_source(code, "example.py", settings=Settings())
+    assert result.error is None
+    return [(f.line, f.severity) for f in result.findings if f.rule_id == rule]
+
+
+# --- an input saved under a local name, with the same call twice -----------------------------
+
+CROSS_ENTROPY = """\
+import torch
+
+
+class CrossEntropy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, logits, target):
+        exp_logits = logits
+        torch.exp(logits, out=exp_logits)
+        exp_logits.div_(exp_logits.sum(dim=-1, keepdim=True))
+        ctx.save_for_backward(exp_logits, target)
+
+        ctx.save_for_backward(exp_logits, target)
+        return exp_logits.gather(-1, target[:, None]).log().neg().sum()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        softmax, target = ctx.saved_tensors
+        grad_input = softmax
+        grad_input[torch.arange(target.numel()), target] -= 1.0
+        return grad_input * grad_output, None
+"""
+
+CROSS_ENTROPY_FIXED = CROSS_ENTROPY.replace(
+    "        grad_input = softmax\n", "        grad_input = softmax.clone()\n"
+)
+
+
+def test_a_saved_alias_of_an_input_written_in_backward_is_the_callers_tensor() -> None:
+    # `exp_logits` is `logits` itself: the caller's tensor (an error, not an intermediate's
+    # warning), though forward saves it twice (the second call replaces the first with the same)
+    assert _found(CROSS_ENTROPY) == [(19, "error")]
+    assert _found(CROSS_ENTROPY_FIXED) == []
+
+
+def test_a_saved_intermediate_under_a_rebound_input_name_stays_a_warning() -> None:
+    made = CROSS_ENTROPY.replace(
+        "        exp_logits = logits\n", "        exp_logits = logits - logits.amax(-1, True)\n"
+    )
+    assert _found(made) == [(19, "warning")]
+
+
+# --- what a custom op's setup_context saved -------------------------------------------------
+
+HOOKS = """\
+import torch
+
+
+class RasterizeHooks:
+    base = "rasterize"
+
+    @staticmethod
+    def setup_context(ctx, inputs, output) -> None:
+        means2d, colors = inputs
+        render, absgrad = output
+        ctx.mark_non_differentiable(absgrad)
+        ctx.save_for_backward(means2d, colors, absgrad)
+
+    @classmethod
+    def backward(cls, ctx, v_render, v_absgrad):
+        means2d, colors, absgrad = ctx.saved_tensors
+        v_abs, v_means2d, v_colors = torch.ops.mylib.rasterize_bwd(means2d, colors, v_render)
+        absgrad.copy_(v_abs)
+        return v_means2d, v_colors
+
+
+def _register(hooks: type) -> None:
+    torch.library.register_autograd(
+        f"mylib::{hooks.base}", hooks.backward, setup_context=hooks.setup_context
+    )
+
+
+_register(RasterizeHooks)
+"""
+
+HOOKS_FIXED = HOOKS.replace(
+    "        absgrad.copy_(v_abs)\n        return v_means2d, v_colors\n",
+    "        return v_means2d, v_colors\n",
+)
+
+
+def test_a_custom_op_backward_writing_an_output_its_setup_context_saved() -> None:
+    # the op's output is the caller's tensor: the write changes it (semantics D9.2)
+    assert _found(HOOKS) == [(18, "error")]
+    assert _found(HOOKS_FIXED) == []
+
+
+SETUP_STYLE = """\
+import torch
+
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(x, w):
+        return x * w
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, w = inputs
+        ctx.save_for_backward(x, w)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        x.mul_(g)
+        return g * w, x
+"""
+
+SETUP_STYLE_FIXED = SETUP_STYLE.replace(
+    "        x.mul_(g)\n        return g * w, x\n", "        return g * w, x * g\n"
+)
+
+
+def test_a_function_backward_writing_an_input_its_setup_context_saved() -> None:
+    # forward has no ctx: setup_context decides what was saved (semantics D9.1)
+    assert _found(SETUP_STYLE) == [(17, "error")]
+    assert _found(SETUP_STYLE_FIXED) == []
+
+
+# --- AGL405: a torch op's `out=`, and `.data =` on an element of `*args` ---------------------
+
+EXP_OUT = """\
+import torch
+
+
+class Softmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, logits):
+        exp_logits = logits
+        torch.exp(logits, out=exp_logits)
+        return exp_logits / exp_logits.sum(-1, keepdim=True)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+"""
+
+EXP_OUT_FIXED = EXP_OUT.replace(
+    "        exp_logits = logits\n", "        exp_logits = logits.clone()\n"
+)
+
+
+def test_a_torch_op_writing_an_input_through_out() -> None:
+    assert _found(EXP_OUT, "AGL405") == [(8, "error")]
+    assert _found(EXP_OUT_FIXED, "AGL405") == []
+
+
+CHECKPOINT = """\
+import torch
+
+
+def set_data(tensor, new_data):
+    assert tensor._base is None
+    tensor.data = new_data
+
+
+class Checkpoint(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, run_function, distribute, *args):
+        ctx.run_function = run_function
+        ctx.distribute = distribute
+        with torch.no_grad():
+            outputs = run_function(*args)
+        if distribute:
+            ctx.shape = args[0].data.shape
+            set_data(args[0], args[0].data.view(-1)[:8].clone())
+        ctx.save_for_backward(*args)
+        return outputs
+
+    @staticmethod
+    def backward(ctx, *grads):
+        inputs = ctx.saved_tensors
+        if ctx.distribute:
+            set_data(inputs[0], inputs[0].data.view(ctx.shape))
+        detached = [x.detach().requires_grad_() for x in inputs]
+        with torch.enable_grad():
+            outputs = ctx.run_function(*detached)
+        torch.autograd.backward(outputs, grads)
+        return (None, None) + tuple(x.grad for x in detached)
+"""
+
+# keep the shard aside (a ctx attribute of the Function's own) instead of the caller's tensor
+CHECKPOINT_FIXED = (
+    CHECKPOINT.replace(
+        "            set_data(args[0], args[0].data.view(-1)[:8].clone())\n",
+        "            ctx.shard = args[0].data.view(-1)[:8].clone()\n",
+    )
+    .replace("        ctx.save_for_backward(*args)\n", "        ctx.save_for_backward(*args[1:])\n")
+    .replace(
+        "            set_data(inputs[0], inputs[0].data.view(ctx.shape))\n",
+        "            inputs = (ctx.shard.view(ctx.shape), *inputs)\n",
+    )
+)
+
+
+def test_data_swapped_on_an_element_of_args_in_forward_and_backward() -> None:
+    # forward gives the caller's args[0] other memory (D5.7); backward gives the saved one
+    # (the same tensor: save_for_backward(*args) saved every input) other memory again
+    assert _found(CHECKPOINT, "AGL405") == [(18, "error")]
+    assert _found(CHECKPOINT, "AGL409") == [(26, "error")]
+    assert _found(CHECKPOINT_FIXED, "AGL405") == []
+    assert _found(CHECKPOINT_FIXED, "AGL409") == []
+
+
+PARTITION = """\
+import torch
+
+
+class Partition(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, run_function, *args):
+        ctx.run_function = run_function
+        for arg in args:
+            arg.data = arg.data.view(-1)[:4].clone()
+        return run_function(*args)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (None,) + grads
+"""
+
+PARTITION_FIXED = PARTITION.replace(
+    "            arg.data = arg.data.view(-1)[:4].clone()\n",
+    "            ctx.parts = [arg.data.view(-1)[:4].clone() for arg in args]\n",
+)
+
+
+def test_data_swapped_on_each_element_of_args_in_a_loop() -> None:
+    assert _found(PARTITION, "AGL405") == [(9, "error")]
+    assert _found(PARTITION_FIXED, "AGL405") == []
+
+
+# --- AGL403: an input forward asks only for `.new()` (old code's empty tensor of its kind) ----
+
+POOL = """\
+import torch
+
+import pool_backend
+
+
+class MaxPool(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, input_features, kernel_size=2):
+        ctx.in_feat = input_features
+        ctx.kernel_size = kernel_size
+        out_feat = input_features.new()
+        pool_backend.max_pool_forward(input_features, out_feat, kernel_size)
+        return out_feat
+
+    @staticmethod
+    def backward(ctx, grad_out_feat):
+        grad_in_feat = grad_out_feat.new()
+        pool_backend.max_pool_backward(ctx.in_feat, grad_in_feat, grad_out_feat, ctx.kernel_size)
+        return grad_in_feat, None
+"""
+
+POOL_FIXED = POOL.replace(
+    "        ctx.in_feat = input_features\n", "        ctx.save_for_backward(input_features)\n"
+).replace(
+    "        pool_backend.max_pool_backward(ctx.in_feat,",
+    "        (in_feat,) = ctx.saved_tensors\n        pool_backend.max_pool_backward(in_feat,",
+)
+
+
+def test_an_input_forward_calls_new_on_is_a_tensor() -> None:
+    # `.new()` is a Tensor method; nothing else forward reads of the input says otherwise
+    assert _found(POOL, "AGL403") == [(9, "warning")]
+    assert _found(POOL_FIXED, "AGL403") == []
