@@ -285,3 +285,117 @@ def test_an_input_forward_calls_new_on_is_a_tensor() -> None:
     # `.new()` is a Tensor method; nothing else forward reads of the input says otherwise
     assert _found(POOL, "AGL403") == [(9, "warning")]
     assert _found(POOL_FIXED, "AGL403") == []
+
+
+# --- AGL403: forward's outputs kept in a tuple that backward unpacks --------------------------
+
+UNPACKED = """\
+import torch
+from torch import Tensor
+
+
+class Interpolate(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: Tensor, key: str):
+        weights = x.softmax(-1)
+        out = x * weights
+        ctx.inputs = (weights, key)
+        return out, weights
+
+    @staticmethod
+    def backward(ctx, grad_out, grad_weights):
+        weights, key = ctx.inputs
+        return grad_out * weights, None
+"""
+
+UNPACKED_FIXED = UNPACKED.replace(
+    "        ctx.inputs = (weights, key)\n",
+    "        ctx.save_for_backward(weights)\n        ctx.key = key\n",
+).replace("        weights, key = ctx.inputs\n", "        (weights,) = ctx.saved_tensors\n")
+
+
+def test_an_output_kept_in_a_tuple_that_backward_unpacks_is_read() -> None:
+    # `weights, key = ctx.inputs`: each element read stands for the attribute (semantics D3.1)
+    assert _found(UNPACKED, "AGL403") == [(10, "warning")]
+    assert _found(UNPACKED_FIXED, "AGL403") == []
+
+
+NEW_OUTPUT = """\
+import torch
+
+
+class InstanceNorm(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, in_feat):
+        norm_feat = in_feat.new()
+        torch.nn.functional.instance_norm(in_feat.unsqueeze(0), out=norm_feat)
+        ctx.norm_feat = norm_feat
+        return norm_feat
+
+    @staticmethod
+    def backward(ctx, out_grad):
+        return out_grad - ctx.norm_feat * (out_grad * ctx.norm_feat).mean()
+"""
+
+NEW_OUTPUT_FIXED = (
+    NEW_OUTPUT.replace(
+        "        ctx.norm_feat = norm_feat\n", "        ctx.save_for_backward(norm_feat)\n"
+    )
+    .replace(
+        "        return out_grad - ctx.norm_feat",
+        "        (norm_feat,) = ctx.saved_tensors\n        return out_grad - norm_feat",
+    )
+    .replace("(out_grad * ctx.norm_feat)", "(out_grad * norm_feat)")
+)
+
+
+def test_an_output_made_by_new_on_a_tensor_input_is_a_tensor() -> None:
+    # the output kept on ctx: output -> grad_fn -> ctx -> output, and no version check
+    assert _found(NEW_OUTPUT, "AGL403") == [(9, "warning")]
+    assert _found(NEW_OUTPUT_FIXED, "AGL403") == []
+
+
+# --- AGL403: an input the callers annotate `Optional[Tensor]` ---------------------------------
+
+CALLER_ANNOTATED = """\
+from typing import Optional
+
+import torch
+
+
+class Rope(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, cu_seqlens):
+        seq_num = 1 if cu_seqlens is None else len(cu_seqlens) - 1
+        ctx.cu_seqlens = cu_seqlens
+        return x * seq_num
+
+    @staticmethod
+    def backward(ctx, g):
+        if ctx.cu_seqlens is not None:
+            g = g.index_select(0, ctx.cu_seqlens[1:] - 1)
+        return g, None
+
+
+def apply_rope(x: torch.Tensor, cu_seqlens: Optional[torch.Tensor] = None) -> torch.Tensor:
+    return Rope.apply(x, cu_seqlens)
+"""
+
+CALLER_ANNOTATED_FIXED = CALLER_ANNOTATED.replace(
+    "        ctx.cu_seqlens = cu_seqlens\n", "        ctx.save_for_backward(cu_seqlens)\n"
+).replace(
+    "        if ctx.cu_seqlens is not None:\n            g = g.index_select(0, ctx.cu_seqlens[1:] - 1)\n",
+    "        (cu_seqlens,) = ctx.saved_tensors\n"
+    "        if cu_seqlens is not None:\n            g = g.index_select(0, cu_seqlens[1:] - 1)\n",
+)
+
+
+def test_an_input_every_caller_annotates_as_a_tensor() -> None:
+    # forward reads only `len()` of it; the one `apply` call hands it an Optional[Tensor]
+    assert _found(CALLER_ANNOTATED, "AGL403") == [(10, "warning")]
+    assert _found(CALLER_ANNOTATED_FIXED, "AGL403") == []
+    # an int from the caller is no tensor
+    plain = CALLER_ANNOTATED.replace(
+        "cu_seqlens: Optional[torch.Tensor]", "cu_seqlens: Optional[int]"
+    )
+    assert _found(plain, "AGL403") == []

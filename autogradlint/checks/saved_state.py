@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ..analysis.apply_sites import TENSOR as ANNOTATED_TENSOR
 from ..analysis.compiled import compiled_callee
 from ..analysis.contract import (
     METADATA_FUNCTIONS,
@@ -79,6 +80,7 @@ class SavedState(Check):
         # an input backward returns a gradient for is a tensor (autograd refuses one for
         # anything else), annotated or not (shown by tests/oracle, K19, K20)
         tensors = seen.tensors | gradient_evidence(contract, info, seen.flow)
+        tensors |= self._annotated_by_callers(info, seen)
         if seen.ctx_name is None:
             # the setup_context style: forward has no ctx, setup_context keeps what
             # backward needs (semantics D3: the same checks apply there)
@@ -113,6 +115,17 @@ class SavedState(Check):
         self._save_for_backward(info, seen, seen.ctx_name)
         self._helper_saves(info, seen.flow, seen.ctx_name)
         self._helper_keeps_forward(info, seen, readers)
+
+    def _annotated_by_callers(self, info: ClassInfo, seen: ForwardInputs) -> set[str]:
+        """Inputs every `apply` call of the file passes a parameter its function annotates
+        `Tensor` (or `Optional[Tensor]`) for: Megatron's `fused_apply_mla_rope_for_q(...,
+        cu_seqlens_q: Optional[torch.Tensor] = None)` handing it to `ApplyMLARotaryEmbQ`."""
+        found: set[str] = set()
+        for slot, param in enumerate(seen.inputs):
+            passed = self.ctx.apply_sites.passed(info.name, slot)
+            if passed and all(kind == ANNOTATED_TENSOR for kind in passed):
+                found.add(param.name.value)
+        return found
 
     def _setup_context(
         self,
@@ -613,6 +626,16 @@ class _MetadataUses(FastVisitor):
                     self.aliases[target.target.value] = attr
                 else:
                     self.aliases.pop(target.target.value, None)
+            elif (
+                isinstance(target.target, (cst.Tuple, cst.List))
+                and attr is not None
+                and isinstance(node.value, cst.Attribute)
+            ):
+                # `in_map, weights = ctx.inputs`: each element stands for the attribute
+                for element in target.target.elements:
+                    if isinstance(element.value, cst.Name):
+                        self.handled.add(id(element.value))
+                        self.aliases[element.value.value] = attr
             else:
                 self.walk(target.target)
         return False
