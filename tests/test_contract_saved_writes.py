@@ -399,3 +399,34 @@ def test_an_input_every_caller_annotates_as_a_tensor() -> None:
         "cu_seqlens: Optional[torch.Tensor]", "cu_seqlens: Optional[int]"
     )
     assert _found(plain, "AGL403") == []
+
+
+# --- AGL405: the input on one branch of a conditional expression ----------------------------
+
+CONDITIONAL = """\
+import torch
+
+
+class Rope(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, cos):
+        q_out = q.clone() if not q.is_contiguous else q
+        q_out.mul_(cos)
+        ctx.save_for_backward(cos)
+        return q_out
+
+    @staticmethod
+    def backward(ctx, g):
+        (cos,) = ctx.saved_tensors
+        return g * cos, None
+"""
+
+CONDITIONAL_FIXED = CONDITIONAL.replace(
+    "        q_out = q.clone() if not q.is_contiguous else q\n", "        q_out = q.clone()\n"
+)
+
+
+def test_an_input_on_one_branch_of_a_conditional_expression() -> None:
+    # `not q.is_contiguous` tests a bound method (always true): q_out is q itself
+    assert _found(CONDITIONAL, "AGL405") == [(8, "error")]
+    assert _found(CONDITIONAL_FIXED, "AGL405") == []

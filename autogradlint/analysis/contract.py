@@ -594,6 +594,13 @@ class ContractView:
             if not setitem and self.kinds(flow).index_copies(expr, order):
                 return None
             return self.alias_of(expr.value, flow, order, roots, helpers, cls, depth + 1)
+        if isinstance(expr, cst.IfExp):
+            # `q if q.is_contiguous() else q.clone()`: the input itself on one branch
+            for branch in (expr.body, expr.orelse):
+                origin = self.alias_of(branch, flow, order, roots, helpers, cls, depth + 1)
+                if origin is not None:
+                    return origin
+            return None
         if isinstance(expr, cst.Attribute) and expr.attr.value in ALIASING:
             return self.alias_of(expr.value, flow, order, roots, helpers, cls, depth + 1)
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
