@@ -430,3 +430,31 @@ def test_an_input_on_one_branch_of_a_conditional_expression() -> None:
     # `not q.is_contiguous` tests a bound method (always true): q_out is q itself
     assert _found(CONDITIONAL, "AGL405") == [(8, "error")]
     assert _found(CONDITIONAL_FIXED, "AGL405") == []
+
+
+UNPACKED_UNREAD = """\
+import torch
+from torch import Tensor
+
+
+class Int8Matmul(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a: Tensor, b: Tensor):
+        scale = a.abs().amax()
+        ctx.tensors = (scale, a, b)
+        return (a / scale).round() @ b
+
+    @staticmethod
+    def backward(ctx, g):
+        scale, _a, b = ctx.tensors
+        return g @ b.t() / scale, None
+"""
+
+
+def test_a_kept_tuple_counts_only_the_tensors_backward_reads() -> None:
+    # `_a` is never read: the input kept at element 1 escapes no check backward relies on
+    # (D3.1 needs a read); `b`, element 2, is read for its values
+    assert _found(UNPACKED_UNREAD, "AGL403") == [(9, "warning")]
+    b_unread = UNPACKED_UNREAD.replace("scale, _a, b = ctx.tensors", "scale, _a, _b = ctx.tensors")
+    b_unread = b_unread.replace("return g @ b.t() / scale, None", "return g / scale, None")
+    assert _found(b_unread, "AGL403") == []
