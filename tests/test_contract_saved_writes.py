@@ -458,3 +458,27 @@ def test_a_kept_tuple_counts_only_the_tensors_backward_reads() -> None:
     b_unread = UNPACKED_UNREAD.replace("scale, _a, b = ctx.tensors", "scale, _a, _b = ctx.tensors")
     b_unread = b_unread.replace("return g @ b.t() / scale, None", "return g / scale, None")
     assert _found(b_unread, "AGL403") == []
+
+
+def test_an_input_chosen_by_a_flag_the_caller_passes_is_not_followed() -> None:
+    # `overwrite` is the caller asking for its tensor to be reused, and the write below is
+    # guarded by `not overwrite`: on that path the buffer is the fresh one
+    flagged = """\
+import torch
+
+
+class FusedLoss(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, hidden, overwrite=False):
+        grad = torch.empty_like(hidden) if not overwrite else hidden
+        if not overwrite:
+            grad.zero_()
+        ctx.save_for_backward(grad)
+        return hidden.sum()
+
+    @staticmethod
+    def backward(ctx, g):
+        (grad,) = ctx.saved_tensors
+        return grad * g, None
+"""
+    assert _found(flagged, "AGL405") == []

@@ -153,6 +153,17 @@ def mutation(node: cst.CSTNode) -> tuple[cst.BaseExpression, cst.CSTNode] | None
     return None
 
 
+def _names_in(expr: cst.CSTNode) -> Iterator[cst.Name]:
+    """The variables an expression reads (not the attribute names in `x.attr`)."""
+    if isinstance(expr, cst.Name):
+        yield expr
+    elif isinstance(expr, cst.Attribute):
+        yield from _names_in(expr.value)
+    else:
+        for child in expr.children:
+            yield from _names_in(child)
+
+
 def _copies_onto_itself(call: cst.Call) -> bool:
     assert isinstance(call.func, cst.Attribute)  # a method call: `t.copy_(...)`
     target = dotted(call.func.value)
@@ -595,10 +606,16 @@ class ContractView:
                 return None
             return self.alias_of(expr.value, flow, order, roots, helpers, cls, depth + 1)
         if isinstance(expr, cst.IfExp):
-            # `q if q.is_contiguous() else q.clone()`: the input itself on one branch
+            # `q if q.is_contiguous() else q.clone()`: the input itself on one branch, chosen
+            # by what the tensor is. A flag the caller passes (`x if inplace else x.clone()`)
+            # is the caller asking for the write, and a later `if not inplace:` may tell the
+            # branches apart again: not followed.
             for branch in (expr.body, expr.orelse):
                 origin = self.alias_of(branch, flow, order, roots, helpers, cls, depth + 1)
-                if origin is not None:
+                if origin is not None and any(
+                    self.alias_of(name, flow, order, roots, helpers, cls, depth + 1) == origin
+                    for name in _names_in(expr.test)
+                ):
                     return origin
             return None
         if isinstance(expr, cst.Attribute) and expr.attr.value in ALIASING:
