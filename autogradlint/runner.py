@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .analysis.dependencies import Current
+from .checks.admission import can_hold_findings, gate_table
 from .checks.gates import Memo, declarations
-from .checks.registry import can_hold_findings
 from .config import Config
 from .engine.request import LintRequest
 from .gitignore import IgnoreRule, is_ignored, parse_gitignore
@@ -462,6 +462,7 @@ def _read_many(batch: list[tuple[str, frozenset[str]]], hashed: bool, workers: i
     # Reading (and outlining) ~1,500 files costs about what loading the engine costs here: one
     # reader then finishes alongside it, and more would only compete with it for the cores.
     readers = 1 if len(batch) <= FILES_PER_ENGINE_LOAD else workers
+    gate_table()  # read here once, for the readers (the checks are imported only without one kept)
     return map_in_forks(partial(_read_batch, hashed=hashed), batch, readers, load_engine)
 
 

@@ -771,23 +771,32 @@ def may_have_plain_methods(text: str, name: str) -> bool:
     """Whether the class `name` of `text` (at any depth) may define a contract method that is
     not a `@staticmethod` or `@classmethod` (an over-approximation: only says no when each def
     of one has such a decorator above it, comments and blank lines between them allowed)."""
-    starts = list(re.finditer(rf"^([ \t]*)class[ \t]+{re.escape(name)}\b", text, re.M))
+    # `class Name` led by its literal, then checked to open its line (a pattern led by `^` is
+    # tried at every line of the file, for each of the project's Function classes)
+    starts = [
+        (len(before), found.end())
+        for found in re.finditer(rf"class[ \t]+{re.escape(name)}\b", text)
+        for before in [text[text.rfind("\n", 0, found.start()) + 1 : found.start()]]
+        if not before.strip(" \t")
+    ]
     if not starts:
         return True
-    return any(_plain_contract_method(text, start) for start in starts)
+    return any(_plain_contract_method(text, indent, end) for indent, end in starts)
 
 
-def _plain_contract_method(text: str, start: re.Match[str]) -> bool:
-    """Whether the class opened at `start` may have a contract method without a decorator that
-    makes it static or a classmethod. Its body ends at the first code line indented no deeper
-    than the `class` keyword."""
-    indent = len(start.group(1))
+_CODE_LINE = re.compile(r"^([ \t]*)(\S)", re.M)
+
+
+def _plain_contract_method(text: str, indent: int, opened: int) -> bool:
+    """Whether the class whose name ends at `opened` (its `class` keyword indented `indent`)
+    may have a contract method without a decorator that makes it static or a classmethod. Its
+    body ends at the first code line indented no deeper than the `class` keyword."""
     end = len(text)
-    for code in re.finditer(r"^([ \t]*)(\S)", text[start.end() :], re.M):
-        if code.group(2) != "#" and len(code.group(1)) <= indent and code.start() > 0:
-            end = start.end() + code.start()
+    for code in _CODE_LINE.finditer(text, opened):  # from the next line: `opened` ends a word
+        if code.group(2) != "#" and len(code.group(1)) <= indent:
+            end = code.start()
             break
-    body = text[start.end() : end]
+    body = text[opened:end]
     for match in _CONTRACT_DEF.finditer(body):
         own = match.group(1)
         above = body[: match.start()].rstrip("\n").split("\n")

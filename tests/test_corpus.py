@@ -212,7 +212,7 @@ def test_fix_round_trip_on_a_copy_of_the_corpus(corpus: Path, tmp_path: Path) ->
 
 def test_pre_slicing_selects_what_the_whole_file_selects(corpus: Path) -> None:
     """On real code, the text scan never changes what reaches libcst (see test_slicing.py)."""
-    from autogradlint.checks.registry import can_hold_findings
+    from autogradlint.checks.admission import can_hold_findings
     from autogradlint.meta import all_rules
     from autogradlint.speed.slicing import slice_source
     from autogradlint.text.outline import class_declarations

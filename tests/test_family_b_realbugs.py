@@ -699,3 +699,129 @@ def test_a_contiguity_check_before_the_copy_raises_first() -> None:
     copy = "torch::Tensor const mat2_contig = mat2.contiguous();"
     assert _how(SPMM.format(first=check, second=copy), "coo_spmm")[1] == CHECKED
     assert _how(SPMM.format(first=copy, second=check), "coo_spmm")[1] == GUARDED
+
+
+# Megatron's fused_kernels/__init__.py (a02-megatron-3): no setup.py; `load(args)` builds each
+# extension at run time through a nested helper that hands `cpp_extension.load` its own `name`
+# and `sources`, and fused_softmax.py then does `import scaled_masked_softmax_cuda`. The module
+# is the project's own C++, read like a setup.py declaration: the in-place backward writes the
+# gradient (AGL202); the one that allocates its result and makes the gradient contiguous is
+# clean, not an "unknown module" warning.
+JIT_LOADER = """\
+import pathlib
+
+from torch.utils import cpp_extension
+
+
+def load(args):
+    srcpath = pathlib.Path(__file__).parent.absolute()
+
+    def _load_helper(name, sources, extra_cuda_flags):
+        return cpp_extension.load(name=name, sources=sources, extra_cuda_cflags=extra_cuda_flags)
+
+    sources = [srcpath / "masked_softmax.cpp", srcpath / "masked_softmax_cuda.cu"]
+    masked_softmax_cuda = _load_helper("masked_softmax_cuda", sources, [])
+    sources = [srcpath / "triang_softmax.cpp", srcpath / "triang_softmax_cuda.cu"]
+    triang_softmax_cuda = _load_helper("triang_softmax_cuda", sources, [])
+"""
+
+
+def _megatron(tmp_path: Path, module: str) -> list[tuple[str, int, str]]:
+    root = tmp_path / module
+    kernels = root / "fused_kernels"
+    kernels.mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[project]\nname = 'megatronlike'\n")
+    (kernels / "__init__.py").write_text(JIT_LOADER)
+    for stem, kernel in (("masked_softmax", FRESH), ("triang_softmax", IN_PLACE)):
+        (kernels / f"{stem}.cpp").write_text(BINDING)
+        (kernels / f"{stem}_cuda.cu").write_text(kernel)
+    (root / "softmax.py").write_text(APEX_PY.format(module=module))
+    return _project_b(root)
+
+
+def test_an_extension_loaded_at_run_time_through_a_helper_is_read_from_its_sources(
+    tmp_path: Path,
+) -> None:
+    assert _megatron(tmp_path, "triang_softmax_cuda") == [("AGL202", 13, "error")]
+    assert _megatron(tmp_path, "masked_softmax_cuda") == []
+
+
+def test_the_loads_a_python_file_makes_name_their_sources() -> None:
+    from autogradlint.native.loaders import loads_in
+
+    found = loads_in(JIT_LOADER, (".cpp", ".cu"))
+    assert found["masked_softmax_cuda"] == {"masked_softmax.cpp", "masked_softmax_cuda.cu"}
+    assert found["triang_softmax_cuda"] == {"triang_softmax.cpp", "triang_softmax_cuda.cu"}
+    # a `load` that is not torch's (names are not evidence) declares nothing
+    assert loads_in(JIT_LOADER.replace("cpp_extension.load(", "other.load("), (".cu",)) == {}
+
+
+# tiny-cuda-nn's bindings/torch/tinycudann/modules.py (e02-tcnn-1): the double backward calls
+# `ctx.ctx_fwd.native_module.bwd_bwd_input(..., dinput_grad, ...)`. `ctx_fwd` is the first
+# Function's ctx, handed to `apply` by its backward; that ctx keeps the module its `apply`
+# caller was handed, `self.native_module`, which a subclass makes with `_C.create_network()`:
+# compiled code, so the raw gradient reaching it is a warning, not a Python hook taken as safe.
+TCNN_CALLERS = """\
+import torch
+from tcnn_bindings import _C
+
+
+class _module_function(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, native_module, input, params):
+        ctx.native_module = native_module
+        return native_module.fwd(input, params)
+
+    @staticmethod
+    def backward(ctx, doutput):
+        return None, *_module_function_backward.apply(ctx, doutput.contiguous(), 1)
+
+
+class _module_function_backward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, ctx_fwd, doutput, input):
+        ctx.ctx_fwd = ctx_fwd
+        return doutput * 2, None
+
+    @staticmethod
+    def backward(ctx, dinput_grad, dweight_grad):
+        out = ctx.ctx_fwd.native_module.bwd_bwd_input({grad})
+        return None, out, None
+
+
+class Module(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.native_module = self._native_module()
+        self.params = torch.nn.Parameter(torch.zeros(4))
+
+    def forward(self, x):
+        return _module_function.apply(self.native_module, x.contiguous(), self.params)
+
+
+class Network(Module):
+    def _native_module(self):
+        return {maker}
+"""
+
+
+def test_agl201_a_module_the_apply_callers_hand_forward_is_judged_by_what_made_it() -> None:
+    bad = TCNN_CALLERS.format(grad="dinput_grad", maker="_C.create_network(4, 4)")
+    found, helps = _b_severity(bad)
+    assert found == [("AGL201", 24, "warning")]
+    assert "`tcnn_bindings._C.create_network` made" in helps[0]
+    fixed = TCNN_CALLERS.format(grad="dinput_grad.contiguous()", maker="_C.create_network(4, 4)")
+    assert _b(fixed) == []
+    # b01-tcnn-1: `_C` bound by `importlib.import_module` in a loop over compute capabilities
+    dynamic = bad.replace(
+        "from tcnn_bindings import _C\n",
+        "import importlib\n\n_C = None\nfor cc in (86, 80):\n    try:\n"
+        '        _C = importlib.import_module(f"tcnn_bindings_{cc}._C")\n'
+        "        break\n    except ImportError:\n        pass\n",
+    )
+    found, helps = _b_severity(dynamic)
+    assert [rule for rule, _, _ in found] == ["AGL201"]
+    assert "dynamic import" in helps[0]
+    # a module the file's own Python makes: its methods are Python, followed as before
+    python = TCNN_CALLERS.format(grad="dinput_grad", maker="torch.nn.Linear(4, 4)")
+    assert _b(python) == []

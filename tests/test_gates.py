@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from autogradlint.checks.admission import can_hold_findings
 from autogradlint.checks.gates import declarations
-from autogradlint.checks.registry import can_hold_findings
 from autogradlint.engine.door import lint
 from autogradlint.engine.request import LintRequest
 from autogradlint.meta import all_rules

@@ -846,3 +846,17 @@ def test_an_extension_declared_through_an_alias_is_declared(tmp_path: Path) -> N
         'ext_modules = [extension("detectron2._C", sources)]\n'
     )
     assert declared_extensions(str(tmp_path)) == {"detectron2._C"}
+
+
+def test_a_file_that_imports_its_own_package_sees_the_project_above_it(tmp_path: Path) -> None:
+    """Megatron's megatron/model/fused_softmax.py (a02-megatron-3, a snapshot with no marker
+    and no `__init__.py`) imports `megatron.model.enums`: Python finds `megatron` in the
+    directory above it, so its native sources (megatron/fused_kernels/) are the project's."""
+    from autogradlint.native.index import native_root
+
+    model = tmp_path / "megatron" / "model"
+    model.mkdir(parents=True)
+    (model / "softmax.py").write_text("import torch\nfrom megatron.model.enums import Kind\n")
+    (model / "alone.py").write_text("import torch\nimport enums\n")
+    assert native_root(str(model / "softmax.py")) == str(tmp_path)
+    assert native_root(str(model / "alone.py")) == str(model)

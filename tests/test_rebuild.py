@@ -22,7 +22,7 @@ import libcst as cst
 import pytest
 
 from autogradlint.analysis.walk import _TRIVIA_PREFIXES
-from autogradlint.checks.registry import can_hold_findings
+from autogradlint.checks.admission import can_hold_findings
 from autogradlint.engine.door import lint
 from autogradlint.engine.request import LintRequest
 from autogradlint.meta import all_rules

@@ -17,7 +17,8 @@ from conftest import ROOT, SQUARE_BUG
 from test_rebuild import _corpus_files
 from test_slicing import CASES
 
-from autogradlint.checks import REGISTRY, Check
+from autogradlint.checks.base import Check
+from autogradlint.checks.registry import REGISTRY
 from autogradlint.engine import pipeline
 from autogradlint.engine.door import lint
 from autogradlint.engine.pipeline import Pass, examine

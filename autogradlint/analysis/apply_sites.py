@@ -46,6 +46,19 @@ class ApplySites:
         ]
         return found or None
 
+    def handed(
+        self, cls: str, slot: int
+    ) -> list[tuple[ast.expr, ast.ClassDef | None, _Function | None]]:
+        """The expression each `cls.apply(...)` call of the file passes as input `slot`, with
+        the class and the function the call is in (calls that unpack before it are left out:
+        what they pass there is not known)."""
+        found: list[tuple[ast.expr, ast.ClassDef | None, _Function | None]] = []
+        for call, owner, function in self._calls(cls, whole=True):
+            args = call.args[: slot + 1]
+            if len(args) > slot and not any(isinstance(a, ast.Starred) for a in args):
+                found.append((call.args[slot], owner, function))
+        return found
+
     def count(self, cls: str) -> int | None:
         """How many arguments every `cls.apply(...)` call of the file passes, when they all
         pass the same number, positionally and without unpacking (None otherwise)."""

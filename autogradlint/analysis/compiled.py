@@ -186,6 +186,10 @@ def _told(found: Evidence | None, name: str) -> ReadEvidence:
     )
 
 
+# What the help says of C++ proven to read a tensor as dense memory (AGL203 fires on it alone).
+RAW_READ = "reads it through `data_ptr()` with dense indexing"
+
+
 def describe(found: Evidence | None, name: str) -> ReadEvidence:
     if found is None:
         # Compiled code without its source: unknown, never clean, and never proven wrong either.
@@ -204,7 +208,7 @@ def describe(found: Evidence | None, name: str) -> ReadEvidence:
         return ReadEvidence(
             False,
             None,
-            f"{entry} reads it through `data_ptr()` with dense indexing ({found.where}).",
+            f"{entry} {RAW_READ} ({found.where}).",
         )
     where = f" ({found.where})" if found.where else ""
     return ReadEvidence(

@@ -71,36 +71,41 @@ def registers_fake(
                 rf"TORCH_LIBRARY_IMPL\s*\(\s*{re.escape(namespace)}\s*,\s*(?:{_FAKE_KEYS})\b", text
             )
         )
-    # Each pattern holds the op's name or its Python name, and a registering word: one whose
-    # literals the text lacks cannot match, and is neither built nor compiled (each op's
-    # patterns are new to `re`, which compiles them at more cost than the search)
+    # Each pattern holds a literal of the op's name (`::op"`, `.op`, `"op"`) or its Python
+    # name, and a registering word: one whose literals the text lacks cannot match, and is
+    # neither built nor compiled (each op's patterns are new to `re`, which compiles them at
+    # more cost than the search). A short name (`mm`) is in most texts; quoted, rarely.
     by_name = short in text
     by_python = python is not None and python in text
     if not (by_name or by_python):
         return False
     registers = any(word in text for word in _REGISTER_WORDS)
     keyed = any(word in text for word in _FAKE_KEY_WORDS)
+    spaced = by_name and (f"::{short}'" in text or f'::{short}"' in text)
+    quoted = by_name and (f"'{short}'" in text or f'"{short}"' in text)
+    dotted = by_name and f".{short}" in text and "torch.ops." in text
     name = re.escape(short)
     space = re.escape(namespace) if namespace else r"[^\"']*"
     ops_space = re.escape(namespace) if namespace else r"\w+"
     patterns = []
-    if by_name and registers:
-        patterns += [
-            # torch.library.register_fake("ns::op") / impl_abstract / register_meta, f-strings
-            rf"(?:register_fake|impl_abstract|register_meta)\s*\(\s*f?[\"']{space}::{name}[\"']",
-            # register_fake(torch.ops.ns.op.default)
-            rf"(?:register_fake|impl_abstract)\s*\(\s*torch\.ops\.{ops_space}\.{name}\b",
-        ]
-    if by_name and keyed:
+    if spaced and registers:
+        # torch.library.register_fake("ns::op") / impl_abstract / register_meta, f-strings
+        patterns.append(
+            rf"(?:register_fake|impl_abstract|register_meta)\s*\(\s*f?[\"']{space}::{name}[\"']"
+        )
+    if dotted and registers:
+        # register_fake(torch.ops.ns.op.default)
+        patterns.append(
+            rf"(?:register_fake|impl_abstract)\s*\(\s*torch\.ops\.{ops_space}\.{name}\b"
+        )
+    if spaced and keyed:
+        # torch.library.impl("ns::op", "Meta"), register_kernel
+        patterns.append(rf"[\"']{space}::{name}[\"'][^\n]*[\"'](?:{_FAKE_KEYS})[\"']")
+    if quoted and keyed:
         # lib.impl("op", fn, "Meta") names the op without its namespace: that of the Library
         # the file builds, so it is the op's only where the file builds one of its namespace
         bare = "" if namespace is None or _builds_library(text, namespace) else "(?!)"
-        patterns += [
-            # torch.library.impl("ns::op", "Meta"), register_kernel
-            rf"[\"']{space}::{name}[\"'][^\n]*[\"'](?:{_FAKE_KEYS})[\"']",
-            # lib.impl("op", fn, "Meta")
-            rf"{bare}[\"']{name}[\"'][^\n]*[\"'](?:{_FAKE_KEYS})[\"']",
-        ]
+        patterns.append(rf"{bare}[\"']{name}[\"'][^\n]*[\"'](?:{_FAKE_KEYS})[\"']")
     if by_python and registers:
         word = re.escape(python or "")
         patterns += [

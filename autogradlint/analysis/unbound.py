@@ -16,6 +16,7 @@ MAX_PATHS is not judged (nothing reported), so a report is never a guess.
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -421,6 +422,58 @@ def unbound_reads(function: cst.FunctionDef, returns_only: bool = False) -> list
         _MEMO.reset(memo)
         _ALIASES.reset(token)
     return sorted(found, key=lambda r: _position(function, r.node))
+
+
+def returns_bound(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether `ast` alone shows that `unbound_reads(returns_only=True)` of this function finds
+    nothing: every name a `return` reads (nested functions' too: more names, never fewer) is a
+    parameter, or bound nowhere in it (not a local), or bound by a top-level assignment before
+    the first top-level statement holding a `return`, and never deleted or bound by `except
+    ... as` (which unbinds it). Every path to a return has bound it then, so the libcst parse
+    and the path walk a helper would cost can be skipped."""
+    args = function.args
+    params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    read: set[str] = set()
+    bound: set[str] = set()
+    unbound: set[str] = set()  # deleted, or an except clause's name
+    for node in ast.walk(function):
+        if isinstance(node, ast.Return) and node.value is not None:
+            read |= {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            (unbound if isinstance(node.ctx, ast.Del) else bound).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node is not function:  # its own name is the module's
+                bound.add(node.name)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).partition(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            unbound.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bound.add(node.rest)
+    locals_read = (read & (bound | unbound)) - params
+    if not locals_read:
+        return True
+    if locals_read & unbound:
+        return False
+    early: set[str] = set()
+    for statement in function.body:
+        if any(isinstance(n, ast.Return) for n in ast.walk(statement)):
+            break
+        targets: list[ast.expr] = []
+        if isinstance(statement, ast.Assign):
+            targets = statement.targets
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            targets = [statement.target]
+        early |= {
+            n.id
+            for target in targets
+            for n in ast.walk(target)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
+    return locals_read <= early
 
 
 class _Guards(FastVisitor):

@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
+from typing import ClassVar
 
 import libcst as cst
 
@@ -39,7 +40,7 @@ from ..analysis.walk import FastVisitor
 from ..edits import Edits, Fix
 from ..native.modules import module_file
 from ..preconditions import Unproven, verdict
-from ..text.ast_walk import ast_dotted
+from ..text.ast_walk import ast_dotted, parse_quietly
 from ..text.ast_walk import walk as walk_ast
 from .base import Check
 from .collective_layout import CollectiveReads
@@ -99,12 +100,16 @@ def _launch_evidence(reach: Reach) -> ReadEvidence:
     return ReadEvidence(False, None, f"{text}.")
 
 
+# What the help says of a launch given other tensors' strides (AGL203 does not fire on it).
+OTHER_STRIDES = "is read at the wrong places"
+
+
 def _other_strides(launch: str, others: Iterable[str], owner: str) -> str:
     """The pytorch#194719 sentence: a launch indexes the gradient with other tensors' strides."""
     given = ", ".join(f"`{n}.stride(...)`" for n in sorted(others))
     return (
         f"{launch} is given {given}, not {owner} own: a gradient laid out differently (the "
-        "narrow view `torch.cat`'s backward hands each input) is read at the wrong places"
+        f"narrow view `torch.cat`'s backward hands each input) {OTHER_STRIDES}"
     )
 
 
@@ -124,10 +129,14 @@ class GradState:
 class CompiledGradients(Check):
     """AGL201 (raw read) and AGL202 (write into a shared grad buffer)."""
 
-    codes = ("AGL201", "AGL202")
+    codes: ClassVar[tuple[str, ...]] = ("AGL201", "AGL202")
     gate = function_gate(b"def backward", custom_ops=True)
     reads = Reads(functions=True, custom_ops=True)
+    # The rule a raw read is reported under: AGL203 follows saved forward inputs through the
+    # same machinery (checks/saved_inputs.py), the tensor it tracks being all that differs.
+    read_code: ClassVar[str] = "AGL201"
     _collectives: CollectiveReads | None = None  # made on first use, per file
+    _tree: ast.Module | None = None  # the file's whole `ast`, when the apply callers are read
 
     def run(self) -> None:
         facts = self.ctx.facts
@@ -147,11 +156,6 @@ class CompiledGradients(Check):
         flow = self.ctx.flow(method)
         self.loaded: set[str] = set()  # names bound to loaded modules (by evidence)
         self._states: dict[int, dict[tuple[int, int], GradState | None]] = {}
-        grads = set(flow.params[1:])
-        if flow.vararg:
-            grads.add(flow.vararg)
-        if not grads:
-            return
         self.method = method
         self.info = info
         self._none_why: dict[int, str | None] = {}  # per method: why a gradient may be None
@@ -160,7 +164,16 @@ class CompiledGradients(Check):
         self._raw_address = False  # the call being resolved is handed a gradient's address
         self._via = ""  # set while a Function's forward is read for the backward calling it
         self._handed: dict[str, GradState] = {}  # that forward's parameters: what they got
-        self._calls(flow, grads, info.name)
+        grads = self._tracked(flow)
+        if grads:
+            self._calls(flow, grads, info.name)
+
+    def _tracked(self, flow: MethodFlow) -> set[str]:
+        """The names of backward whose values are followed: its gradient parameters."""
+        grads = set(flow.params[1:])
+        if flow.vararg:
+            grads.add(flow.vararg)
+        return grads
 
     def _calls(self, flow: MethodFlow, grads: set[str], cls: str) -> None:
         """AGL201 / AGL202 for the calls of `flow` that take one of `grads`."""
@@ -490,13 +503,11 @@ class CompiledGradients(Check):
             unproven = self._write_unproven(
                 evidence.writes, "" if evidence.known else shown, shown, evidence.may_write
             )
-            self.report(
-                "AGL201",
+            self._raw_read(
                 arg.value,
-                fix=self._contiguous_fix(arg, flow, unproven),
-                severity=evidence.severity,
-                grad=source_of(self.ctx.facts.module, arg.value),
-                callee=f"{module.lstrip('.')}.{prefix}*" if prefix else module.lstrip("."),
+                self._contiguous_fix(arg, flow, unproven),
+                evidence.severity,
+                callee=shown,
                 cls=cls,
                 evidence=f"`{written}` is `{helper}(...)`, a function of compiled "
                 f"`{module.lstrip('.')}`: {evidence.text}",
@@ -832,19 +843,20 @@ class CompiledGradients(Check):
         return self._methods
 
     def _stored_on_ctx(
-        self, rest: str, site: CallSite, depth: int
+        self, rest: str, site: CallSite, depth: int, owner: str | None = None
     ) -> str | Unreadable | tuple[str, str] | None:
         """`ctx.attr...(g)`: what forward stored as `ctx.attr`, judged where forward made it
         (`ctx.impl = ScanImpl(...)`: Python). A parameter stored as it came is what the caller
-        handed to `apply` (or, for a legacy Function, to its constructor): the callers are not
-        read. Handed a gradient it is taken as Python (a hook, a state object, a portal: what
+        handed to `apply` (or, for a legacy Function, to its constructor): the file's `apply`
+        calls are read for it (`_handed_by_callers`). Handed a gradient, a parameter no caller
+        shows to be compiled is taken as Python (a hook, a state object, a portal: what
         callers pass there); handed a gradient's raw address (`g.data_ptr()`) it is code that
         reads memory, not known here (spline_conv's CuPy kernel stored on `self`). None when
-        the class stores no such attribute."""
-        if self.info.node is None:
+        the class (`owner`, else backward's own) stores no such attribute."""
+        if self.info.node is None or depth >= 8:
             return None
         contract = self.ctx.contract()
-        found = {c.name: c for c in contract.classes()}.get(self.info.name)
+        found = {c.name: c for c in contract.classes()}.get(owner or self.info.name)
         if found is None:
             return None
         attr, _, more = rest.partition(".")
@@ -869,7 +881,9 @@ class CompiledGradients(Check):
                 given = flow.definition_before(name, given.order) if name else None
             if given is not None and given.kind == "param":
                 if not self._raw_address:
-                    return PYTHON
+                    slot = flow.params.index(value.value) - 1 if method == "forward" else -1
+                    held = self._handed_by_callers(found.name, slot, more, site, depth)
+                    return held if held is not None else PYTHON
                 called = dotted(site.node.func) or f"ctx.{rest}"
                 return Unreadable(
                     called,
@@ -888,6 +902,157 @@ class CompiledGradients(Check):
         if bound is None:
             return None
         return self._where_written(bound + (f".{more}" if more else ""), at, flow, depth + 1)
+
+    def _handed_by_callers(
+        self, cls: str, slot: int, rest: str, site: CallSite, depth: int
+    ) -> Unreadable | tuple[str, str] | None:
+        """What the file's `cls.apply(...)` calls hand forward's input `slot`, which forward
+        stores on ctx as it came, when one of them is compiled code: a compiled function
+        (judged by its C++), or an object that compiled code made (its methods are not
+        read). tiny-cuda-nn's double backward calls `ctx.ctx_fwd.native_tcnn_module.bwd_bwd_input`:
+        `ctx_fwd` is the first Function's ctx, handed by its backward, and that ctx holds the
+        module `_C.create_network(...)` made. None when no caller shows compiled code."""
+        if slot < 0:
+            return None
+        for expr, owner, function in self.ctx.apply_sites.handed(cls, slot):
+            where = self._caller_value(expr, owner, function, rest, site, depth + 1)
+            if where is not None:
+                return where
+        return None
+
+    def _caller_value(
+        self,
+        expr: ast.expr,
+        owner: ast.ClassDef | None,
+        function: ast.FunctionDef | ast.AsyncFunctionDef | None,
+        rest: str,
+        site: CallSite,
+        depth: int,
+    ) -> Unreadable | tuple[str, str] | None:
+        """`_handed_by_callers` for one argument: another Function's ctx (its backward hands
+        its own, `Other.apply(ctx, g)`), the calling module's `self.attr`, or a name the file
+        imports."""
+        params = (
+            [a.arg for a in (*function.args.posonlyargs, *function.args.args)] if function else []
+        )
+        if isinstance(expr, ast.Name) and params and expr.id == params[0] and owner is not None:
+            if rest and owner.name != self.info.name:
+                stored = self._stored_on_ctx(rest, site, depth, owner.name)
+                if isinstance(stored, (Unreadable, tuple)):
+                    return stored
+            return None
+        written = ast_dotted(expr)
+        if written is None:
+            return None
+        head, _, attr = written.partition(".")
+        called = dotted(site.node.func) or rest
+        if head == "self" and owner is not None and attr and "." not in attr:
+            for value in self._held_by_module(owner, attr):
+                made = self._made_by(value, owner, called, depth)
+                if made is not None:
+                    return made
+            return None
+        if head in params or (function is not None and _binds(function, head)):
+            return None  # the caller's own local: what it holds is not known here
+        facts = self.ctx.facts
+        if not facts.imports.is_imported(head):
+            return None
+        resolved = facts.imports.resolve_dotted(written + (f".{rest}" if rest else ""))
+        code = imported_code(resolved, self.ctx.summaries.path, self.ctx.native)
+        if code == COMPILED:
+            return "extension", resolved
+        return unreadable_import(resolved, code)
+
+    def _held_by_module(self, owner: ast.ClassDef, attr: str) -> list[ast.expr]:
+        """What a class (or a subclass of the file) assigns to `self.<attr>`."""
+        values = []
+        for cls in self._with_subclasses(owner):
+            for node in walk_ast(cls):
+                if isinstance(node, ast.Assign) and any(
+                    ast_dotted(t) == f"self.{attr}" for t in node.targets
+                ):
+                    values.append(node.value)
+        return values
+
+    def _made_by(
+        self, value: ast.expr, owner: ast.ClassDef, called: str, depth: int
+    ) -> Unreadable | None:
+        """Whether compiled code made `value`: a call of an imported compiled function, or a
+        method of the class (or of a subclass) that returns one (`self._native_module()`)."""
+        if not isinstance(value, ast.Call) or depth >= 8:
+            return None
+        maker = ast_dotted(value.func)
+        if maker is None:
+            return None
+        head, _, method = maker.partition(".")
+        if head == "self" and method and "." not in method:
+            for cls in self._with_subclasses(owner):
+                for node in cls.body:
+                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+                        node.name == method
+                    ):
+                        for returned in walk_ast(node):
+                            if isinstance(returned, ast.Return) and returned.value is not None:
+                                made = self._made_by(returned.value, owner, called, depth + 1)
+                                if made is not None:
+                                    return made
+            return None
+        unread = self._unread_maker(maker)
+        if unread is None:
+            return None  # torch or Python made it: its methods are Python
+        return Unreadable(
+            called,
+            f"is a method of what `{unread.callee}` made (the `apply` callers hand it to "
+            f"forward, which keeps it on ctx), and `{unread.callee}` {unread.why}",
+            unread.compiled,
+        )
+
+    def _unread_maker(self, maker: str) -> Unreadable | None:
+        """Why the code of `maker` (a function written at the file's top level: imported, or
+        a method of a module-level name) cannot be read; None when it is torch's or Python."""
+        head = maker.partition(".")[0]
+        facts = self.ctx.facts
+        if facts.imports.is_imported(head):
+            resolved = facts.imports.resolve_dotted(maker)
+            code = imported_code(resolved, self.ctx.summaries.path, self.ctx.native)
+            return unreadable_import(resolved, code)
+        if head in _BUILTINS:
+            return None
+        values = _module_values(self._whole_tree(), head)
+        if values is None:
+            return None  # a function or class of the file: Python
+        for value in values:
+            if isinstance(value, ast.Call):
+                loader = facts.imports.resolve_dotted(ast_dotted(value.func) or "")
+                if loader in _DYNAMIC_IMPORTS:
+                    # `_C = importlib.import_module(f"bindings_{cc}._C")` in a loop, under `try`
+                    return Unreadable(maker, _DYNAMIC)
+        if values and all(isinstance(v, ast.Constant) and v.value is None for v in values):
+            return _set_at_run_time(maker)
+        return None
+
+    def _whole_tree(self) -> ast.Module:
+        """The file's whole `ast` (the slice libcst parsed may leave its modules out)."""
+        if self._tree is None:
+            self._tree = parse_quietly(self.ctx.facts.source) or ast.Module([], [])
+        return self._tree
+
+    def _with_subclasses(self, owner: ast.ClassDef) -> list[ast.ClassDef]:
+        """The class and the file's classes derived from it (a base class calls
+        `self._native_module()`, which each subclass defines)."""
+        classes = [n for n in walk_ast(self._whole_tree()) if isinstance(n, ast.ClassDef)]
+        found = [c for c in classes if c.name == owner.name and c.lineno == owner.lineno] or [owner]
+        names = {owner.name}
+        grown = True
+        while grown:
+            grown = False
+            for cls in classes:
+                bases = {(ast_dotted(b) or "").rsplit(".", 1)[-1] for b in cls.bases}
+                if cls.name not in names and bases & names:
+                    names.add(cls.name)
+                    found.append(cls)
+                    grown = True
+        return found
 
     def _typed_method(self, func: cst.Attribute, flow: MethodFlow, order: int) -> bool:
         """`x.mm(g)`, `grads.append(g)`, `super().backward(...)`: a method of torch's own API
@@ -1041,6 +1206,11 @@ class CompiledGradients(Check):
             memo[key] = self._trace(expr, flow, grads, order, depth)
         return memo[key]
 
+    def _origin(self, expr: cst.BaseExpression, flow: MethodFlow, order: int) -> GradState | None:
+        """A tracked tensor that is no parameter (AGL203: a binding of `ctx.saved_tensors`);
+        a gradient is a parameter, found by name below."""
+        return None
+
     def _trace(
         self,
         expr: cst.BaseExpression,
@@ -1051,6 +1221,9 @@ class CompiledGradients(Check):
     ) -> GradState | None:
         if depth > 20:
             return None
+        origin = self._origin(expr, flow, order)
+        if origin is not None:
+            return origin
         if isinstance(expr, cst.Name):
             if (definition := flow.definition_before(expr.value, order)) is None:
                 return None
@@ -1248,20 +1421,31 @@ class CompiledGradients(Check):
     ) -> None:
         """AGL201 at the gradient argument `value` (`grad`: the tensor to make contiguous,
         when `value` is not it)."""
+        judged = self._judged(value, severity, evidence)
+        if judged is None:
+            return
+        evidence, fixable = judged
         grad = grad or source_of(self.ctx.facts.module, value)
         if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation, cst.IfExp)):
             grad = f"({grad})"  # the help says `{grad}.contiguous()`: keep the precedence
         evidence = self._via_text(evidence)
         self.report(
-            "AGL201",
+            self.read_code,
             value,
-            fix=None if self._via else fix,
+            fix=fix if fixable and not self._via else None,
             severity=severity,
             grad=grad,
             callee=callee,
             cls=cls,
             evidence=evidence,
         )
+
+    def _judged(
+        self, value: cst.BaseExpression, severity: str | None, evidence: str
+    ) -> tuple[str, bool] | None:
+        """Whether a raw read of `value` is reported: the evidence it is told with and
+        whether its fix is offered, or None. A gradient's always is, with its fix."""
+        return evidence, True
 
     def _via_text(self, evidence: str) -> str:
         """The evidence, led by the `apply` the gradient went through (when it did)."""
@@ -1635,3 +1819,39 @@ def _ctx_handed_on(method: cst.FunctionDef, functions: dict[str, cst.FunctionDef
 
     _Find().walk(method.body)
     return found[0] if found else None
+
+
+def _binds(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    """Whether a function binds `name` itself (an assignment, a loop, a `with ... as`)."""
+    return any(
+        isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
+        for node in walk_ast(function)
+    )
+
+
+def _module_values(tree: ast.Module, name: str) -> list[ast.expr] | None:
+    """The values a module binds to `name` at its top level, under `if`, `try`, `for`, `while`
+    and `with` too (tiny-cuda-nn binds `_C` in a loop over compute capabilities); None when
+    the module defines it as a function or class."""
+    values: list[ast.expr] = []
+    pending: list[ast.stmt] = list(tree.body)
+    while pending:
+        statement = pending.pop()
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if statement.name == name:
+                return None
+            continue
+        if isinstance(statement, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in statement.targets
+        ):
+            values.append(statement.value)
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            if isinstance(statement.target, ast.Name) and statement.target.id == name:
+                values.append(statement.value)
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            for inner in getattr(statement, field, ()):
+                if isinstance(inner, ast.ExceptHandler):
+                    pending.extend(inner.body)
+                elif isinstance(inner, ast.stmt):
+                    pending.append(inner)
+    return values

@@ -1,14 +1,14 @@
 """The one list of checks, in the order they run. Each check declares beside its code the rules
 it reports (`codes`), the byte gate of the files that can hold them (`gate`) and what of a file
-it reads (`reads`); everything else (the gate table, what the slicer keeps) is derived here from
-the enabled checks. Adding a rule is its YAML file, its check module, and a line here."""
+it reads (`reads`); everything else (the gate table, checks/admission.py; what the slicer
+keeps) is derived from the enabled checks. Adding a rule is its YAML file, its check module, and
+a line here."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
-from ..text.outline import ClassDecl
 from .backward_state import BackwardState
 from .base import Check
 from .compiled_grads import CompiledGradients
@@ -16,20 +16,11 @@ from .custom_op_fake import CustomOpFake
 from .custom_op_setup import CustomOpSetup
 from .direct_calls import DirectCalls
 from .dispatch_handlers import DispatchHandlers
-from .gates import (
-    SUPPRESSION_CODES,
-    SUPPRESSIONS,
-    Gate,
-    Memo,
-    admitting,
-    declarations,
-    declared,
-    subclasses_index,
-)
 from .gradient_count import GradientCount
 from .input_mutation import InputMutation
 from .reads import Reads, union
 from .reentrant import ReentrantAutograd
+from .saved_inputs import SavedInputs
 from .saved_state import SavedState
 from .static_methods import StaticMethods
 from .torch_function import TorchFunctionConversions
@@ -39,6 +30,7 @@ from .unset_gradients import UnsetGradients
 REGISTRY: tuple[type[Check], ...] = (
     ReentrantAutograd,
     CompiledGradients,
+    SavedInputs,
     TorchFunctionConversions,
     DispatchHandlers,
     TorchFunctionHygiene,
@@ -58,38 +50,6 @@ def checks_for(enabled: Iterable[str]) -> list[type[Check]]:
     """The checks that report at least one enabled rule, in registry order."""
     wanted = set(enabled)
     return [check for check in REGISTRY if wanted.intersection(check.codes)]
-
-
-def gates_for(enabled: Iterable[str]) -> list[Gate]:
-    """The gates of the enabled checks, and the suppression audit's (engine/hygiene.py)."""
-    wanted = set(enabled)
-    gates = [check.gate for check in checks_for(wanted)]
-    return gates + [SUPPRESSIONS] if wanted.intersection(SUPPRESSION_CODES) else gates
-
-
-@functools.lru_cache(maxsize=64)
-def _admitting_gates(enabled: frozenset[str]) -> tuple[Gate, ...]:
-    return admitting(gates_for(enabled))
-
-
-def can_hold_findings(
-    source: bytes,
-    enabled: Iterable[str],
-    index: frozenset[str] = frozenset(),
-    decls: Sequence[ClassDecl] | None = None,
-    memo: Memo | None = None,
-) -> bool:
-    """Whether an enabled gate admits the file, or it subclasses a Function of the index.
-
-    `decls` are the file's class_declarations when the caller already has them; `memo`, what
-    earlier tests of the same bytes found (gates.declarations puts the class statements there)."""
-    gates = _admitting_gates(frozenset(enabled))
-    memo = declared(memo, decls)
-    if any(gate.admits(source, memo) for gate in gates):
-        return True
-    if not index or not any(gate.starts_from_functions for gate in gates):
-        return False
-    return subclasses_index(declarations(source, memo), index)
 
 
 # What every check reads: what the slicer keeps when no rule is disabled.

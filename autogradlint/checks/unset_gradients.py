@@ -18,7 +18,7 @@ import libcst as cst
 
 from ..analysis.flow import MethodFlow, analyse_method
 from ..analysis.names import dotted
-from ..analysis.unbound import UnboundRead, unbound_reads
+from ..analysis.unbound import UnboundRead, returns_bound, unbound_reads
 from ..analysis.walk import FastVisitor
 from ..edits import Edits, Fix
 from ..preconditions import Unproven, verdict
@@ -160,17 +160,23 @@ def _helper(
     if entry is None or entry[0] is not function:
         if len(_HELPERS) >= 512:
             _HELPERS.clear()
-        helper = _parsed(text, function)
-        reads = unbound_reads(helper, returns_only=True) if helper is not None else []
+        lines = text.splitlines(keepends=True)[function.lineno - 1 : function.end_lineno]
+        source = textwrap.dedent("".join(lines))
+        if "needs_input_grad" not in source and returns_bound(function):
+            # Nothing to report: no name it returns can be unset, and no test of another
+            # input's need guards one (_misguarded); neither parsed nor walked.
+            helper, reads = None, []
+        else:
+            helper = _parsed(source)
+            reads = unbound_reads(helper, returns_only=True) if helper is not None else []
         entry = _HELPERS[id(function)] = (function, helper, reads)
     return entry[1], entry[2]
 
 
-def _parsed(text: str, function: ast.FunctionDef) -> cst.FunctionDef | None:
-    """A function of a file, parsed on its own with libcst from its lines."""
-    lines = text.splitlines(keepends=True)[function.lineno - 1 : function.end_lineno]
+def _parsed(source: str) -> cst.FunctionDef | None:
+    """A function of a file, parsed on its own with libcst from its dedented lines."""
     try:
-        module = cst.parse_module(textwrap.dedent("".join(lines)))
+        module = cst.parse_module(source)
     except Exception:  # noqa: BLE001 - libcst raises bare exceptions on odd input
         return None
     first = module.body[0] if module.body else None

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..checks.registry import can_hold_findings
+from ..checks.admission import can_hold_findings
 from ..config import Config
 from ..engine.request import LintRequest
 from ..model import FileError, FileResult

@@ -14,8 +14,9 @@ from ..analysis.facts import FileFacts, collect_facts
 from ..analysis.names import ImportTable
 from ..analysis.parsing import parse_module
 from ..analysis.source_text import NeedsParse, rebuilt_tree
-from ..checks import Check, CheckContext, checks_for, reads_for
+from ..checks.base import Check, CheckContext
 from ..checks.gates import SUPPRESSIONS, Memo, declarations, subclasses_index
+from ..checks.registry import checks_for, reads_for
 from ..meta import all_rules
 from ..model import FileError, Finding, Violation
 from ..settings import Settings

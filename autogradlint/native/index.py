@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..config import DEFAULT_EXCLUDE
 from . import scan as native
+from .loaders import loaded_extensions
 from .scan import RANK, UNKNOWN, Binding, Function, Source
 
 SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inl")
@@ -429,7 +430,31 @@ def native_root(path: str) -> str:
         if parent == directory:
             break
         directory = parent
-    return directory
+    return _imported_as(path, directory) or directory
+
+
+_ABSOLUTE_IMPORT = re.compile(r"^\s*(?:from|import)\s+([A-Za-z_][\w.]*)", re.MULTILINE)
+
+
+def _imported_as(path: str, directory: str) -> str | None:
+    """The directory above the file's own package, when the file imports that package by its
+    absolute name (`from megatron.model.enums import ...` in megatron/model/): Python finds
+    it there, so that is where the project starts, `__init__.py` files or not (namespace
+    packages). None when no import names the directories the file is in."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read(200_000)
+    except OSError:
+        return None
+    parts = os.path.abspath(directory).split(os.sep)
+    best = 0
+    for module in set(_ABSOLUTE_IMPORT.findall(text)):
+        pieces = module.split(".")
+        for size in range(min(len(pieces), len(parts) - 1), best, -1):
+            if pieces[:size] == parts[len(parts) - size :]:
+                best = size
+                break
+    return os.sep.join(parts[: len(parts) - best]) or None if best else None
 
 
 @functools.lru_cache(maxsize=8)
@@ -457,6 +482,8 @@ def forget() -> None:
     stamp_for.cache_clear()
     _native_files.cache_clear()
     declared_sources.cache_clear()
+    declared_extensions.cache_clear()
+    run_time_loads.cache_clear()
 
 
 _DECLARED = re.compile(
@@ -499,7 +526,25 @@ def declared_sources(root: str) -> dict[str, frozenset[str]]:
                 found[module] = found.get(module, frozenset()) | files
                 last = module.rsplit(".", 1)[-1]
                 found[last] = found.get(last, frozenset()) | files
+    for module, files in run_time_loads(root).items():
+        found[module] = found.get(module, frozenset()) | files
     return found
+
+
+@functools.lru_cache(maxsize=8)
+def run_time_loads(root: str) -> dict[str, frozenset[str]]:
+    """The extensions the project's Python loads at run time (`cpp_extension.load(name=...)`),
+    read from the Python files beside its native sources: a loader names its sources relative
+    to itself (`srcpath / "softmax.cpp"`), so it lives where they do."""
+    directories = {os.path.dirname(path) for path in _native_files(root, ())}
+    paths = []
+    for directory in sorted(directories):
+        try:
+            with os.scandir(directory) as listing:
+                paths += [entry.path for entry in listing if entry.name.endswith(".py")]
+        except OSError:
+            continue
+    return loaded_extensions(paths, SUFFIXES)
 
 
 def _call_text(text: str, start: int) -> str:

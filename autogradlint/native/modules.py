@@ -6,7 +6,14 @@ from __future__ import annotations
 import functools
 import os
 
-from .index import NativeIndex, declared_extensions, index_for, native_root, stamp_for
+from .index import (
+    NativeIndex,
+    declared_extensions,
+    index_for,
+    native_root,
+    run_time_loads,
+    stamp_for,
+)
 
 _BINARY_SUFFIXES = (".so", ".pyd", ".dylib")
 
@@ -80,6 +87,8 @@ class ProjectNative:
             return True
         if located is None and not module.startswith(".") and _python_elsewhere(module):
             return False  # the standard library, or a package installed as Python source
+        if module.lstrip(".") in run_time_loads(self.root):
+            return True  # `cpp_extension.load(name=...)` in the project's Python builds it
         index = self.index()
         # A top-level import (`import fused_rope`, not `pkg._C`) names a module built from a
         # source file of that name, when the build does not say (apex's per-op extensions).

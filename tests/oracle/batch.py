@@ -65,29 +65,46 @@ def _env(rank: int = 0, world: int = 0) -> dict[str, str]:
     return env
 
 
-def _parse(stdout: str) -> tuple[dict[str, list[str]], str | None, str]:
-    """Results by id, and the program and scenario a dead child was running (if any)."""
-    done: dict[str, list[str]] = {}
-    started, scenario = None, "import"
+@dataclass
+class Log:
+    """One child's output: results by id; the program a dead child was running (if any), the
+    scenario it was in, and the harms it had shown before it died."""
+
+    done: dict[str, list[str]]
+    started: str | None
+    scenario: str
+    seen: list[str]
+    first: bool = True  # the program it was running was the first this process ran
+
+
+def _parse(stdout: str) -> Log:
+    log = Log({}, None, "import", [])
     for line in stdout.splitlines():
         if line.startswith("@@START "):
-            started, scenario = line.split(" ", 1)[1], "import"
+            log.first = log.started is None and not log.done
+            log.started, log.scenario, log.seen = line.split(" ", 1)[1], "import", []
         elif line.startswith("@@SCEN "):
-            scenario = line.split(" ", 1)[1]
+            log.scenario = line.split(" ", 1)[1]
+        elif line.startswith("@@HARM "):
+            log.seen.append(line.split(" ", 1)[1])
         elif line.startswith("{"):
             item = json.loads(line)
-            done[item["id"]] = item["harms"]
-            started = None
-    return done, started, scenario
+            log.done[item["id"]] = item["harms"]
+            log.started = None
+    return log
 
 
 def _children(
-    root: Path, specs: list[dict[str, object]], world: int, timeout: float
+    root: Path, specs: list[dict[str, object]], world: int, timeout: float, alone: bool = False
 ) -> dict[str, list[str]]:
     """Run the specs in one subprocess (world 0) or one gloo group of `world` ranks, each rank
     running every spec; a program's harms are those of any rank. A child that dies costs only
-    the program it was running (`crash:<scenario>:...`): the rest run again without it."""
-    tag = str(specs[0]["id"])
+    the program it was running: the rest run again without it, and, unless it was the first
+    its process ran, that program runs again alone, in fresh processes (`alone`), whose verdict
+    is its own: an earlier program of the same process may have corrupted the heap (an
+    in-place collective past the storage of a stride-0 gradient, B2.9) and the abort shown
+    later. Dying first or alone is `crash:<scenario>:...`, beside the harms seen before it."""
+    tag = str(specs[0]["id"]) + ("-alone" if alone else "")
     path = root / f"batch-{tag}.json"
     results: dict[str, list[str]] = {}
     attempt = 0
@@ -122,26 +139,37 @@ def _children(
             time.sleep(0.05)
         found: dict[str, list[str]] = {}
         dead: tuple[str, str, str] | None = None
-        for p, log in zip(procs, logs, strict=True):
-            text = log.read_text()
-            done, started, scenario = _parse(text)
-            for key, harms in done.items():
+        before: list[str] = []  # the harms the dead program showed before it died, any rank
+        own = alone  # whether the death is the dead program's own (it ran first, or alone)
+        parsed = [_parse(log.read_text()) for log in logs]
+        for p, log, out in zip(procs, logs, parsed, strict=True):
+            for key, harms in out.done.items():
                 merged = found.setdefault(key, [])
                 merged += [h for h in harms if h not in merged]
-            if started is not None and p.returncode not in (0, None) and dead is None:
+            if out.started is not None and p.returncode not in (0, None) and dead is None:
+                text = log.read_text()
                 tail = [line for line in text.splitlines() if not line.startswith(("@@", "{"))]
-                dead = (started, scenario, f"rc={p.returncode}:{(tail[-1] if tail else '')[:120]}")
+                why = f"rc={p.returncode}:{(tail[-1] if tail else '')[:120]}"
+                dead, own = (out.started, out.scenario, why), own or out.first
+        if dead is not None:
+            for out in parsed:
+                if out.started == dead[0]:
+                    before += [h for h in out.seen if h not in before]
         complete = {k: v for k, v in found.items() if k not in results}
         # With several ranks, a program counts only once every rank finished it.
         if world:
-            counts = {k: sum(k in _parse(log.read_text())[0] for log in logs) for k in complete}
+            counts = {k: sum(k in out.done for out in parsed) for k in complete}
             complete = {k: v for k, v in complete.items() if counts[k] == len(logs)}
         results.update(complete)
         if len(results) < len(specs):
             pending = [str(s["id"]) for s in specs if s["id"] not in results]
             if dead is None or dead[0] in results:
-                dead = (pending[0], "unknown", "no result")
-            results[dead[0]] = [f"crash:{dead[1]}:{dead[2]}"]
+                dead, before, own = (pending[0], "unknown", "no result"), [], alone
+            if own:
+                results[dead[0]] = [*before, f"crash:{dead[1]}:{dead[2]}"]
+            else:
+                spec = next(s for s in specs if s["id"] == dead[0])
+                results.update(_children(root, [spec], world, timeout, alone=True))
     return results
 
 

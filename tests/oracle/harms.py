@@ -34,6 +34,16 @@ PREDICTS: dict[str, str] = {
     ),
     "AGL104": r"changed:grad:leaf-grad|wrong:double:second",
     "AGL105": r"wrong:double:second",
+    # B: the gradient's layout reaching compiled code; here a torch.distributed collective:
+    # NCCL refuses a non-contiguous tensor (B2.11, the layout observed on gloo: torch_side's
+    # `nccl:` harm); gloo itself refuses one in all_to_all_single and send/recv (B2.10), and
+    # reduces the wrong memory in place on a narrow or stride-0 one (B2.9: past the one-element
+    # storage of `out.sum()`'s gradient, where the rank may abort); not retain's wrong second
+    # gradient, which reads the upstream gradient the first call's write changed (AGL406)
+    "AGL201": (
+        r"nccl:\w+:|raise:\w+:(ValueError: Tensors must be contiguous|"
+        r"RuntimeError: input tensor has to be contiguous)|wrong:(?!retain)\w+:grad|crash:\w+:"
+    ),
     # C: __torch_function__ / __torch_dispatch__ overrides and modes
     "AGL301": r"wrong:\w+:dtype|wrong:dtype:value|raise:\w+:RuntimeError: .*(dtype|scalar type)",
     "AGL302": r"wrong:\w+:device|wrong:device:value|raise:\w+:RuntimeError: .*device",
@@ -102,7 +112,10 @@ GENERATORS: dict[str, Generator] = {
         for code in PREDICTS
         if code.startswith("AGL4") and code not in ("AGL412", "AGL413")
     },
+    "ctx-lists": Generator(frozenset({"AGL403"})),  # containers of tensors kept on ctx
     "collectives": Generator(frozenset({"AGL406"})),
+    # a collective handed the gradient: its layout (AGL201) and, in place, the write (AGL406)
+    "collective-layout": Generator(frozenset({"AGL201", "AGL406"})),
     "needs-input-grad": Generator(frozenset({"AGL412"})),
     "fake-impl": Generator(frozenset({"AGL413"})),
 }

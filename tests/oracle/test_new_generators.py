@@ -1,4 +1,5 @@
-"""The generators of the rules issue 32 added (AGL406 on collectives, AGL412, AGL413) each make
+"""The generators of the rules issue 32 added (AGL406 on collectives, AGL412, AGL413) and of issue
+31's behaviours (AGL201 on collectives, AGL403 on containers of tensors) each make
 at least 30 different programs, some with the hazard and some without: the forms the oracle
 holds each rule to (test_oracle.py runs a sample of them under torch)."""
 
@@ -21,6 +22,11 @@ HAZARD: dict[str, Callable[[Tags], bool]] = {
         t["form"] in ("unbound", "one-unbound", "stale-none", "any-branch")
     ),
     "fake-impl": lambda t: t["fake"] == "none",
+    # issue 31's: a collective handed a layout NCCL refuses, a container of tensors kept on ctx
+    "collective-layout": lambda t: (
+        t["guard"] == "raw" or (t["guard"] == "clone" and t["consumer"] == "transpose")
+    ),
+    "ctx-lists": lambda t: t["keep"] in ("kept", "kept-tuple", "kept-item"),
 }
 
 

@@ -25,7 +25,7 @@ from .generators import GENERATE, build
 from .harms import harmful
 from .oracle import Found, Summary, run, sample
 
-CI_SAMPLE = {family: 12 for family in GENERATE} | {"collectives": 6}
+CI_SAMPLE = {family: 12 for family in GENERATE} | {"collectives": 6, "collective-layout": 8}
 
 
 @dataclass

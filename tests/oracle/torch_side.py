@@ -12,7 +12,10 @@ autograd on the same math (the batch's `reference`), or a side effect plain auto
   wrote `.grad` under `torch.autograd.grad` (`leaf-grad`);
 - `silent:<scenario>:<the reference's error>`: the program ran where plain autograd refuses;
 - `warn:<scenario>:<Category>: <message>`: a warning plain code does not give;
-- `opcheck:<test>:<message>`: `torch.library.opcheck` fails (custom ops).
+- `opcheck:<test>:<message>`: `torch.library.opcheck` fails (custom ops);
+- `nccl:<scenario>:<collective>`: in a process group, the program handed a `torch.distributed`
+  collective a tensor NCCL refuses (`ValueError: Tensors must be contiguous`, semantics B2.11):
+  the layout is observed here, on gloo, which computes on; the refusal is cited, not run.
 
 Scenarios of the `function` driver (`model(*xs)` against `reference(*xs)`):
 train (`backward` on `out + sibling`, dense upstream gradient), sum (`out.sum().backward()`: the
@@ -101,6 +104,8 @@ class Harms:
     def add(self, harm: str) -> None:
         if harm not in self.items:
             self.items.append(harm)
+            # as it is seen: a later crash of the process keeps what was seen before it
+            print("@@HARM " + harm, flush=True)
 
 
 @contextlib.contextmanager
@@ -241,7 +246,8 @@ class FunctionDriver:
         prog = self.prog
         print(f"@@SCEN {name}", flush=True)  # a crash is attributed to the scenario
         prog.clear()
-        mine = _attempt(lambda: scenario(self.model, grad))
+        with _watching(self.harms, name):
+            mine = _attempt(lambda: scenario(self.model, grad))
         prog.clear()
         ref = _attempt(lambda: scenario(prog.reference, grad))
         if "refused" in (mine[0], ref[0]):
@@ -586,6 +592,66 @@ def _timed_out(exc: BaseException | None) -> bool:
     return False
 
 
+# --- what NCCL would refuse (semantics B2.11) ---------------------------------------------------
+
+# The collectives whose NCCL implementation runs `check_gpu_single_tensor` on the tensor they
+# are handed (ProcessGroupNCCL.cpp): it raises `ValueError: Tensors must be contiguous` for one
+# that is not `is_contiguous(suggest_memory_format())`. Point-to-point send/recv only warn
+# there (gloo raises on them, B2.10, which the program's own run shows).
+NCCL_CHECKED = (
+    "all_reduce",
+    "broadcast",
+    "reduce",
+    "all_gather",
+    "all_gather_into_tensor",
+    "_all_gather_base",
+    "reduce_scatter_tensor",
+    "_reduce_scatter_base",
+    "all_to_all_single",
+)
+_WATCH: tuple[Harms, str] | None = None  # the program's harms and scenario, while it runs
+
+
+def _nccl_refuses(t: torch.Tensor) -> bool:
+    """NCCL's test: contiguous in the memory format torch suggests for the tensor."""
+    if t.is_contiguous():
+        return False
+    if t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last):
+        return False
+    return not (t.dim() == 5 and t.is_contiguous(memory_format=torch.channels_last_3d))
+
+
+@contextlib.contextmanager
+def _watching(harms: Harms, scenario: str) -> Iterator[None]:
+    """Collectives the program (not the reference) calls in this scenario are watched."""
+    global _WATCH
+    _WATCH = (harms, scenario)
+    try:
+        yield
+    finally:
+        _WATCH = None
+
+
+def _watch_collectives() -> None:
+    """Wrap the NCCL-checked collectives of `torch.distributed` (before any program imports
+    them by name): a tensor argument NCCL would refuse is the harm `nccl:<scenario>:<op>`.
+    Observed on gloo, which computes on (B2.10); the refusal itself is B2.11's, cited."""
+    dist = torch.distributed
+
+    def watched(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if _WATCH is not None:
+                tensors = [a for a in [*args, *kwargs.values()] if isinstance(a, torch.Tensor)]
+                if any(_nccl_refuses(t) for t in tensors):
+                    _WATCH[0].add(f"nccl:{_WATCH[1]}:{name}")
+            return real(*args, **kwargs)
+
+        return call
+
+    for name in NCCL_CHECKED:
+        setattr(dist, name, watched(name, getattr(dist, name)))
+
+
 # --- helpers references may use ---------------------------------------------------------------
 
 
@@ -668,6 +734,7 @@ def main(path: str) -> None:
             world_size=WORLD,
             timeout=datetime.timedelta(seconds=30),
         )
+        _watch_collectives()
     skip = set(os.environ.get("ORACLE_SKIP", "").split(",")) - {""}
     for spec in batch["programs"]:
         if spec["id"] in skip:

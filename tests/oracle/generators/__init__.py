@@ -10,6 +10,8 @@ from .contract import gen_402, gen_403, gen_404, gen_405, gen_407, gen_408, gen_
 from .counts import gen_401, gen_410, gen_411
 from .customops import gen_fake_impl
 from .gradients import gen_406, gen_collectives, gen_needs_input_grad
+from .layouts import gen_collective_layout
+from .lists import gen_ctx_lists
 from .overrides import gen_c
 from .reentrant import gen_a
 
@@ -19,6 +21,7 @@ GENERATE: dict[str, Callable[[Chooser], Program]] = {
     "AGL401": gen_401,
     "AGL402": gen_402,
     "AGL403": gen_403,
+    "ctx-lists": gen_ctx_lists,
     "AGL404": gen_404,
     "AGL405": gen_405,
     "AGL406": gen_406,
@@ -28,6 +31,7 @@ GENERATE: dict[str, Callable[[Chooser], Program]] = {
     "AGL410": gen_410,
     "AGL411": gen_411,
     "collectives": gen_collectives,
+    "collective-layout": gen_collective_layout,
     "needs-input-grad": gen_needs_input_grad,
     "fake-impl": gen_fake_impl,
 }
