@@ -6,6 +6,7 @@ An argument is one of:
 - `frozen`: a tensor that never requires grad: a `requires_grad=False` `nn.Parameter` or a
   buffer the calling class registers (`self.codebook`);
 - `parameter`: an `nn.Parameter`, a leaf (a parameter annotated so, or one the class holds);
+- `tensor`: a parameter of the calling function annotated `Tensor` (or `Optional` of one);
 - `other`: anything else, or anything not known.
 """
 
@@ -18,8 +19,13 @@ from collections.abc import Iterator
 
 from ..text.statements import parse_holding
 
-FROZEN, PARAMETER, OTHER = "frozen", "parameter", "other"
+FROZEN, PARAMETER, TENSOR, OTHER = "frozen", "parameter", "tensor", "other"
 _PARAMETER_NAMES = frozenset({"Parameter", "nn.Parameter", "torch.nn.Parameter"})
+_TENSOR_NAMES = frozenset({"Tensor", "torch.Tensor"})
+# `Optional[Tensor]`, `Tensor | None`, `torch.Tensor | None`, as ast.unparse writes them
+_OPTIONAL = re.compile(
+    r"^(?:(?:typing\.)?Optional\[(?P<inner>[\w.]+)\]|(?P<left>[\w.]+) \| None|None \| (?P<right>[\w.]+))$"
+)
 
 
 class ApplySites:
@@ -150,8 +156,14 @@ def _argument(
     if isinstance(value, ast.Name) and function is not None:
         for param in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs):
             if param.arg == value.id and param.annotation is not None:
-                if ast.unparse(param.annotation) in _PARAMETER_NAMES:
+                written = ast.unparse(param.annotation)
+                if written in _PARAMETER_NAMES:
                     return PARAMETER
+                optional = _OPTIONAL.match(written)
+                if optional is not None:
+                    written = next(g for g in optional.groups() if g is not None)
+                if written in _TENSOR_NAMES:
+                    return TENSOR
     return OTHER
 
 

@@ -133,6 +133,10 @@ def mutation(node: cst.CSTNode) -> tuple[cst.BaseExpression, cst.CSTNode] | None
         for target in node.targets:
             if isinstance(target.target, cst.Subscript):
                 return target.target.value, node
+            if isinstance(target.target, cst.Attribute) and target.target.attr.value == "data":
+                # `x.data = t` gives the caller's tensor other memory, and the version counter
+                # never hears of it (semantics D5.7)
+                return target.target.value, node
         return None
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
         name = node.func.attr.value
@@ -140,7 +144,24 @@ def mutation(node: cst.CSTNode) -> tuple[cst.BaseExpression, cst.CSTNode] | None
             if name == "copy_" and _copies_onto_itself(node):
                 return None  # `t.copy_(t)`: the values never change (semantics D5.5)
             return node.func.value, node
+    if isinstance(node, cst.Call) and (dotted(node.func) or "").startswith("torch."):
+        # `torch.exp(x, out=y)`: the op writes its result into `y`'s memory
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value == "out":
+                if not isinstance(arg.value, (cst.Tuple, cst.List)):
+                    return arg.value, node
     return None
+
+
+def _names_in(expr: cst.CSTNode) -> Iterator[cst.Name]:
+    """The variables an expression reads (not the attribute names in `x.attr`)."""
+    if isinstance(expr, cst.Name):
+        yield expr
+    elif isinstance(expr, cst.Attribute):
+        yield from _names_in(expr.value)
+    else:
+        for child in expr.children:
+            yield from _names_in(child)
 
 
 def _copies_onto_itself(call: cst.Call) -> bool:
@@ -173,9 +194,10 @@ def returned_names(flow: MethodFlow) -> set[str]:
 
 # Evidence a tensor shares with common non-tensors: a config or a module has `dtype` and
 # `device`, `to()`, `cuda()`, `float()`; a `torch.Size` has `numel()`; a process group has
-# `size()`. It counts only when nothing else read of the value is foreign to a tensor.
+# `size()`; `new()` is the legacy Tensor constructor, and a name other classes use. It counts
+# only when nothing else read of the value is foreign to a tensor.
 WEAK_EVIDENCE = frozenset(
-    {"dtype", "device", "shape", "to", "cuda", "cpu", "float", "half", "numel", "is_cuda"}
+    {"dtype", "device", "shape", "to", "cuda", "cpu", "float", "half", "numel", "is_cuda", "new"}
 )
 
 
@@ -546,6 +568,12 @@ class ContractView:
                 return None
             if definition.kind == "param":
                 return expr.value if expr.value in roots else None
+            if definition.kind == "loop" and isinstance(definition.value, cst.Name):
+                # `for arg in args:` over an input that holds tensors (`*args`, a list of
+                # them): each element is one the caller passed
+                iterated = definition.value
+                origin = self.alias_of(iterated, flow, definition.order, roots, {}, cls, depth + 1)
+                return origin if origin == iterated.value else None
             if definition.value is None or definition.kind in ("with", "loop"):
                 return None
             if definition.kind == "augassign":
@@ -577,6 +605,19 @@ class ContractView:
             if not setitem and self.kinds(flow).index_copies(expr, order):
                 return None
             return self.alias_of(expr.value, flow, order, roots, helpers, cls, depth + 1)
+        if isinstance(expr, cst.IfExp):
+            # `q if q.is_contiguous() else q.clone()`: the input itself on one branch, chosen
+            # by what the tensor is. A flag the caller passes (`x if inplace else x.clone()`)
+            # is the caller asking for the write, and a later `if not inplace:` may tell the
+            # branches apart again: not followed.
+            for branch in (expr.body, expr.orelse):
+                origin = self.alias_of(branch, flow, order, roots, helpers, cls, depth + 1)
+                if origin is not None and any(
+                    self.alias_of(name, flow, order, roots, helpers, cls, depth + 1) == origin
+                    for name in _names_in(expr.test)
+                ):
+                    return origin
+            return None
         if isinstance(expr, cst.Attribute) and expr.attr.value in ALIASING:
             return self.alias_of(expr.value, flow, order, roots, helpers, cls, depth + 1)
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):

@@ -215,6 +215,12 @@ class _Reader:
             slot = self.root(target.value)
             if slot is not None:
                 self.effects.writes.setdefault(slot, ast.unparse(stmt))
+        elif isinstance(target, ast.Attribute) and target.attr == "data":
+            # `tensor.data = t` (Megatron's safely_set_viewless_tensor_data): the caller's
+            # tensor gets other memory, a write the version counter never hears of (D5.7)
+            slot = self.root(target.value)
+            if slot is not None:
+                self.effects.writes.setdefault(slot, ast.unparse(stmt))
         elif isinstance(target, ast.Attribute):
             base = target.value
             direct = self.alias.get(base.id) if isinstance(base, ast.Name) else None  # `ctx.k = v`

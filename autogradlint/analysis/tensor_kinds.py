@@ -408,6 +408,8 @@ class TensorKinds:
                 return OTHER
             if method in TENSOR_METHODS:
                 return TENSOR
+            if method == "new" and self.expression_kind(func.value, where, depth + 1) == TENSOR:
+                return TENSOR  # `x.new()`: the legacy constructor, a tensor only on one
         resolved = self.imports.resolve(func) or ""
         if resolved.startswith("torch."):
             return self._torch_kind(resolved)

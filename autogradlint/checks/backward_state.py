@@ -3,12 +3,18 @@ or writes into a tensor it saved."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import libcst as cst
 
-from ..analysis.contract import ALIASING, mutation, returned_names, save_for_backward_calls
+from ..analysis.contract import (
+    ALIASING,
+    mutation,
+    returned_names,
+    save_for_backward_calls,
+)
 from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
 from ..analysis.helper_effects import helper_calls
@@ -34,10 +40,10 @@ class _SavedScope(NamedTuple):
     """One backward as AGL409 reads it: its class and flow, forward's saved slots and ctx
     attributes, and what was reported (once per slot or attribute)."""
 
-    info: ClassInfo
+    cls: str  # the class, or the custom op, the findings name
     flow: MethodFlow
     ctx_name: str | None
-    saved: dict[int, _Saved]
+    saved: Mapping[int, _Saved]
     kept: set[str]
     reported: set[object]
 
@@ -50,6 +56,35 @@ class _Write:
     node: cst.CSTNode
     order: int
     method: bool
+
+
+class _EverySlot(Mapping[int, _Saved]):
+    """What `save_for_backward(*args)` saved, for forward's own `*args`: in every slot, the
+    input the caller passed there (how many there are is the caller's)."""
+
+    def __init__(self, vararg: str) -> None:
+        self.vararg = vararg
+
+    def __getitem__(self, index: int) -> _Saved:
+        if index < 0:
+            raise KeyError(index)
+        return f"input `{self.vararg}[{index}]`", True
+
+    def __contains__(self, index: object) -> bool:
+        return isinstance(index, int) and index >= 0
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(())  # unbounded: looked up, never listed
+
+    def __len__(self) -> int:
+        return 0
+
+    def __bool__(self) -> bool:
+        return True
+
+
+def _names(expr: cst.BaseExpression, name: str) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == name
 
 
 def _described(saved: _Saved) -> tuple[str, bool]:
@@ -99,6 +134,12 @@ class BackwardState(Check):
             # a custom op's backward gets the same shared gradient buffers (B2.1, B1.6)
             self.ctx.enter(op.subject)
             self._backward_inplace(op.op, op.backward)
+            if op.setup_context is not None:
+                # and the tensors its setup_context saved: the op's inputs and outputs are
+                # the caller's (D9.1, D9.2)
+                saved = self._saved_from_setup(op.setup_context)
+                kept = _ctx_attributes_set(self.ctx.flow(op.setup_context))
+                self._saved_inplace(op.op, op.backward, saved, kept)
 
     def _backward_inplace(self, name: str, backward: cst.FunctionDef) -> None:
         flow = self.ctx.flow(backward)
@@ -197,16 +238,29 @@ class BackwardState(Check):
         `save_for_backward`, or kept as a ctx attribute. The caller holds a saved input or
         output (semantics D9.1, D9.2: an error); an intermediate only a second backward
         meets again, changed (D9.3 raises, D9.4 silently scales twice: a warning)."""
-        forward = self.ctx.contract().method(info, "forward")
+        contract = self.ctx.contract()
+        forward = contract.method(info, "forward")
         if forward is None:
             return
-        saved = self._saved_from_forward(forward)
-        kept = _ctx_attributes_set(self.ctx.flow(forward))
+        setup = contract.method(info, "setup_context")
+        if setup is not None and contract.forward_of(info, forward).ctx_name is None:
+            # the setup_context style: forward has no ctx, setup_context saves
+            saved: Mapping[int, _Saved] = self._saved_from_setup(setup)
+            kept = _ctx_attributes_set(self.ctx.flow(setup))
+        else:
+            saved = self._saved_from_forward(forward)
+            kept = _ctx_attributes_set(self.ctx.flow(forward))
+        self._saved_inplace(info.name, backward, saved, kept)
+
+    def _saved_inplace(
+        self, cls: str, backward: cst.FunctionDef, saved: Mapping[int, _Saved], kept: set[str]
+    ) -> None:
+        """AGL409 in one backward, given what forward (or setup_context) saved and kept."""
         if not saved and not kept:
             return
         flow = self.ctx.flow(backward)
-        ctx_name = flow.params[0] if flow.params else None
-        scope = _SavedScope(info, flow, ctx_name, saved, kept, set())
+        ctx_name = flow.params[0] if flow.params else None  # a classmethod's `cls` is not one
+        scope = _SavedScope(cls, flow, ctx_name, saved, kept, set())
         for node, order in flow.statements:
             found = mutation(node)
             if found is not None:
@@ -230,7 +284,7 @@ class BackwardState(Check):
     def _saved_write(self, scope: _SavedScope, written: cst.BaseExpression, where: _Write) -> None:
         """AGL409 when `written` (changed in place at `where`) is a saved tensor or a tensor
         kept on ctx, once per slot or attribute."""
-        info, flow, ctx_name, saved, kept, reported = scope
+        cls, flow, ctx_name, saved, kept, reported = scope
         kinds = self.ctx.contract().kinds(flow)
         setitem = isinstance(where.node, cst.AugAssign)
         slot = _saved_slot(written, flow, where.order, ctx_name, kinds, setitem=setitem)
@@ -242,7 +296,7 @@ class BackwardState(Check):
             detail, caller_holds = _described(saved[index])
             self._report_saved(
                 where.node,
-                cls=info.name,
+                cls=cls,
                 name=name,
                 detail=detail,
                 consequence=_CALLER_HOLDS if caller_holds else _SECOND_BACKWARD_RAISES,
@@ -260,7 +314,7 @@ class BackwardState(Check):
             reported.add(attribute)
             self._report_saved(
                 where.node,
-                cls=info.name,
+                cls=cls,
                 name=f"{ctx_name}.{attribute}",
                 detail="tensor kept on ctx",
                 consequence=_SECOND_BACKWARD_CHANGED,
@@ -271,7 +325,7 @@ class BackwardState(Check):
         """A saved tensor handed to a helper whose Triton launch stores into it (liger's
         `element_mul_kernel` scaling the gradient forward saved): a write the version counter
         never hears of, so even a second backward does not raise (semantics D9.5)."""
-        info, flow, ctx_name, saved, _kept, reported = scope
+        cls, flow, ctx_name, saved, _kept, reported = scope
         summaries = self.ctx.summaries
         kinds = self.ctx.contract().kinds(flow)
         for site in flow.calls:
@@ -310,7 +364,7 @@ class BackwardState(Check):
                 kernel = reach.callee.lstrip(".")
                 self._report_saved(
                     call.args[position].value,
-                    cls=info.name,
+                    cls=cls,
                     name=name,
                     detail=f"{detail}, stored into by the Triton kernel `{kernel}` through `{written}`",
                     consequence=_KERNEL_CALLER_HOLDS if caller_holds else _KERNEL_SECOND_BACKWARD,
@@ -343,7 +397,38 @@ class BackwardState(Check):
             consequence=consequence,
         )
 
-    def _saved_from_forward(self, forward: cst.FunctionDef) -> dict[int, _Saved]:
+    def _saved_from_setup(self, setup: cst.FunctionDef) -> dict[int, _Saved]:
+        """The same for a `setup_context(ctx, inputs, output)`: a forward input unpacked from
+        `inputs` (`x, w = inputs`, `inputs[0]`) or the output (`output`, unpacked from it)
+        is the caller's; anything else setup_context computed is an intermediate."""
+        flow = self.ctx.flow(setup)
+        if len(flow.params) < 3:
+            return {}
+        # torch.library passes them by keyword; a Function's setup_context gets them in order
+        ctx_name, inputs_name, output_name = flow.params[:3]
+        if "inputs" in flow.params and "output" in flow.params:
+            inputs_name, output_name = "inputs", "output"
+        calls = save_for_backward_calls(flow, ctx_name)
+        if not calls or any(arg.star for site in calls for arg in site.node.args):
+            return {}
+        if len({code_of(site.node) for site in calls}) != 1:
+            return {}
+        call = calls[-1]
+        out: dict[int, _Saved] = {}
+        for position, arg in enumerate(call.node.args):
+            value = _view_base(arg.value)
+            if isinstance(value, cst.Name) and value.value == "None":
+                continue
+            source = _unpacked_from(value, flow, call.order, (inputs_name, output_name))
+            if source == inputs_name:
+                out[position] = (f"input `{code_of(value)}`", True)
+            elif source == output_name:
+                out[position] = (f"output `{code_of(value)}`", True)
+            else:
+                out[position] = (arg.value, False)
+        return out
+
+    def _saved_from_forward(self, forward: cst.FunctionDef) -> Mapping[int, _Saved]:
         """Slot -> (what forward's one `save_for_backward` call saved there, whether the
         caller holds it): "input `x`" / "output `out`" (also through a view or `.detach()`
         of one), else the intermediate's expression (shown only in a finding)."""
@@ -352,9 +437,19 @@ class BackwardState(Check):
             return {}
         ctx_name, inputs = flow.params[0], set(flow.params[1:])
         calls = save_for_backward_calls(flow, ctx_name)
-        if len(calls) != 1 or any(arg.star for arg in calls[0].node.args):
+        if len(calls) == 1 and flow.vararg is not None:
+            # `save_for_backward(*args)` of forward's own `*args`: every slot is an input
+            args = calls[0].node.args
+            if len(args) == 1 and args[0].star == "*" and _names(args[0].value, flow.vararg):
+                return _EverySlot(flow.vararg)
+        if not calls or any(arg.star for site in calls for arg in site.node.args):
             return {}
-        call = calls[0]
+        # Several calls that save the same values (a repeated line, Megatron's cross entropy):
+        # the last replaces the others (D4.3) with what they saved, so the slots are one call's.
+        if len({code_of(site.node) for site in calls}) != 1:
+            return {}
+        call = calls[-1]
+        contract = self.ctx.contract()
         returned = returned_names(flow)
         out: dict[int, _Saved] = {}
         for position, arg in enumerate(call.node.args):
@@ -362,9 +457,11 @@ class BackwardState(Check):
             if isinstance(value, cst.Name) and value.value == "None":
                 continue
             if isinstance(value, cst.Name):
-                definition = flow.definition_before(value.value, call.order)
-                if definition is not None and definition.kind == "param" and value.value in inputs:
-                    out[position] = (f"input `{value.value}`", True)
+                # the input itself, or a local that is still it (`exp = logits`; also a view)
+                origin = contract.alias_of(value, flow, call.order, inputs, {})
+                if origin is not None:
+                    alias = "" if origin == value.value else f" (saved as `{value.value}`)"
+                    out[position] = (f"input `{origin}`{alias}", True)
                     continue
                 if value.value in returned and not _rebound_after(flow, value.value, call.order):
                     out[position] = (f"output `{value.value}`", True)
@@ -722,7 +819,14 @@ def _saved_slot(
         return None
     if isinstance(expr, cst.Subscript):
         index = expr.slice[0].slice if len(expr.slice) == 1 else None
-        if _is_saved(expr.value, ctx_name):
+        held: cst.BaseExpression | None = expr.value
+        if isinstance(held, cst.Name):
+            # `inputs = ctx.saved_tensors` then `inputs[0]`
+            definition = flow.definition_before(held.value, order)
+            if definition is not None and definition.kind == "assign":
+                if _is_saved(definition.expression, ctx_name):
+                    held = definition.expression
+        if _is_saved(held, ctx_name):
             if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
                 return code_of(expr), int(index.value.value)
             return None
@@ -749,6 +853,30 @@ def _saved_slot(
         return None
     found = _saved_slot(value, flow, definition.order, ctx_name, kinds, depth + 1)
     return None if found is None else (expr.value, found[1])
+
+
+def _unpacked_from(
+    expr: cst.BaseExpression, flow: MethodFlow, order: int, sources: tuple[str, ...]
+) -> str | None:
+    """Which of setup_context's parameters `sources` (`inputs`, `output`) `expr` is, or is an
+    element of (`inputs[0]`; `x` after `x, w = inputs` or `x = inputs[0]`), unchanged since."""
+    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1:
+        index = expr.slice[0].slice
+        if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
+            expr = expr.value
+    if not isinstance(expr, cst.Name):
+        return None
+    definition = flow.definition_before(expr.value, order)
+    if definition is None:
+        return None
+    if definition.kind == "param":
+        return expr.value if expr.value in sources else None
+    value = definition.expression
+    if definition.kind not in ("assign", "unpack") or value is None:
+        return None
+    if definition.kind == "unpack" and not isinstance(value, cst.Name):
+        return None  # `a, b = f(inputs)`: not the elements themselves
+    return _unpacked_from(value, flow, definition.order, sources)
 
 
 def _rebound_after(flow: MethodFlow, name: str, order: int) -> bool:

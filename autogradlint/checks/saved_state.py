@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ..analysis.apply_sites import TENSOR as ANNOTATED_TENSOR
 from ..analysis.compiled import compiled_callee
 from ..analysis.contract import (
     METADATA_FUNCTIONS,
@@ -79,6 +80,7 @@ class SavedState(Check):
         # an input backward returns a gradient for is a tensor (autograd refuses one for
         # anything else), annotated or not (shown by tests/oracle, K19, K20)
         tensors = seen.tensors | gradient_evidence(contract, info, seen.flow)
+        tensors |= self._annotated_by_callers(info, seen)
         if seen.ctx_name is None:
             # the setup_context style: forward has no ctx, setup_context keeps what
             # backward needs (semantics D3: the same checks apply there)
@@ -113,6 +115,17 @@ class SavedState(Check):
         self._save_for_backward(info, seen, seen.ctx_name)
         self._helper_saves(info, seen.flow, seen.ctx_name)
         self._helper_keeps_forward(info, seen, readers)
+
+    def _annotated_by_callers(self, info: ClassInfo, seen: ForwardInputs) -> set[str]:
+        """Inputs every `apply` call of the file passes a parameter its function annotates
+        `Tensor` (or `Optional[Tensor]`) for: Megatron's `fused_apply_mla_rope_for_q(...,
+        cu_seqlens_q: Optional[torch.Tensor] = None)` handing it to `ApplyMLARotaryEmbQ`."""
+        found: set[str] = set()
+        for slot, param in enumerate(seen.inputs):
+            passed = self.ctx.apply_sites.passed(info.name, slot)
+            if passed and all(kind == ANNOTATED_TENSOR for kind in passed):
+                found.add(param.name.value)
+        return found
 
     def _setup_context(
         self,
@@ -212,7 +225,10 @@ class SavedState(Check):
             )
         }
         stash = _Stash(tensors, inputs_name, positions, forward, parts, outputs, declared)
-        found: list[tuple[cst.CSTNode, str, str]] = list(stashed or [])
+        # (the store, the attribute, the tensor's name, its position in a kept tuple literal)
+        found: list[tuple[cst.CSTNode, str, str, int | None]] = [
+            (*kept, None) for kept in stashed or []
+        ]
         for node, order in flow.statements:
             if not isinstance(node, cst.Assign):
                 continue
@@ -234,16 +250,23 @@ class SavedState(Check):
                         and t.value.value == ctx_name
                     ):
                         # a list or tuple literal holds the very tensors (`ctx.ws = [w]`, K18)
+                        # each with its position, which backward may unpack it by (`a, b =
+                        # ctx.kept`), when none is starred
+                        elements = v.elements if isinstance(v, (cst.List, cst.Tuple)) else ()
+                        starred = any(isinstance(e, cst.StarredElement) for e in elements)
                         values = (
-                            [e.value for e in v.elements if not isinstance(e, cst.StarredElement)]
+                            [
+                                (None if starred else i, e.value)
+                                for i, e in enumerate(elements)
+                                if not isinstance(e, cst.StarredElement)
+                            ]
                             if isinstance(v, (cst.List, cst.Tuple))
-                            else [v]
+                            else [(None, v)]
                         )
-                        for value in values:
+                        for element, value in values:
                             shown = _kept(value, node, order, stash)
                             if shown is not None:
-                                found.append((node, t.attr.value, shown))
-                                break
+                                found.append((node, t.attr.value, shown, element))
         if not found:
             return
         harmless = self._harmless(readers, ctx_name)
@@ -253,9 +276,11 @@ class SavedState(Check):
             for arg in site.node.args
             if isinstance(arg.value, cst.Name)
         }
-        for node, attr, shown in found:
-            if harmless(attr):
+        done: set[tuple[int, str]] = set()  # one finding per store and attribute
+        for node, attr, shown, element in found:
+            if (id(node), attr) in done or harmless(attr, element):
                 continue
+            done.add((id(node), attr))
             if forward is not None and _saved_on_other_branch(forward, flow, ctx_name, node, shown):
                 continue
             if shown in saved:  # saved already: only the way back is wrong
@@ -298,7 +323,7 @@ class SavedState(Check):
 
     def _harmless(
         self, readers: list[cst.FunctionDef] | None, ctx_name: str
-    ) -> Callable[[str], bool]:
+    ) -> Callable[[str, int | None], bool]:
         """Whether no other method reads a ctx attribute for its values (semantics D3.1 needs
         such a read): it reads it only for shape/dtype/device or length, directly
         (`ctx.w.shape`, `zeros_like(ctx.w)`, `len(ctx.params)`) or through a local alias (`w =
@@ -314,8 +339,21 @@ class SavedState(Check):
             whole = whole or visitor.whole
         metadata_only = {attr for attr, flags in uses.items() if flags and all(flags)}
         if whole:
-            return metadata_only.__contains__
-        return lambda attr: attr in metadata_only or attr not in uses
+            return lambda attr, element: attr in metadata_only
+
+        def unread(key: str) -> bool:
+            return key in metadata_only or key not in uses
+
+        def harmless(attr: str, element: int | None = None) -> bool:
+            # `a, b = ctx.kept` reads element 0 wherever `a` is read (`kept[0]`), and element 1
+            # wherever `b` is: a kept tuple's tensor counts only when its own element is read
+            if not unread(attr):
+                return False
+            if element is not None:
+                return unread(f"{attr}[{element}]")
+            return all(unread(key) for key in uses if key.startswith(f"{attr}["))
+
+        return harmless
 
     def _save_for_backward(self, info: ClassInfo, seen: ForwardInputs, ctx_name: str) -> None:
         flow = seen.flow
@@ -473,7 +511,7 @@ class SavedState(Check):
                             named.evaluated_value if isinstance(named, cst.SimpleString) else None
                         )
                         attr = text if isinstance(text, str) else "?"
-                    if harmless(attr):
+                    if harmless(attr, None):
                         continue
                     shown = held.value
                     advice = (
@@ -613,6 +651,20 @@ class _MetadataUses(FastVisitor):
                     self.aliases[target.target.value] = attr
                 else:
                     self.aliases.pop(target.target.value, None)
+            elif (
+                isinstance(target.target, (cst.Tuple, cst.List))
+                and attr is not None
+                and isinstance(node.value, cst.Attribute)
+            ):
+                # `in_map, weights = ctx.inputs`: each element stands for its part of the
+                # attribute (`inputs[0]`), or for all of it after a starred one
+                elements = target.target.elements
+                starred = any(isinstance(e, cst.StarredElement) for e in elements)
+                for position, element in enumerate(elements):
+                    if isinstance(element.value, cst.Name):
+                        self.handled.add(id(element.value))
+                        part = attr if starred else f"{attr}[{position}]"
+                        self.aliases[element.value.value] = part
             else:
                 self.walk(target.target)
         return False

@@ -422,6 +422,29 @@ def test_a_placeholder_parameter_given_storage_with_set_() -> None:
     assert placeholder.grad.tolist() == [4.0, 5.0, 6.0]  # weights + 3: right
 
 
+@rows("D5.7")
+def test_forward_giving_an_input_other_memory_through_data() -> None:
+    class Shard(Function):
+        @staticmethod
+        def forward(ctx, x):
+            out = x * 1
+            x.data = torch.zeros_like(x.data)  # Megatron's distribute_saved_activations
+            return out
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    x = a * 1
+    square = x * x  # saves x before forward runs
+    out = Shard.apply(x)
+    (square.sum() + out.sum()).backward()
+    assert a.grad.tolist() == [1.0, 1.0, 1.0]  # silently wrong: 2x + 1 is [3, 5, 7]
+    assert x.tolist() == [0.0, 0.0, 0.0]
+    assert x._version == 0  # the version counter never heard of it
+
+
 @rows("D7.1", "D7.2", "D7.3")
 def test_calling_forward_directly_bypasses_backward() -> None:
     class Cube(Function):
