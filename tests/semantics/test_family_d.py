@@ -8,6 +8,7 @@ import pytest
 import torch
 from torch.autograd import Function
 
+from .raw_kernel import raw_scale_
 from .rows import first_line, rows
 
 LEGACY = (
@@ -443,6 +444,28 @@ def test_forward_giving_an_input_other_memory_through_data() -> None:
     assert a.grad.tolist() == [1.0, 1.0, 1.0]  # silently wrong: 2x + 1 is [3, 5, 7]
     assert x.tolist() == [0.0, 0.0, 0.0]
     assert x._version == 0  # the version counter never heard of it
+
+
+@rows("D5.8")
+def test_forward_handing_an_input_to_a_kernel_that_writes_it() -> None:
+    class Scale(Function):
+        @staticmethod
+        def forward(ctx, x):
+            raw_scale_(x, 10.0)  # a C++ kernel writing through x.data_ptr<float>()
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    x = a * 1
+    square = x * x  # saves x before forward runs
+    out = Scale.apply(x)
+    (square.sum() + out.sum()).backward()
+    assert a.grad.tolist() == [21.0, 41.0, 61.0]  # silently wrong: 2x + 1 is [3, 5, 7]
+    assert x.tolist() == [10.0, 20.0, 30.0]  # the caller's tensor holds the kernel's result
+    assert x._version == 0  # the raw write never bumped the version counter
 
 
 @rows("D7.1", "D7.2", "D7.3")
