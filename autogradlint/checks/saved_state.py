@@ -86,7 +86,17 @@ class SavedState(Check):
             # backward needs (semantics D3: the same checks apply there)
             setup = contract.method(info, "setup_context")
             if setup is not None:
-                positions = {i for i, p in enumerate(seen.inputs) if p.name.value in tensors}
+                # forward's container annotation (`ws: List[Tensor]`) carries to the name
+                # setup_context unpacks at its position, as in forward (oracle K65)
+                positions = {
+                    i
+                    for i, p in enumerate(seen.inputs)
+                    if p.name.value in tensors
+                    or (
+                        p.annotation is not None
+                        and is_tensor_container_annotation(p.annotation.annotation)
+                    )
+                }
                 if readers is not None:  # setup_context keeps; it does not read
                     readers = [method for method in readers if method is not setup]
                 self._setup_context(info.name, setup, positions, readers, len(seen.inputs))
@@ -264,7 +274,7 @@ class SavedState(Check):
                             else [(None, v)]
                         )
                         for element, value in values:
-                            shown = _kept(value, node, order, stash)
+                            shown = _kept(_copied_container(value), node, order, stash)
                             if shown is not None:
                                 found.append((node, t.attr.value, shown, element))
         if not found:
@@ -574,6 +584,21 @@ def _kept(value: cst.BaseExpression, node: cst.CSTNode, order: int, stash: _Stas
         return None
     held = _holds_tensor(kinds, root, node, order, stash.outputs, stash.declared)
     return root if held else None
+
+
+def _copied_container(value: cst.BaseExpression) -> cst.BaseExpression:
+    """`ws` of `tuple(ws)` or `list(ws)`: a new container of the very same tensors, kept as
+    the container it copies is (oracle K66), as a list literal of them is (K18)."""
+    if (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Name)
+        and value.func.value in ("tuple", "list")
+        and len(value.args) == 1
+        and value.args[0].keyword is None
+        and not value.args[0].star
+    ):
+        return value.args[0].value
+    return value
 
 
 def _number_defaults(inputs: list[cst.Param]) -> set[str]:
