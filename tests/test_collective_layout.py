@@ -120,3 +120,29 @@ def test_a_branch_the_call_never_takes_is_not_a_path() -> None:
     assert _lines(backward(uneven, SPLIT_GATHER)) == [23]
     by_keyword = "return _gather_along_first_dim(grad_output, None, output_split_sizes=[4, 4])\n"
     assert _lines(backward(by_keyword, SPLIT_GATHER)) == [23]
+
+
+def test_a_gradient_sent_raw_to_a_peer_is_refused_by_gloo() -> None:
+    # the oracle's K64: gloo's `send`/`recv` raise `RuntimeError: input tensor has to be
+    # contiguous` on a transposed, narrow or stride-0 gradient (B2.10); NCCL only warns (B2.11)
+    bad = (
+        "peer = 1 - dist.get_rank()\nout = grad_output.new_empty(grad_output.shape)\n"
+        "req = dist.isend(grad_output, peer)\ndist.recv(out, peer)\nreq.wait()\nreturn out\n"
+    )
+    (finding,) = _findings(backward(bad))
+    assert (finding.line, finding.severity) == (14, "warning")
+    assert finding.help.startswith(
+        "`torch.distributed.isend` refuses a non-contiguous tensor on gloo: it raises "
+        "`RuntimeError: input tensor has to be contiguous`"
+    )
+    assert "NCCL only warns" in finding.help
+    for body in (
+        "dist.send(grad_output, 1)\nreturn grad_output\n",
+        "dist.irecv(grad_output, 1)\nreturn grad_output\n",
+    ):
+        assert len(_findings(backward(body))) == 1, body
+    # fixed: send a contiguous gradient
+    fixed = bad.replace(
+        "dist.isend(grad_output, peer)", "dist.isend(grad_output.contiguous(), peer)"
+    )
+    assert _lines(backward(fixed)) == []

@@ -685,3 +685,44 @@ def test_an_item_write_in_a_forward_of_another_module_proven_a_tensor_here(
     fixed = ITEM_WRITING_BASE.replace("x[0] = 0.5", "x = x.clone()\n        x[0] = 0.5")
     (tmp_path / "pkg" / "base.py").write_text(fixed)
     assert _found(tmp_path, "main.py", "base.py") == []
+
+
+ANNOTATED_BASE = """\
+import torch
+
+
+class Base(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w: torch.Tensor, ws: list[torch.Tensor]):
+        ctx.w = w
+        ctx.ws = ws
+        return x * float(len(ws))
+"""
+
+SHAPE_ONLY_CHILD = """\
+from .base import Base
+
+
+class Fn(Base):
+    @staticmethod
+    def backward(ctx, g):
+        return g * float(len(ctx.ws)) * ctx.w.shape[0], None, None
+"""
+
+
+def test_an_annotated_tensor_kept_by_a_forward_of_another_module_is_judged_by_its_reads(
+    tmp_path: Path,
+) -> None:
+    # oracle K67: forward's annotation proves w and ws tensors, but the only backward, in
+    # another module, reads their length and shape: D3.1 does not reach them, no finding
+    _project(tmp_path, {"base.py": ANNOTATED_BASE, "main.py": SHAPE_ONLY_CHILD})
+    assert _found(tmp_path, "main.py", "base.py") == []
+    # a backward reading their values is reported where it reads them, once each
+    reading = SHAPE_ONLY_CHILD.replace(
+        "g * float(len(ctx.ws)) * ctx.w.shape[0]", "g * ctx.ws[0] * ctx.w"
+    )
+    _project(tmp_path, {"base.py": ANNOTATED_BASE, "main.py": reading})
+    assert _found(tmp_path, "main.py", "base.py") == [
+        ("main.py", "AGL403", 7),
+        ("main.py", "AGL403", 7),
+    ]

@@ -405,3 +405,75 @@ class Fn(torch.autograd.Function):
 
 def test_a_helper_writing_into_an_advanced_index_writes_a_copy() -> None:
     assert _found(INDEXED_HELPER, "AGL405") == [("AGL405", 19)]
+
+
+# --- AGL403: a container of tensors kept on ctx (K65, K66) -------------------------------------
+
+KEPT_CONTAINERS = """\
+import torch
+
+
+class Setup(torch.autograd.Function):
+    @staticmethod
+    def forward(x, ws: list[torch.Tensor]):
+        return x * ws[0]
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, ws, *_ = inputs
+        ctx.ws = ws  # forward's annotation says what setup_context unpacked (K65)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.ws[0], None
+
+
+class Copied(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, ws: list[torch.Tensor]):
+        ctx.ws = tuple(ws)  # a new tuple of the very same tensors (K66)
+        return x * ws[0]
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.ws[0], None
+"""
+
+KEPT_CONTAINERS_FIXED = """\
+import torch
+
+
+class Setup(torch.autograd.Function):
+    @staticmethod
+    def forward(x, ws: list[torch.Tensor]):
+        return x * ws[0]
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, ws, *_ = inputs
+        ctx.save_for_backward(*ws)
+
+    @staticmethod
+    def backward(ctx, g):
+        (w0, *_) = ctx.saved_tensors
+        return g * w0, None
+
+
+class Copied(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, ws: list[torch.Tensor]):
+        ctx.save_for_backward(*ws)
+        ctx.sizes = tuple(w.shape for w in ws)  # a tuple of shapes holds no tensor
+        return x * ws[0]
+
+    @staticmethod
+    def backward(ctx, g):
+        (w0, *_) = ctx.saved_tensors
+        return g * w0 * len(ctx.sizes), None
+"""
+
+
+def test_a_container_of_tensors_kept_in_setup_context_or_copied() -> None:
+    # changing a kept tensor in place before backward silently changes the gradient (D3.1)
+    assert _found(KEPT_CONTAINERS, "AGL403") == [("AGL403", 12), ("AGL403", 22)]
+    assert _found(KEPT_CONTAINERS_FIXED, "AGL403") == []

@@ -5,7 +5,7 @@ the project functions that hand one of their parameters to such a collective.
 and only reads `inp` (semantics B2.4-B2.7). The out-of-place spellings
 (`torch.distributed.nn.all_reduce`, `torch.distributed._functional_collectives.*`) return a
 new tensor and are not listed. The same calls refuse a non-contiguous tensor on NCCL, as input
-or output (`CONTIGUOUS`, semantics B2.10-B2.11), which `HelperWrites(..., contiguous=True)`
+or output, and point-to-point `send`/`recv` on gloo (`CONTIGUOUS`, semantics B2.10-B2.11), which `HelperWrites(..., contiguous=True)`
 follows instead. A helper is read with `ast` (the same or another project
 file, through `Summaries.function`), following its own calls one level deeper.
 """
@@ -40,7 +40,8 @@ WRITTEN: dict[str, tuple[int, tuple[str, ...], bool]] = {
     "all_to_all_single": (0, ("output",), False),
 }
 # short name -> the (position, keywords) of every single-tensor argument NCCL's
-# `check_gpu_single_tensor` refuses when not contiguous (B2.11): a list argument is not included
+# `check_gpu_single_tensor` refuses when not contiguous (B2.11), or gloo's point-to-point
+# calls do (B2.10): a list argument is not included
 CONTIGUOUS: dict[str, tuple[tuple[int, tuple[str, ...]], ...]] = {
     "all_reduce": ((0, ("tensor",)),),
     "broadcast": ((0, ("tensor",)),),
@@ -52,7 +53,14 @@ CONTIGUOUS: dict[str, tuple[tuple[int, tuple[str, ...]], ...]] = {
     "reduce_scatter_tensor": ((0, ("output", "output_tensor")), (1, ("input", "input_tensor"))),
     "_reduce_scatter_base": ((0, ("output", "output_tensor")), (1, ("input", "input_tensor"))),
     "all_to_all_single": ((0, ("output",)), (1, ("input",))),
+    # point-to-point: gloo raises `input tensor has to be contiguous` (B2.10), NCCL only warns
+    "send": ((0, ("tensor",)),),
+    "isend": ((0, ("tensor",)),),
+    "recv": ((0, ("tensor",)),),
+    "irecv": ((0, ("tensor",)),),
 }
+# ... of which those gloo refuses (the CPU backend) where NCCL only warns (B2.10-B2.11)
+POINT_TO_POINT = frozenset({"send", "isend", "recv", "irecv"})
 # torch's, and DeepSpeed's drop-in `deepspeed.comm` (`from deepspeed import comm as dist`), whose
 # functions hand the same arguments to torch's through a backend object no summary can follow.
 _MODULES = (

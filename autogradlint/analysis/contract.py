@@ -463,6 +463,15 @@ class ContractView:
             memo[(id(visited.node), name)] = found
         return found
 
+    def base_method(self, info: ClassInfo, name: str) -> cst.FunctionDef | None:
+        """`name` as the bases of `info` resolve it, its own left out (the backward a forward
+        of another module was written with, under a subclass here that defines its own)."""
+        parents = [self.by_name.get(b.rsplit(".", 1)[-1]) for b in info.base_names]
+        parent = next((p for p in parents if p is not None), None)
+        if parent is not None:
+            return self.method(parent, name)
+        return self._foreign(info, name) if self.inherited is not None else None
+
     def _foreign(self, info: ClassInfo, name: str) -> cst.FunctionDef | None:
         """`name` as the first base of `info` defined in another file resolves it."""
         assert self.inherited is not None  # asked only with the project's view

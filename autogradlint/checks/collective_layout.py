@@ -4,7 +4,8 @@
 
 NCCL refuses a non-contiguous tensor in every such collective (`ValueError: Tensors must be
 contiguous`, semantics B2.11), and a backward receives transposed and stride-0 gradients (B1.1,
-B1.6), so training stops; gloo on CPU copies the input (B2.10), so CPU tests pass. torch's own
+B1.6), so training stops; gloo on CPU copies the input (B2.10), so CPU tests pass. Point-to-point
+`send`/`recv` are the other way round: gloo raises, NCCL only warns (B2.10-B2.11). torch's own
 API is known by its module path (`analysis/collectives.py`, shared with AGL406).
 """
 
@@ -15,7 +16,13 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ..analysis.collectives import CONTIGUOUS, HelperWrites, collective, cst_argument
+from ..analysis.collectives import (
+    CONTIGUOUS,
+    POINT_TO_POINT,
+    HelperWrites,
+    collective,
+    cst_argument,
+)
 from ..analysis.names import dotted
 from .base import CheckContext
 
@@ -39,6 +46,12 @@ class CollectiveRead:
         """The help line's opening sentences."""
         chain = " -> ".join(f"`{v}`" for v in self.via)
         reached = f" (reached through {chain})" if chain else ""
+        if self.collective in POINT_TO_POINT:
+            return (
+                f"`{self.callee}`{reached} refuses a non-contiguous tensor on gloo: it raises "
+                "`RuntimeError: input tensor has to be contiguous` when the gradient arrives "
+                "transposed or expanded, so training stops (NCCL only warns)."
+            )
         if self.collective in IN_PLACE:
             cpu = "gloo on CPU raises nothing and reduces the memory at the data pointer instead"
         else:

@@ -27,7 +27,7 @@ from ..analysis.names import dotted
 from ..analysis.source_text import code_of
 from ..analysis.tensor_kinds import OTHER, TENSOR, TensorKinds, receiver_root
 from ..analysis.walk import FastVisitor
-from .base import Check
+from .base import Check, CheckContext
 from .common import source_of, statement_in_block
 from .gates import function_gate
 from .reads import Reads
@@ -45,15 +45,19 @@ class SavedState(Check):
     # (the other file reports the rest itself).
     _read_in: cst.FunctionDef | None = None
     _only: set[str] | None = None
+    # A forward with no backward to read here, whose subclasses in other modules bring one:
+    # those modules judge what it keeps by their backward's reads (oracle K67)
+    _deferred: bool = False
 
     def run(self) -> None:
         contract = self.ctx.contract()
         for info, seen in contract.forwards():
             self.ctx.enter(info.node)
             self._kept_by(info, seen)
+        self._deferred = False
         # forward (or setup_context) of another module keeps what this backward reads: only
         # this file has the gradients that prove an input a tensor (oracle K17)
-        for info, backward, seen, proven in inherited_forwards(contract):
+        for info, backward, seen, proven in inherited_forwards(contract, unread_there=True):
             self.ctx.enter(info.node)
             self._read_in, self._only = backward, proven
             try:
@@ -77,6 +81,9 @@ class SavedState(Check):
         """What the forward (or setup_context) of a class keeps on ctx and saves."""
         contract = self.ctx.contract()
         readers = self._readers(info)
+        self._deferred = (
+            readers is None and self._read_in is None and _subclassed_elsewhere(self.ctx, info)
+        )
         # an input backward returns a gradient for is a tensor (autograd refuses one for
         # anything else), annotated or not (shown by tests/oracle, K19, K20)
         tensors = seen.tensors | gradient_evidence(contract, info, seen.flow)
@@ -86,7 +93,17 @@ class SavedState(Check):
             # backward needs (semantics D3: the same checks apply there)
             setup = contract.method(info, "setup_context")
             if setup is not None:
-                positions = {i for i, p in enumerate(seen.inputs) if p.name.value in tensors}
+                # forward's container annotation (`ws: List[Tensor]`) carries to the name
+                # setup_context unpacks at its position, as in forward (oracle K65)
+                positions = {
+                    i
+                    for i, p in enumerate(seen.inputs)
+                    if p.name.value in tensors
+                    or (
+                        p.annotation is not None
+                        and is_tensor_container_annotation(p.annotation.annotation)
+                    )
+                }
                 if readers is not None:  # setup_context keeps; it does not read
                     readers = [method for method in readers if method is not setup]
                 self._setup_context(info.name, setup, positions, readers, len(seen.inputs))
@@ -264,7 +281,7 @@ class SavedState(Check):
                             else [(None, v)]
                         )
                         for element, value in values:
-                            shown = _kept(value, node, order, stash)
+                            shown = _kept(_copied_container(value), node, order, stash)
                             if shown is not None:
                                 found.append((node, t.attr.value, shown, element))
         if not found:
@@ -299,7 +316,8 @@ class SavedState(Check):
         """AGL403 where the tensor is kept; or, kept by a forward of another module, at this
         file's backward reading it back (where the gradient that proves it a tensor is)."""
         if self._read_in is None:
-            self.report("AGL403", node, cls=cls, attr=attr, name=shown, advice=advice)
+            if not self._deferred:
+                self.report("AGL403", node, cls=cls, attr=attr, name=shown, advice=advice)
             return
         if self._only is not None and shown.split("[", 1)[0] not in self._only:
             return  # proven a tensor in its own file: reported there
@@ -574,6 +592,26 @@ def _kept(value: cst.BaseExpression, node: cst.CSTNode, order: int, stash: _Stas
         return None
     held = _holds_tensor(kinds, root, node, order, stash.outputs, stash.declared)
     return root if held else None
+
+
+def _subclassed_elsewhere(ctx: CheckContext, info: ClassInfo) -> bool:
+    """Whether the project index knows a subclass of the class in another file."""
+    return any(name == info.name and sub for name, sub, _where in ctx.facts.project.uses)
+
+
+def _copied_container(value: cst.BaseExpression) -> cst.BaseExpression:
+    """`ws` of `tuple(ws)` or `list(ws)`: a new container of the very same tensors, kept as
+    the container it copies is (oracle K66), as a list literal of them is (K18)."""
+    if (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Name)
+        and value.func.value in ("tuple", "list")
+        and len(value.args) == 1
+        and value.args[0].keyword is None
+        and not value.args[0].star
+    ):
+        return value.args[0].value
+    return value
 
 
 def _number_defaults(inputs: list[cst.Param]) -> set[str]:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ..analysis.contract import ContractView, ForwardInputs
+from ..analysis.contract import ContractView, ForwardInputs, is_tensor_container_annotation
 from ..analysis.facts import ClassInfo
 from ..analysis.flow import MethodFlow
 from ..analysis.names import dotted
@@ -44,11 +44,13 @@ def gradient_evidence(contract: ContractView, info: ClassInfo, forward: MethodFl
 
 
 def inherited_forwards(
-    contract: ContractView,
+    contract: ContractView, unread_there: bool = False
 ) -> Iterator[tuple[ClassInfo, cst.FunctionDef, ForwardInputs, set[str]]]:
     """The classes of this file with their own backward and a forward of another module: each
     with that backward, forward as read, and the inputs only this backward proves tensors
-    (the other file reports what it can prove itself; a class with none is left out)."""
+    (the other file reports what it can prove itself; a class with none is left out).
+    `unread_there`: a forward whose own class has no backward is judged here, by this
+    backward's reads, for every input known a tensor (its file has no reads to judge by)."""
     for info in contract.classes():
         backward = info.methods.get("backward")
         forward = contract.method(info, "forward")
@@ -58,6 +60,13 @@ def inherited_forwards(
             continue  # this file's: checked with the class that defines it
         seen = contract.forward_of(info, forward)
         proven = gradient_evidence(contract, info, seen.flow) - seen.tensors
+        if unread_there and contract.base_method(info, "backward") is None:
+            proven |= seen.tensors | {
+                p.name.value
+                for p in seen.inputs
+                if p.annotation is not None
+                and is_tensor_container_annotation(p.annotation.annotation)
+            }
         if proven:
             yield info, backward, seen, proven
 
