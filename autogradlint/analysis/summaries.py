@@ -23,7 +23,7 @@ from ..text.bindings import Binding, Bindings
 from ..text.marks import holds_graph_call
 from ..text.outline import module_imports
 from ..text.statements import chunk_starts
-from .compiled import DISPATCHER_NAMESPACES, ReadEvidence, evidence_for, named_extension
+from .compiled import DISPATCHER_NAMESPACES, named_extension
 from .reading import imported_code
 from .triton_writes import base_only_params, written_params
 
@@ -964,10 +964,3 @@ def _read(path: str) -> str:
             return handle.read().decode("utf-8", "replace")
     except OSError:
         return ""
-
-
-def reach_evidence(native: ProjectNative, reach: Reach) -> ReadEvidence:
-    """How the C++ at the end of a project helper's `reach` (the helper hands its parameter to
-    compiled code, `native` the helper's project) reads and writes it."""
-    loaded = not reach.callee.split(".")[0].lstrip(".") or reach.loaded
-    return evidence_for(native, reach.callee, reach.slot, reach.keyword, loaded)

@@ -17,6 +17,7 @@ from ..analysis.compiled import (
     ReadEvidence,
     compiled_by_evidence,
     compiled_callee,
+    evidence_for,
     member_evidence,
     read_evidence,
 )
@@ -33,7 +34,7 @@ from ..analysis.reading import (
     unreadable_import,
 )
 from ..analysis.source_text import code_of
-from ..analysis.summaries import Reach, last_value, may_pass, reach_evidence
+from ..analysis.summaries import Reach, last_value, may_pass
 from ..analysis.torch_api import CONTAINER_METHODS, CTX_METHODS, TENSOR_METHODS
 from ..analysis.walk import FastVisitor
 from ..edits import Edits, Fix
@@ -311,7 +312,9 @@ class CompiledGradients(Check):
                 evidence=f"Through {via}: {told.text}{_asserted(reach)}",
             )
             return True
-        found = reach_evidence(self.ctx.summaries.native_for(reach.path), reach)
+        native = self.ctx.summaries.native_for(reach.path)
+        loaded = not reach.callee.split(".")[0].lstrip(".") or reach.loaded
+        found = evidence_for(native, reach.callee, reach.slot, reach.keyword, loaded)
         if found.writes and not (state.write_safe or reach.copied):
             self._write(arg.value, state, flow, callee, cls, f"Through {via}: {found.write_text}")
             return True

@@ -8,17 +8,11 @@ from typing import NamedTuple
 import libcst as cst
 
 from ..analysis.apply_sites import FROZEN, PARAMETER
-from ..analysis.compiled import (
-    compiled_by_evidence,
-    compiled_callee,
-    read_evidence,
-)
 from ..analysis.contract import StaticHelper, mutation, returned_names
 from ..analysis.facts import ClassInfo
-from ..analysis.flow import CallSite, MethodFlow
+from ..analysis.flow import MethodFlow
 from ..analysis.helper_effects import helper_calls
 from ..analysis.names import dotted
-from ..analysis.summaries import may_pass, reach_evidence
 from ..analysis.triton_writes import written_params
 from .base import Check
 from .gates import function_gate
@@ -101,18 +95,15 @@ class InputMutation(Check):
             finally:
                 self._only = self._at = None
 
-    def _report(
-        self, node: cst.CSTNode, cls: str, origin: str, evidenced: bool, evidence: str = ""
-    ) -> None:
+    def _report(self, node: cst.CSTNode, cls: str, origin: str, evidenced: bool) -> None:
         """AGL405 at the write; for a forward of another module, once at this file's backward
-        and only for a write whose tensor evidence is the backward's (`evidenced`). `evidence`
-        leads the help when the write is not in the Python (the C++ that makes it)."""
+        and only for a write whose tensor evidence is the backward's (`evidenced`)."""
         at = self._at
         if at is None:
-            self.report("AGL405", node, cls=cls, name=origin, evidence=evidence)
+            self.report("AGL405", node, cls=cls, name=origin)
         elif evidenced and self._only is not None and origin in self._only:
             self._at = None
-            self.report("AGL405", at, anchor=at.name, cls=cls, name=origin, evidence=evidence)
+            self.report("AGL405", at, anchor=at.name, cls=cls, name=origin)
 
     def _forward_inplace(
         self,
@@ -189,7 +180,6 @@ class InputMutation(Check):
             self._report(write.node, info.name, origin, False)
         forward_read = _Forward(info, flow, inputs, tensors, helpers)
         self._kernel_writes(forward_read, dirty | reported)
-        self._compiled_writes(forward_read, dirty | reported)
         self._project_helper_writes(forward_read, dirty | reported)
 
     def _marked_in_helper(self, call: cst.Call, ctx_name: str) -> list[cst.BaseExpression]:
@@ -268,79 +258,6 @@ class InputMutation(Check):
                 done.add(origin)
                 self._report(arg.value, info.name, origin, False)
 
-    def _compiled_writes(self, forward: _Forward, done: set[str]) -> None:
-        """An input (or a view of it) handed to a C++/CUDA extension whose source proves it
-        writes that argument (the evidence AGL202 reads: causal_conv1d's `final_states_out`,
-        a `cublasGemmEx` accumulating into `C`): a raw write the version counter never hears of
-        (D5.8). Reported at the argument. Compiled code whose source is not read proves
-        nothing, so it stays quiet: AGL405 is an error."""
-        info, flow, inputs, _tensors, helpers = forward
-        contract = self.ctx.contract()
-        facts, native = self.ctx.facts, self.ctx.native
-        for site in flow.calls:
-            call = site.node
-            if site.in_nested_def:
-                continue
-            callee = compiled_callee(call, facts, self.ctx.settings, native)
-            if callee is None and isinstance(call.func, cst.Attribute):
-                callee = compiled_by_evidence(call, facts, native)
-            if callee is None:
-                self._helper_compiled_writes(forward, site, done)
-                continue
-            if callee[0] != "extension":
-                continue
-            for position, arg in enumerate(call.args):
-                if arg.star:
-                    break
-                origin = contract.alias_of(arg.value, flow, site.order, inputs, helpers, info.name)
-                if not origin or origin in done:
-                    continue
-                found = read_evidence(native, facts, callee[0], callee[1], call, position)
-                if not found.writes:
-                    continue
-                if self._no_stale_history(info, flow, origin, call):
-                    continue
-                done.add(origin)
-                self._report(arg.value, info.name, origin, False, _raw(found.write_text, origin))
-
-    def _helper_compiled_writes(self, forward: _Forward, site: CallSite, done: set[str]) -> None:
-        """The same through a project function forward hands the input to, which passes it
-        on, uncopied, to compiled code proven to write it (causal_conv1d's
-        `causal_conv1d_fwd_function(x, ..., final_states_out, ...)`)."""
-        info, flow, inputs, _tensors, helpers = forward
-        call = site.node
-        written = dotted(call.func)
-        if written is None or any(arg.star for arg in call.args):
-            return
-        summaries = self.ctx.summaries
-        found = summaries.function(written)
-        summary = summaries.summary(*found) if found is not None else None
-        if summary is None or not summary.reaches:
-            return
-        contract = self.ctx.contract()
-        keywords = [arg.keyword.value for arg in call.args if arg.keyword is not None]
-        given = sum(1 for arg in call.args if arg.keyword is None)
-        for position, arg in enumerate(call.args):
-            index = position if arg.keyword is None else None
-            if arg.keyword is not None and arg.keyword.value in summary.params:
-                index = summary.params.index(arg.keyword.value)
-            origin = contract.alias_of(arg.value, flow, site.order, inputs, helpers, info.name)
-            if index is None or not origin or origin in done:
-                continue
-            for reach in summary.reaches:
-                if reach.param != index or reach.kind != "extension" or reach.copied:
-                    continue
-                if reach.when and not may_pass(reach.when, summary.params, given, keywords, False):
-                    continue  # under `if flag:`, `flag` left at its False/None default
-                evidence = reach_evidence(summaries.native_for(reach.path), reach)
-                if not evidence.writes or self._no_stale_history(info, flow, origin, call):
-                    continue
-                via = " -> ".join(f"`{step}`" for step in reach.via)
-                done.add(origin)
-                text = _raw(f"Through {via}: {evidence.write_text}", origin)
-                self._report(arg.value, info.name, origin, False, text)
-                break
-
     def _project_helper_writes(self, forward: _Forward, done: set[str]) -> None:
         """An input handed to a module-level function or a static method (here or in another
         project file) that writes it in place, one or two calls deep: reported at the call."""
@@ -360,14 +277,6 @@ class InputMutation(Check):
                     continue
                 done.add(origin)
                 self._report(site.node, info.name, origin, slot not in effects.method_writes)
-
-
-def _raw(write_text: str, name: str) -> str:
-    """The help's lead for an input compiled code writes (D5.8)."""
-    return (
-        f"{write_text} A raw write never moves the version counter, so a node that saved "
-        f"`{name}` silently computes from what the kernel wrote."
-    )
 
 
 def _returned(flow: MethodFlow, name: str, call: cst.Call) -> bool:
